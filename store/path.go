@@ -1,0 +1,121 @@
+package store
+
+import (
+	"fmt"
+	"strings"
+)
+
+// ValidatePath returns nil if p is a valid path and an error wrapping
+// ErrInvalidPath otherwise. See the package doc for the rules.
+func ValidatePath(p string) error {
+	if p == "/" {
+		return nil
+	}
+	if p == "" || p[0] != '/' {
+		return pathErr(p, "not absolute")
+	}
+	if p[len(p)-1] == '/' {
+		return pathErr(p, "trailing slash")
+	}
+	for seg := range strings.SplitSeq(p[1:], "/") {
+		switch seg {
+		case "":
+			return pathErr(p, "empty segment")
+		case ".", "..":
+			return pathErr(p, "relative segment")
+		}
+	}
+	for _, r := range p {
+		if r < 0x20 || (r >= 0x7f && r <= 0x9f) || r == 0xfffd {
+			return pathErr(p, "control or invalid character")
+		}
+	}
+	return nil
+}
+
+func pathErr(p, why string) error {
+	return fmt.Errorf("%w %q: %s", ErrInvalidPath, p, why)
+}
+
+// ValidateCreate checks the arguments of a Create before any I/O: the path
+// (which must not be the root), the mode and the data size.
+func ValidateCreate(p string, data []byte, mode Mode) error {
+	if err := ValidatePath(p); err != nil {
+		return err
+	}
+	if p == "/" {
+		return pathErr(p, "the root cannot be created")
+	}
+	if !mode.Valid() {
+		return fmt.Errorf("%w: unknown mode %v", ErrInvalidArgument, mode)
+	}
+	return ValidateData(data)
+}
+
+// ValidateData returns an error wrapping ErrTooLarge when data is over
+// MaxDataSize.
+func ValidateData(data []byte) error {
+	if len(data) > MaxDataSize {
+		return fmt.Errorf("%w: %d bytes, at most %d", ErrTooLarge, len(data), MaxDataSize)
+	}
+	return nil
+}
+
+// Join returns the path of the child name of parent. It does not validate.
+func Join(parent, name string) string {
+	if parent == "/" {
+		return "/" + name
+	}
+	return parent + "/" + name
+}
+
+// Parent returns the parent of a valid path; the parent of "/" is "/".
+func Parent(p string) string {
+	i := strings.LastIndexByte(p, '/')
+	if i <= 0 {
+		return "/"
+	}
+	return p[:i]
+}
+
+// Base returns the last segment of a valid path; "" for "/".
+func Base(p string) string {
+	return p[strings.LastIndexByte(p, '/')+1:]
+}
+
+// SeqDigits is the width of a sequence suffix, as ZooKeeper writes it.
+const SeqDigits = 10
+
+// FormatSeq formats seq as a sequence suffix, the way ZooKeeper does
+// ("%010d"), so that suffixes of equal width sort as numbers.
+func FormatSeq(seq int64) string {
+	return fmt.Sprintf("%0*d", SeqDigits, seq)
+}
+
+// ParseSeq returns the sequence number in the last SeqDigits characters of
+// name, as written by ZooKeeper for sequential nodes (by corral, Curator,
+// kazoo or go-zookeeper alike), and whether there was one. ZooKeeper's
+// counter is a signed 32-bit integer; after it overflows the suffix holds a
+// negative number such as "-000000001", which is parsed too.
+func ParseSeq(name string) (int64, bool) {
+	if len(name) < SeqDigits {
+		return 0, false
+	}
+	s := name[len(name)-SeqDigits:]
+	neg := s[0] == '-'
+	if neg {
+		s = s[1:]
+	}
+	var n int64
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int64(c-'0')
+	}
+	if neg {
+		n = -n
+	}
+	return n, true
+}

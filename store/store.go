@@ -1,0 +1,295 @@
+// Package store defines the contract between corral's coordination
+// primitives and the services that hold their state: a small tree of
+// znodes reached through one client session.
+//
+// A [Store] value is one client session on a shared tree. The primitives in
+// corral's sync, queue and election packages are written once against this
+// interface and run unchanged on the ZooKeeper (zkstore), etcd (etcdstore) and
+// in-memory (memstore) adapters. The conformance suite in store/storetest
+// pins every rule below down; an adapter is correct when it passes it.
+//
+// # Paths
+//
+// A path is absolute, '/'-separated, with no trailing '/', no empty segment,
+// no "." or ".." segment and no NUL or control character (see [ValidatePath]).
+// The root "/" exists always; it can be read, listed and watched but not
+// created or deleted. Anything else is rejected with [ErrInvalidPath] before
+// any I/O.
+//
+// # Parents
+//
+// Create makes missing parents itself, as persistent nodes with no data, so a
+// recipe never has to prepare its directory. Parents are real nodes: they can
+// be read, listed and watched, and deleting one that has children fails with
+// [ErrNotEmpty]. Nobody removes them implicitly; a parent left empty stays.
+// Ephemeral nodes cannot have children ([ErrEphemeralParent]), as in
+// ZooKeeper.
+//
+// # Seq
+//
+// Every node carries a Seq that orders siblings by creation. For a sequential
+// node it is assigned by the store at create time and is strictly greater
+// than every Seq assigned before to a sequential child of the same parent; it
+// never goes backwards while the parent exists, which is what makes it a
+// fencing token. ZooKeeper: the 10-digit suffix of the name. etcd: the key's
+// CreateRevision. memstore: a store-wide creation counter, as etcd.
+//
+// For a non-sequential node Seq is whatever creation order the backend knows:
+// etcd's CreateRevision and memstore's counter order it among its siblings,
+// while ZooKeeper only knows the order of names that end in a 10-digit
+// sequence suffix (written by Curator, kazoo or go-zookeeper, say) and gives
+// every other name Seq 0. Recipes therefore order only sequential nodes and
+// nodes written by other clients' recipes, by Seq, never by name.
+//
+// The name of a sequential node is the requested name followed by a suffix
+// unique under the parent. ZooKeeper and memstore append a 10-digit Seq
+// ([FormatSeq]); ZooKeeper also puts a "_c_<uuid>-" prefix in front of
+// ephemeral sequential names (Curator's protected form, see below); etcd
+// appends a unique hexadecimal suffix.
+//
+// # Lost replies
+//
+// A connection can break after the server applied a request but before its
+// reply arrived. For an ephemeral sequential create the adapter must still
+// yield exactly one node: it finds the node it created (by a unique part of
+// its name, and checking that the node belongs to this session) or makes the
+// create idempotent. For other creates the outcome of a call that fails with
+// [ErrDisconnected] is unknown: the node may or may not exist.
+//
+// # Sessions
+//
+// A session ends when it is closed, when the server expires it, or when the
+// client can no longer keep it alive. Its ephemeral nodes then disappear for
+// every other session, [Store.Context] is cancelled with the reason as its
+// cause ([ErrSessionExpired] or [ErrClosed]) and every later call fails with
+// that error. A session never comes back: a new session is a new Store.
+//
+// Losing the connection without losing the session is reported apart from
+// expiry, by [Store.Disconnected]: while disconnected the client cannot know
+// whether its session, and so its ephemeral nodes, still live (ownership is
+// unknown). Calls made meanwhile either wait for the reconnection (bounded by
+// their ctx) or fail with [ErrDisconnected]; the session may still recover.
+//
+// # Watches
+//
+// Watches are one-shot channels with capacity 1: each delivers exactly one
+// [Event] and is then closed, so a receiver never hangs. If the watch can no
+// longer fire (its ctx is done, the session ended, the store was closed) the
+// event carries Err instead of a change. There is no gap between the check a
+// watch call makes and the watch it sets: a change made after the check is
+// always reported.
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+)
+
+// Store is one client session on a shared tree of nodes.
+//
+// All methods are safe for concurrent use. Every method that does I/O takes
+// a ctx first and returns ctx.Err() (wrapped) when ctx ends first; a create
+// abandoned that way leaves no ephemeral node behind. Errors wrap the
+// sentinels of this package and are matched with errors.Is.
+type Store interface {
+	// Create creates the node at path with data and returns it; for a
+	// sequential mode the returned node carries the final path and Seq.
+	// Missing parents are created as persistent, empty nodes. An existing
+	// path fails with ErrNodeExists, an ephemeral parent with
+	// ErrEphemeralParent, data over MaxDataSize with ErrTooLarge.
+	Create(ctx context.Context, path string, data []byte, mode Mode) (Node, error)
+
+	// Get returns the node at path, or ErrNoNode.
+	Get(ctx context.Context, path string) (Node, error)
+
+	// Set replaces the data of the node at path if its Version equals
+	// version, or unconditionally when version is AnyVersion. It returns the
+	// updated node, ErrNoNode, or ErrBadVersion.
+	Set(ctx context.Context, path string, data []byte, version int64) (Node, error)
+
+	// Children returns the direct children of path sorted by Seq, then by
+	// name, or ErrNoNode when path does not exist.
+	Children(ctx context.Context, path string) ([]Child, error)
+
+	// ExistsW reports whether path exists and returns a one-shot channel
+	// that delivers the next creation, deletion or data change of path. If
+	// the watch can no longer fire (ctx done, session ended, store closed)
+	// the event carries Err. There is no gap between the check and the
+	// watch. When err is non-nil no watch is set and the channel is nil.
+	ExistsW(ctx context.Context, path string) (exists bool, ev <-chan Event, err error)
+
+	// Delete deletes the node at path; ErrNoNode when it does not exist,
+	// ErrNotEmpty when it has children.
+	Delete(ctx context.Context, path string) error
+
+	// SessionID identifies this session. An ephemeral node created by this
+	// session has it as its Owner.
+	SessionID() int64
+
+	// Context returns a context that is cancelled when the session ends,
+	// with ErrSessionExpired or ErrClosed (possibly wrapped) as its cause.
+	Context() context.Context
+
+	// Disconnected returns a channel that is closed the next time the
+	// client loses its connection (while ownership of its ephemeral nodes
+	// is unknown), or when the session ends. If the client is disconnected
+	// now the channel is already closed. Call it again after a
+	// reconnection to wait for the next disconnection.
+	Disconnected() <-chan struct{}
+
+	// Close ends the session and removes its ephemeral nodes. It is
+	// idempotent; calls after Close fail with ErrClosed.
+	Close() error
+}
+
+// ChildrenWatcher is the optional children watch, found by type assertion.
+// A queue consumer waiting on an empty queue needs it; every adapter of this
+// module provides it.
+type ChildrenWatcher interface {
+	// ChildrenW returns the children of path as Children does and a
+	// one-shot channel that delivers the next change to the set of
+	// children (a child created or deleted) or the deletion of path. It
+	// follows the rules of ExistsW: exactly one event, then closed; Err set
+	// when the watch can no longer fire; no gap between list and watch.
+	// ErrNoNode, with no watch, when path does not exist.
+	ChildrenW(ctx context.Context, path string) ([]Child, <-chan Event, error)
+}
+
+// CreateLister is an optional capability, found by type assertion: create a
+// node and list its siblings in one round trip. etcd does it in one
+// transaction; lock recipes use it to acquire in one round trip.
+type CreateLister interface {
+	// CreateAndList creates a node as Create does and returns it with the
+	// children of its parent as Children would list them right after the
+	// create (so the list includes the new node).
+	CreateAndList(ctx context.Context, path string, data []byte, mode Mode) (Node, []Child, error)
+}
+
+// Mode is a set of create flags. The zero Mode creates a persistent node.
+type Mode uint8
+
+const (
+	// Ephemeral nodes belong to the creating session and disappear when it
+	// ends.
+	Ephemeral Mode = 1 << iota
+	// Sequential nodes get a store-assigned, unique, increasing suffix.
+	Sequential
+)
+
+// Persistent is the zero Mode: a node that lives until deleted.
+const Persistent Mode = 0
+
+// EphemeralSequential is the mode of every recipe's contender nodes.
+const EphemeralSequential = Ephemeral | Sequential
+
+// Valid reports whether m has only known flags.
+func (m Mode) Valid() bool { return m&^(Ephemeral|Sequential) == 0 }
+
+func (m Mode) String() string {
+	switch m {
+	case Persistent:
+		return "persistent"
+	case Ephemeral:
+		return "ephemeral"
+	case Sequential:
+		return "sequential"
+	case EphemeralSequential:
+		return "ephemeral-sequential"
+	}
+	return fmt.Sprintf("Mode(%#x)", uint8(m))
+}
+
+// Node is a node's path, data and metadata.
+type Node struct {
+	Path string
+	Data []byte
+	// Seq orders the node among its siblings; see the package doc.
+	Seq int64
+	// Version counts changes to Data: 0 after Create, +1 on each Set.
+	Version int64
+	// Owner is the SessionID of the session an ephemeral node belongs to,
+	// and 0 for a persistent node.
+	Owner int64
+}
+
+// Name returns the last segment of n.Path.
+func (n Node) Name() string { return Base(n.Path) }
+
+// Child is one entry of a node's children list.
+type Child struct {
+	Name string
+	Seq  int64
+}
+
+// AnyVersion makes Set unconditional.
+const AnyVersion int64 = -1
+
+// MaxDataSize is the largest Data a node may hold. It keeps every request
+// under ZooKeeper's default 1 MiB packet limit (jute.maxbuffer) and etcd's
+// 1.5 MiB request limit, so that all adapters accept exactly the same data.
+const MaxDataSize = 1000 << 10
+
+// EventType says what a watch saw.
+type EventType int
+
+const (
+	// EventNone is the type of an event that carries Err.
+	EventNone EventType = iota
+	// EventCreated: the watched node was created.
+	EventCreated
+	// EventDeleted: the watched node was deleted.
+	EventDeleted
+	// EventDataChanged: the watched node's data was set.
+	EventDataChanged
+	// EventChildrenChanged: a child of the watched node was created or
+	// deleted.
+	EventChildrenChanged
+)
+
+func (t EventType) String() string {
+	switch t {
+	case EventNone:
+		return "none"
+	case EventCreated:
+		return "created"
+	case EventDeleted:
+		return "deleted"
+	case EventDataChanged:
+		return "data-changed"
+	case EventChildrenChanged:
+		return "children-changed"
+	}
+	return fmt.Sprintf("EventType(%d)", int(t))
+}
+
+// Event is what a one-shot watch delivers.
+type Event struct {
+	Type EventType
+	Path string
+	// Err is set, and Type is EventNone, when the watch can no longer
+	// fire: it wraps ctx.Err(), ErrSessionExpired, ErrClosed or
+	// ErrDisconnected.
+	Err error
+}
+
+// The sentinel errors of the contract. Adapters wrap them, with the
+// backend's own error, and callers match them with errors.Is.
+var (
+	ErrNoNode          = errors.New("store: node does not exist")
+	ErrNodeExists      = errors.New("store: node already exists")
+	ErrNotEmpty        = errors.New("store: node has children")
+	ErrBadVersion      = errors.New("store: version does not match")
+	ErrEphemeralParent = errors.New("store: ephemeral nodes cannot have children")
+	ErrInvalidPath     = errors.New("store: invalid path")
+	ErrInvalidArgument = errors.New("store: invalid argument")
+	ErrTooLarge        = errors.New("store: data too large")
+	// ErrSessionExpired: the session ended without Close; its ephemeral
+	// nodes are gone. Open a new session.
+	ErrSessionExpired = errors.New("store: session expired")
+	// ErrClosed: the Store was closed.
+	ErrClosed = errors.New("store: closed")
+	// ErrDisconnected: the connection was lost; the outcome of the call is
+	// unknown and the session may still recover.
+	ErrDisconnected = errors.New("store: disconnected")
+)

@@ -1,0 +1,41 @@
+// Package storetest is the conformance suite of the store contract. Every
+// adapter runs it against a real backend, the way fstest.TestFS checks a file
+// system:
+//
+//	func TestConformance(t *testing.T) { storetest.Run(t, backend) }
+//
+// Each behaviour is a subtest working in a fresh namespace, so the suite can
+// share one server with other tests.
+package storetest
+
+import (
+	"testing"
+
+	"github.com/corral-go/corral/store"
+)
+
+// Backend opens sessions on one shared store and injects faults into them.
+type Backend interface {
+	// Open opens a new session. The suite closes it; Open may register a
+	// cleanup of its own with t.Cleanup.
+	Open(t testing.TB) store.Store
+	// Expire makes the server expire the session of s, as a long network
+	// partition would, and returns once the server has done so (the
+	// session's ephemeral nodes are gone for other sessions). s itself
+	// learns it the way the backend's client would.
+	Expire(t testing.TB, s store.Store)
+}
+
+// ReplyLoser is implemented by backends that can lose a reply: the next
+// create made through s is applied by the server but its reply never reaches
+// the client, which sees a broken connection.
+type ReplyLoser interface {
+	LoseNextCreateReply(t testing.TB, s store.Store)
+}
+
+// Disconnector is implemented by backends that can cut the connection of a
+// session without expiring it, and restore it.
+type Disconnector interface {
+	Disconnect(t testing.TB, s store.Store)
+	Reconnect(t testing.TB, s store.Store)
+}
