@@ -1,7 +1,9 @@
 package store
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -118,4 +120,15 @@ func ParseSeq(name string) (int64, bool) {
 		n = -n
 	}
 	return n, true
+}
+
+// SortChildren sorts children the way Children returns them: by Seq, then by
+// name.
+func SortChildren(kids []Child) {
+	slices.SortFunc(kids, func(a, b Child) int {
+		if c := cmp.Compare(a.Seq, b.Seq); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Name, b.Name)
+	})
 }

@@ -1,0 +1,242 @@
+// Package memstore is an in-memory store.Store: one shared tree (a
+// [Server]) and any number of sessions ([Store]) on it, with hooks that let
+// tests expire a session, cut and restore its connection, and lose the reply
+// of a create. It is what corral's own unit and property tests run on, and
+// what programs using corral can use in theirs.
+//
+// Every call is served at once under one lock: nothing blocks, nothing is
+// retried, and a session has no background goroutine. A disconnected session
+// fails its calls with store.ErrDisconnected until Reconnect; it stays alive
+// until Expire or Close, since there is no clock to expire it.
+package memstore
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	gosync "sync"
+
+	"github.com/corral-go/corral/store"
+)
+
+// Server is one shared tree. The zero value is not usable; call NewServer.
+// A Server is safe for concurrent use.
+type Server struct {
+	mu       gosync.Mutex
+	root     *node
+	seq      int64 // the last Seq handed out, store-wide like etcd's revision
+	sessions map[int64]*Store
+	lastID   int64
+	existsW  map[string]map[*watch]struct{}
+	childW   map[string]map[*watch]struct{}
+}
+
+type node struct {
+	name     string
+	data     []byte
+	seq      int64
+	version  int64
+	owner    int64
+	parent   *node
+	children map[string]*node
+}
+
+// NewServer returns an empty tree holding only the root.
+func NewServer() *Server {
+	return &Server{
+		root:     &node{children: map[string]*node{}},
+		sessions: map[int64]*Store{},
+		existsW:  map[string]map[*watch]struct{}{},
+		childW:   map[string]map[*watch]struct{}{},
+	}
+}
+
+// New returns a session on a new, private Server: the shortest way to a
+// store in a unit test. Use NewServer and Open for several sessions on one
+// tree.
+func New() *Store { return NewServer().Open() }
+
+// Open starts a new session on s.
+func (s *Server) Open() *Store {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.lastID++
+	st := &Store{
+		srv:        s,
+		id:         s.lastID,
+		ctx:        ctx,
+		cancel:     cancel,
+		disc:       make(chan struct{}),
+		watches:    map[*watch]struct{}{},
+		ephemerals: map[string]struct{}{},
+	}
+	s.sessions[st.id] = st
+	return st
+}
+
+// lookup returns the node at a valid path, or nil.
+func (s *Server) lookup(p string) *node {
+	n := s.root
+	if p == "/" {
+		return n
+	}
+	for i := 1; n != nil; {
+		j := i
+		for j < len(p) && p[j] != '/' {
+			j++
+		}
+		n = n.children[p[i:j]]
+		if j == len(p) {
+			return n
+		}
+		i = j + 1
+	}
+	return nil
+}
+
+func (n *node) path() string {
+	if n.parent == nil {
+		return "/"
+	}
+	return store.Join(n.parent.path(), n.name)
+}
+
+func (n *node) public(p string) store.Node {
+	return store.Node{Path: p, Data: slices.Clone(n.data), Seq: n.seq, Version: n.version, Owner: n.owner}
+}
+
+// create adds the node, making missing parents, and fires the watches.
+func (s *Server) create(p string, data []byte, mode store.Mode, owner int64) (store.Node, error) {
+	parentPath := store.Parent(p)
+	parent, err := s.mkdirs(parentPath)
+	if err != nil {
+		return store.Node{}, err
+	}
+	if parent.owner != 0 {
+		return store.Node{}, fmt.Errorf("%w: parent %q of %q", store.ErrEphemeralParent, parentPath, p)
+	}
+	s.seq++
+	name := store.Base(p)
+	if mode&store.Sequential != 0 {
+		name += store.FormatSeq(s.seq)
+	}
+	if _, ok := parent.children[name]; ok {
+		return store.Node{}, fmt.Errorf("%w: %q", store.ErrNodeExists, p)
+	}
+	n := &node{name: name, data: slices.Clone(data), seq: s.seq, parent: parent, children: map[string]*node{}}
+	if mode&store.Ephemeral != 0 {
+		n.owner = owner
+	}
+	parent.children[name] = n
+	full := store.Join(parentPath, name)
+	if n.owner != 0 {
+		s.sessions[owner].ephemerals[full] = struct{}{}
+	}
+	s.fire(s.existsW, full, store.EventCreated)
+	s.fire(s.childW, parentPath, store.EventChildrenChanged)
+	return n.public(full), nil
+}
+
+// mkdirs returns the node at p, creating it and its parents as persistent
+// nodes where missing.
+func (s *Server) mkdirs(p string) (*node, error) {
+	if n := s.lookup(p); n != nil {
+		return n, nil
+	}
+	if _, err := s.create(p, nil, store.Persistent, 0); err != nil {
+		return nil, err
+	}
+	return s.lookup(p), nil
+}
+
+func (s *Server) delete(p string) error {
+	n := s.lookup(p)
+	if n == nil {
+		return fmt.Errorf("%w: %q", store.ErrNoNode, p)
+	}
+	if len(n.children) > 0 {
+		return fmt.Errorf("%w: %q", store.ErrNotEmpty, p)
+	}
+	delete(n.parent.children, n.name)
+	if n.owner != 0 {
+		if o := s.sessions[n.owner]; o != nil {
+			delete(o.ephemerals, p)
+		}
+	}
+	s.fire(s.existsW, p, store.EventDeleted)
+	s.fire(s.childW, p, store.EventDeleted)
+	s.fire(s.childW, store.Parent(p), store.EventChildrenChanged)
+	return nil
+}
+
+// end ends a live session for cause: its ephemeral nodes go, its watches
+// report cause, its context is cancelled.
+func (s *Server) end(st *Store, cause error) {
+	if st.ended != nil {
+		return
+	}
+	st.ended = cause
+	paths := make([]string, 0, len(st.ephemerals))
+	for p := range st.ephemerals {
+		paths = append(paths, p)
+	}
+	for _, p := range paths {
+		_ = s.delete(p) // ephemerals have no children
+	}
+	for w := range st.watches {
+		s.deliver(w, store.Event{Err: cause})
+	}
+	if !st.disconnected {
+		close(st.disc)
+	}
+	delete(s.sessions, st.id)
+	st.cancel(cause)
+}
+
+// watch is one registered one-shot watch.
+type watch struct {
+	ch    chan store.Event
+	owner *Store
+	set   map[string]map[*watch]struct{}
+	path  string
+	stop  func() bool
+	done  bool
+}
+
+func (s *Server) addWatch(ctx context.Context, st *Store, set map[string]map[*watch]struct{}, p string) <-chan store.Event {
+	w := &watch{ch: make(chan store.Event, 1), owner: st, set: set, path: p}
+	if set[p] == nil {
+		set[p] = map[*watch]struct{}{}
+	}
+	set[p][w] = struct{}{}
+	st.watches[w] = struct{}{}
+	w.stop = context.AfterFunc(ctx, func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.deliver(w, store.Event{Path: p, Err: fmt.Errorf("memstore: watch on %q: %w", p, ctx.Err())})
+	})
+	return w.ch
+}
+
+func (s *Server) fire(set map[string]map[*watch]struct{}, p string, t store.EventType) {
+	for w := range set[p] {
+		s.deliver(w, store.Event{Type: t, Path: p})
+	}
+}
+
+// deliver sends the one event of w and forgets it; later calls do nothing.
+func (s *Server) deliver(w *watch, ev store.Event) {
+	if w.done {
+		return
+	}
+	w.done = true
+	w.ch <- ev
+	close(w.ch)
+	delete(w.set[w.path], w)
+	if len(w.set[w.path]) == 0 {
+		delete(w.set, w.path)
+	}
+	delete(w.owner.watches, w)
+	w.stop()
+}

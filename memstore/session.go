@@ -1,0 +1,266 @@
+package memstore
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/corral-go/corral/store"
+)
+
+// Store is one session on a Server. It implements store.Store,
+// store.ChildrenWatcher and store.CreateLister, and is safe for concurrent
+// use. The zero value is not usable; get one from Server.Open or New.
+type Store struct {
+	srv    *Server
+	id     int64
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+
+	// Guarded by srv.mu.
+	ended        error // ErrClosed or ErrSessionExpired once the session is over
+	disconnected bool
+	disc         chan struct{} // closed on disconnection and at the end
+	loseReply    bool
+	watches      map[*watch]struct{}
+	ephemerals   map[string]struct{}
+}
+
+var (
+	_ store.Store           = (*Store)(nil)
+	_ store.ChildrenWatcher = (*Store)(nil)
+	_ store.CreateLister    = (*Store)(nil)
+)
+
+// begin checks ctx and the path, locks the server and checks the session.
+// On success the caller holds srv.mu and must call srv.mu.Unlock.
+func (st *Store) begin(ctx context.Context, op, p string) error {
+	if err := store.ValidatePath(p); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("memstore: %s %q: %w", op, p, err)
+	}
+	st.srv.mu.Lock()
+	if err := st.liveErr(); err != nil {
+		st.srv.mu.Unlock()
+		return fmt.Errorf("memstore: %s %q: %w", op, p, err)
+	}
+	return nil
+}
+
+func (st *Store) liveErr() error {
+	if st.ended != nil {
+		return st.ended
+	}
+	if st.disconnected {
+		return store.ErrDisconnected
+	}
+	return nil
+}
+
+// Create implements store.Store. When LoseNextCreateReply was called, the
+// node is created but the reply is lost, as on a broken connection: an
+// ephemeral sequential create still returns its one node (a real client
+// finds it again), any other create fails with store.ErrDisconnected.
+func (st *Store) Create(ctx context.Context, p string, data []byte, mode store.Mode) (store.Node, error) {
+	n, _, err := st.create(ctx, p, data, mode, false)
+	return n, err
+}
+
+// CreateAndList implements store.CreateLister.
+func (st *Store) CreateAndList(ctx context.Context, p string, data []byte, mode store.Mode) (store.Node, []store.Child, error) {
+	return st.create(ctx, p, data, mode, true)
+}
+
+func (st *Store) create(ctx context.Context, p string, data []byte, mode store.Mode, list bool) (store.Node, []store.Child, error) {
+	if err := store.ValidateCreate(p, data, mode); err != nil {
+		return store.Node{}, nil, err
+	}
+	if err := st.begin(ctx, "create", p); err != nil {
+		return store.Node{}, nil, err
+	}
+	defer st.srv.mu.Unlock()
+	n, err := st.srv.create(p, data, mode, st.id)
+	if err != nil {
+		return store.Node{}, nil, fmt.Errorf("memstore: create: %w", err)
+	}
+	if st.loseReply {
+		st.loseReply = false
+		st.blip()
+		if mode != store.EphemeralSequential {
+			return store.Node{}, nil, fmt.Errorf("memstore: create %q: reply lost: %w", p, store.ErrDisconnected)
+		}
+	}
+	var kids []store.Child
+	if list {
+		kids = children(st.srv.lookup(store.Parent(n.Path)))
+	}
+	return n, kids, nil
+}
+
+// Get implements store.Store.
+func (st *Store) Get(ctx context.Context, p string) (store.Node, error) {
+	if err := st.begin(ctx, "get", p); err != nil {
+		return store.Node{}, err
+	}
+	defer st.srv.mu.Unlock()
+	n := st.srv.lookup(p)
+	if n == nil {
+		return store.Node{}, fmt.Errorf("memstore: get: %w: %q", store.ErrNoNode, p)
+	}
+	return n.public(p), nil
+}
+
+// Set implements store.Store.
+func (st *Store) Set(ctx context.Context, p string, data []byte, version int64) (store.Node, error) {
+	if version < store.AnyVersion {
+		return store.Node{}, fmt.Errorf("memstore: set %q: %w: version %d", p, store.ErrInvalidArgument, version)
+	}
+	if err := store.ValidateData(data); err != nil {
+		return store.Node{}, err
+	}
+	if err := st.begin(ctx, "set", p); err != nil {
+		return store.Node{}, err
+	}
+	defer st.srv.mu.Unlock()
+	n := st.srv.lookup(p)
+	if n == nil {
+		return store.Node{}, fmt.Errorf("memstore: set: %w: %q", store.ErrNoNode, p)
+	}
+	if version != store.AnyVersion && version != n.version {
+		return store.Node{}, fmt.Errorf("memstore: set %q: %w: have %d, want %d", p, store.ErrBadVersion, n.version, version)
+	}
+	n.data = append([]byte(nil), data...)
+	n.version++
+	st.srv.fire(st.srv.existsW, p, store.EventDataChanged)
+	return n.public(p), nil
+}
+
+// Children implements store.Store.
+func (st *Store) Children(ctx context.Context, p string) ([]store.Child, error) {
+	if err := st.begin(ctx, "children", p); err != nil {
+		return nil, err
+	}
+	defer st.srv.mu.Unlock()
+	n := st.srv.lookup(p)
+	if n == nil {
+		return nil, fmt.Errorf("memstore: children: %w: %q", store.ErrNoNode, p)
+	}
+	return children(n), nil
+}
+
+func children(n *node) []store.Child {
+	kids := make([]store.Child, 0, len(n.children))
+	for _, c := range n.children {
+		kids = append(kids, store.Child{Name: c.name, Seq: c.seq})
+	}
+	store.SortChildren(kids)
+	return kids
+}
+
+// ExistsW implements store.Store.
+func (st *Store) ExistsW(ctx context.Context, p string) (bool, <-chan store.Event, error) {
+	if err := st.begin(ctx, "exists", p); err != nil {
+		return false, nil, err
+	}
+	defer st.srv.mu.Unlock()
+	exists := st.srv.lookup(p) != nil
+	return exists, st.srv.addWatch(ctx, st, st.srv.existsW, p), nil
+}
+
+// ChildrenW implements store.ChildrenWatcher.
+func (st *Store) ChildrenW(ctx context.Context, p string) ([]store.Child, <-chan store.Event, error) {
+	if err := st.begin(ctx, "children", p); err != nil {
+		return nil, nil, err
+	}
+	defer st.srv.mu.Unlock()
+	n := st.srv.lookup(p)
+	if n == nil {
+		return nil, nil, fmt.Errorf("memstore: children: %w: %q", store.ErrNoNode, p)
+	}
+	return children(n), st.srv.addWatch(ctx, st, st.srv.childW, p), nil
+}
+
+// Delete implements store.Store.
+func (st *Store) Delete(ctx context.Context, p string) error {
+	if p == "/" {
+		return fmt.Errorf("%w %q: the root cannot be deleted", store.ErrInvalidPath, p)
+	}
+	if err := st.begin(ctx, "delete", p); err != nil {
+		return err
+	}
+	defer st.srv.mu.Unlock()
+	if err := st.srv.delete(p); err != nil {
+		return fmt.Errorf("memstore: delete: %w", err)
+	}
+	return nil
+}
+
+// SessionID implements store.Store.
+func (st *Store) SessionID() int64 { return st.id }
+
+// Context implements store.Store.
+func (st *Store) Context() context.Context { return st.ctx }
+
+// Disconnected implements store.Store.
+func (st *Store) Disconnected() <-chan struct{} {
+	st.srv.mu.Lock()
+	defer st.srv.mu.Unlock()
+	return st.disc
+}
+
+// Close implements store.Store. It never fails; closing an ended session
+// does nothing.
+func (st *Store) Close() error {
+	st.srv.mu.Lock()
+	defer st.srv.mu.Unlock()
+	st.srv.end(st, store.ErrClosed)
+	return nil
+}
+
+// Expire ends the session as a server would after a long partition: its
+// ephemeral nodes go, its watches fail and its calls fail with
+// store.ErrSessionExpired.
+func (st *Store) Expire() {
+	st.srv.mu.Lock()
+	defer st.srv.mu.Unlock()
+	st.srv.end(st, store.ErrSessionExpired)
+}
+
+// Disconnect cuts the session's connection without ending the session:
+// Disconnected's channel closes and calls fail with store.ErrDisconnected
+// until Reconnect. Watches stay set and still fire, as ZooKeeper's do once
+// the client reconnects.
+func (st *Store) Disconnect() {
+	st.srv.mu.Lock()
+	defer st.srv.mu.Unlock()
+	if st.ended == nil && !st.disconnected {
+		st.disconnected = true
+		close(st.disc)
+	}
+}
+
+// Reconnect restores the connection after Disconnect, with the session and
+// its ephemeral nodes intact.
+func (st *Store) Reconnect() {
+	st.srv.mu.Lock()
+	defer st.srv.mu.Unlock()
+	if st.ended == nil && st.disconnected {
+		st.disconnected = false
+		st.disc = make(chan struct{})
+	}
+}
+
+// LoseNextCreateReply makes the next Create or CreateAndList of this session
+// apply its change and then lose the reply, with a momentary disconnection.
+func (st *Store) LoseNextCreateReply() {
+	st.srv.mu.Lock()
+	defer st.srv.mu.Unlock()
+	st.loseReply = true
+}
+
+// blip is a disconnection immediately followed by a reconnection.
+func (st *Store) blip() {
+	close(st.disc)
+	st.disc = make(chan struct{})
+}
