@@ -1,0 +1,91 @@
+// Package backends gives recipe tests the stores they run on: memstore
+// always, and a real ZooKeeper and a real etcd, each started once per test
+// binary on 127.0.0.1. One test body loops over all of them:
+//
+//	func TestMain(m *testing.M) { backends.Main(m) }
+//
+//	func TestMutex(t *testing.T) {
+//		backends.Run(t, func(t *testing.T, b storetest.Backend) { ... })
+//	}
+//
+// CORRAL_STORES (a comma-separated subset of "mem,zk,etcd") narrows the set
+// for a quick local run. A real server that cannot start skips its subtests
+// on a developer's machine and fails them under CI=true.
+package backends
+
+import (
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+
+	"go.uber.org/goleak"
+
+	"github.com/corral-go/corral/memstore"
+	"github.com/corral-go/corral/store"
+	"github.com/corral-go/corral/store/storetest"
+)
+
+// Names lists the backends in the order Run runs them.
+var Names = []string{"mem", "zk", "etcd"}
+
+// Run runs fn as one subtest per selected backend.
+func Run(t *testing.T, fn func(t *testing.T, b storetest.Backend)) {
+	for _, name := range Names {
+		t.Run(name, func(t *testing.T) {
+			if !Selected(name) {
+				t.Skipf("%s not in CORRAL_STORES", name)
+			}
+			fn(t, Get(t, name))
+		})
+	}
+}
+
+// Get returns the named backend, starting its server if needed.
+func Get(t testing.TB, name string) storetest.Backend {
+	switch name {
+	case "mem":
+		return Memory()
+	case "zk":
+		return zooKeeper(t)
+	case "etcd":
+		return etcd(t)
+	}
+	t.Fatalf("backends: unknown backend %q", name)
+	return nil
+}
+
+// Selected reports whether CORRAL_STORES selects the named backend.
+func Selected(name string) bool {
+	env := os.Getenv("CORRAL_STORES")
+	return env == "" || slices.Contains(strings.Split(env, ","), name)
+}
+
+// Main runs the tests of a package, stops the servers they started and
+// fails the run if a goroutine leaked.
+func Main(m *testing.M) {
+	code := m.Run()
+	stopZooKeeper()
+	stopEtcd()
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintf(os.Stderr, "goleak: errors on successful test run: %v\n", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+// Memory returns a backend on a new memstore.Server.
+func Memory() storetest.Backend { return memBackend{memstore.NewServer()} }
+
+type memBackend struct{ srv *memstore.Server }
+
+func (b memBackend) Open(testing.TB) store.Store      { return b.srv.Open() }
+func (memBackend) Expire(_ testing.TB, s store.Store) { s.(*memstore.Store).Expire() }
+func (memBackend) LoseNextCreateReply(_ testing.TB, s store.Store) {
+	s.(*memstore.Store).LoseNextCreateReply()
+}
+func (memBackend) Disconnect(_ testing.TB, s store.Store) { s.(*memstore.Store).Disconnect() }
+func (memBackend) Reconnect(_ testing.TB, s store.Store)  { s.(*memstore.Store).Reconnect() }
