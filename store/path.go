@@ -97,27 +97,19 @@ func FormatSeq(seq int64) string {
 // ParseSeq returns the sequence number in the last SeqDigits characters of
 // name, as written by ZooKeeper for sequential nodes (by corral, Curator,
 // kazoo or go-zookeeper alike), and whether there was one. ZooKeeper's
-// counter is a signed 32-bit integer; after it overflows the suffix holds a
-// negative number such as "-000000001", which is parsed too.
+// counter is a signed 32-bit integer; past 2147483647 it overflows into
+// negative suffixes whose order ZooKeeper itself leaves undefined, and
+// ParseSeq does not accept them.
 func ParseSeq(name string) (int64, bool) {
 	if len(name) < SeqDigits {
 		return 0, false
 	}
-	s := name[len(name)-SeqDigits:]
-	neg := s[0] == '-'
-	if neg {
-		s = s[1:]
-	}
 	var n int64
-	for i := 0; i < len(s); i++ {
-		c := s[i]
+	for _, c := range []byte(name[len(name)-SeqDigits:]) {
 		if c < '0' || c > '9' {
 			return 0, false
 		}
 		n = n*10 + int64(c-'0')
-	}
-	if neg {
-		n = -n
 	}
 	return n, true
 }
