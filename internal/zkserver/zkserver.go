@@ -1,0 +1,509 @@
+// Package zkserver runs real ZooKeeper servers for tests: a single server or
+// an ensemble, on 127.0.0.1 with free ports, temporary data directories and
+// short ticks, and lets a test stop, kill and restart them and expire a
+// client's session.
+//
+// It starts the server from the Debian package zookeeper (the jars under
+// /usr/share/java, run by the java on PATH). [Require] skips a test when that
+// is not installed, or fails it when the environment variable CI is "true":
+// in CI a missing server is a failure, never a skip. The environment
+// variable ZOOKEEPER_CLASSPATH replaces the default class path.
+//
+// Every process is started with a parent-death signal, so servers die with
+// the test binary even when it is killed before its cleanups run.
+package zkserver
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// DefaultClassPath is the class path of the Debian package zookeeper.
+const DefaultClassPath = "/usr/share/java/zookeeper.jar:/usr/share/java/slf4j-simple.jar"
+
+// Config describes the servers to start. The zero Config is usable.
+type Config struct {
+	// TickTime is ZooKeeper's basic time unit; default 100ms. Session
+	// timeouts and the ensemble's sync limits are counted in ticks.
+	TickTime time.Duration
+	// MinSessionTimeout and MaxSessionTimeout bound the session timeouts
+	// the server grants; defaults 2 ticks and 60s (ZooKeeper's own
+	// default, 2 to 20 ticks, is too narrow for short ticks).
+	MinSessionTimeout, MaxSessionTimeout time.Duration
+	// Dir holds the servers' configuration and data. When empty a
+	// temporary directory is made and removed by Close.
+	Dir string
+	// StartTimeout bounds the wait for a server to serve; default 60s.
+	StartTimeout time.Duration
+}
+
+func (c Config) withDefaults() Config {
+	if c.TickTime <= 0 {
+		c.TickTime = 100 * time.Millisecond
+	}
+	if c.MinSessionTimeout <= 0 {
+		c.MinSessionTimeout = 2 * c.TickTime
+	}
+	if c.MaxSessionTimeout <= 0 {
+		c.MaxSessionTimeout = 60 * time.Second
+	}
+	if c.StartTimeout <= 0 {
+		c.StartTimeout = 60 * time.Second
+	}
+	return c
+}
+
+func classPath() string {
+	if cp := os.Getenv("ZOOKEEPER_CLASSPATH"); cp != "" {
+		return cp
+	}
+	return DefaultClassPath
+}
+
+// Available returns nil when a ZooKeeper server can be started here, and
+// otherwise an error that says what is missing.
+func Available() error {
+	if _, err := exec.LookPath("java"); err != nil {
+		return fmt.Errorf("zkserver: java not found (apt-get install -y zookeeper): %w", err)
+	}
+	for _, jar := range strings.Split(classPath(), ":") {
+		if _, err := os.Stat(jar); err != nil {
+			return fmt.Errorf("zkserver: ZooKeeper not installed (apt-get install -y zookeeper): %w", err)
+		}
+	}
+	return nil
+}
+
+// Require skips t when ZooKeeper cannot be started here, or fails it when
+// the environment variable CI is "true".
+func Require(t testing.TB) {
+	t.Helper()
+	err := Available()
+	if err == nil {
+		return
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatalf("%v (CI=true: a missing ZooKeeper is a failure)", err)
+	}
+	t.Skip(err)
+}
+
+// Server is one ZooKeeper server process, standalone or an ensemble member.
+// Its methods are safe for concurrent use.
+type Server struct {
+	cfg     Config
+	dir     string
+	cfgFile string
+	port    int
+	main    string // Java main class
+
+	mu     sync.Mutex
+	cmd    *exec.Cmd
+	exited chan struct{}
+	out    *tailBuffer
+}
+
+// Start starts a standalone server and returns once it serves clients.
+// Close stops it.
+func Start(cfg Config) (*Server, error) {
+	cfg = cfg.withDefaults()
+	dir, err := makeDir(&cfg)
+	if err != nil {
+		return nil, err
+	}
+	ports, err := freePorts(1)
+	if err != nil {
+		return nil, err
+	}
+	s, err := newServer(cfg, dir, ports[0], "org.apache.zookeeper.server.ZooKeeperServerMain", "")
+	if err == nil {
+		err = s.Start()
+	}
+	if err != nil {
+		if s != nil {
+			s.kill()
+		}
+		if cfg.Dir == "" {
+			os.RemoveAll(dir)
+		}
+		return nil, err
+	}
+	return s, nil
+}
+
+// ForTest starts a standalone server for t (see [Require]) and stops it
+// when t ends.
+func ForTest(t testing.TB, cfg Config) *Server {
+	t.Helper()
+	Require(t)
+	if cfg.Dir == "" {
+		cfg.Dir = t.TempDir()
+	}
+	s, err := Start(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func makeDir(cfg *Config) (string, error) {
+	if cfg.Dir != "" {
+		return cfg.Dir, os.MkdirAll(cfg.Dir, 0o755)
+	}
+	return os.MkdirTemp("", "zkserver-")
+}
+
+func newServer(cfg Config, dir string, port int, main, extra string) (*Server, error) {
+	data := filepath.Join(dir, "data")
+	if err := os.MkdirAll(data, 0o755); err != nil {
+		return nil, err
+	}
+	conf := fmt.Sprintf(`tickTime=%d
+initLimit=20
+syncLimit=10
+clientPort=%d
+clientPortAddress=127.0.0.1
+dataDir=%s
+admin.enableServer=false
+4lw.commands.whitelist=*
+maxClientCnxns=0
+minSessionTimeout=%d
+maxSessionTimeout=%d
+%s`, cfg.TickTime.Milliseconds(), port, data,
+		cfg.MinSessionTimeout.Milliseconds(), cfg.MaxSessionTimeout.Milliseconds(), extra)
+	cfgFile := filepath.Join(dir, "zoo.cfg")
+	if err := os.WriteFile(cfgFile, []byte(conf), 0o644); err != nil {
+		return nil, err
+	}
+	return &Server{cfg: cfg, dir: dir, cfgFile: cfgFile, port: port, main: main}, nil
+}
+
+// Addr returns the client address, "127.0.0.1:port". It stays the same
+// across restarts.
+func (s *Server) Addr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(s.port)) }
+
+// Start starts the stopped server again, with its data, and returns once it
+// serves clients. It does nothing if the server is running.
+func (s *Server) Start() error {
+	if err := s.spawn(); err != nil {
+		return err
+	}
+	return s.WaitServing(s.cfg.StartTimeout)
+}
+
+func (s *Server) spawn() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd != nil {
+		return nil
+	}
+	cmd := exec.Command("java",
+		"-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+		"-Djava.net.preferIPv4Stack=true",
+		"-Dzookeeper.admin.enableServer=false",
+		// Tests need speed, not durability across power loss; a
+		// killed process still loses nothing (the OS keeps the log).
+		"-Dzookeeper.forceSync=no",
+		"-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
+		"-cp", classPath(), s.main, s.cfgFile)
+	out := &tailBuffer{max: 64 << 10}
+	cmd.Stdout, cmd.Stderr = out, out
+	cmd.Dir = s.dir
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("zkserver: start java: %w", err)
+	}
+	exited := make(chan struct{})
+	go func() {
+		cmd.Wait()
+		close(exited)
+	}()
+	s.cmd, s.exited, s.out = cmd, exited, out
+	return nil
+}
+
+// WaitServing waits up to timeout until the server serves clients: its
+// srvr command reports a Mode (ruok answers before that).
+func (s *Server) WaitServing(timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		s.mu.Lock()
+		exited, out := s.exited, s.out
+		s.mu.Unlock()
+		if exited == nil {
+			return errors.New("zkserver: server not running")
+		}
+		if _, err := s.Mode(); err == nil {
+			return nil
+		}
+		select {
+		case <-exited:
+			return fmt.Errorf("zkserver: server on %s exited while starting:\n%s", s.Addr(), out)
+		case <-time.After(50 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("zkserver: server on %s not serving after %v:\n%s", s.Addr(), timeout, out)
+		}
+	}
+}
+
+// Mode returns the server's mode as srvr reports it: "standalone",
+// "leader" or "follower". It fails while the server does not serve.
+func (s *Server) Mode() (string, error) {
+	out, err := FourLetter(s.Addr(), "srvr")
+	if err != nil {
+		return "", err
+	}
+	sc := bufio.NewScanner(strings.NewReader(out))
+	for sc.Scan() {
+		if m, ok := strings.CutPrefix(sc.Text(), "Mode: "); ok {
+			return strings.TrimSpace(m), nil
+		}
+	}
+	return "", fmt.Errorf("zkserver: %s not serving: %q", s.Addr(), out)
+}
+
+// Stop stops the server gracefully (SIGTERM, then SIGKILL after 10s) and
+// waits for the process to exit. It does nothing if the server is stopped.
+func (s *Server) Stop() error { return s.signal(syscall.SIGTERM, 10*time.Second) }
+
+// Kill kills the server process (SIGKILL), as a crash would, and waits for
+// it to exit.
+func (s *Server) Kill() error { return s.signal(syscall.SIGKILL, 0) }
+
+func (s *Server) kill() { s.Kill() }
+
+func (s *Server) signal(sig syscall.Signal, grace time.Duration) error {
+	s.mu.Lock()
+	cmd, exited := s.cmd, s.exited
+	s.cmd, s.exited = nil, nil
+	s.mu.Unlock()
+	if cmd == nil {
+		return nil
+	}
+	// Only our own process, by pid.
+	cmd.Process.Signal(sig)
+	if grace > 0 {
+		select {
+		case <-exited:
+			return nil
+		case <-time.After(grace):
+			cmd.Process.Kill()
+		}
+	}
+	<-exited
+	return nil
+}
+
+// Restart stops the server and starts it again with the same port and data.
+func (s *Server) Restart() error {
+	if err := s.Stop(); err != nil {
+		return err
+	}
+	return s.Start()
+}
+
+// Running reports whether the server process is running.
+func (s *Server) Running() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cmd != nil
+}
+
+// Output returns the last lines the server logged.
+func (s *Server) Output() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.out == nil {
+		return ""
+	}
+	return s.out.String()
+}
+
+// Close kills the server and removes its directory if Start made it.
+func (s *Server) Close() error {
+	s.Kill()
+	if s.cfg.Dir == "" {
+		return os.RemoveAll(s.dir)
+	}
+	return nil
+}
+
+// Ensemble is a ZooKeeper ensemble of servers on this machine.
+type Ensemble struct {
+	// Members are the servers, member i having myid i+1.
+	Members []*Server
+	dir     string
+	ownDir  bool
+}
+
+// StartEnsemble starts an ensemble of n members and returns once every
+// member serves clients (a quorum has formed). Close stops it.
+func StartEnsemble(n int, cfg Config) (*Ensemble, error) {
+	cfg = cfg.withDefaults()
+	ownDir := cfg.Dir == ""
+	dir, err := makeDir(&cfg)
+	if err != nil {
+		return nil, err
+	}
+	ports, err := freePorts(3 * n)
+	if err != nil {
+		return nil, err
+	}
+	var peers strings.Builder
+	for i := range n {
+		fmt.Fprintf(&peers, "server.%d=127.0.0.1:%d:%d\n", i+1, ports[3*i+1], ports[3*i+2])
+	}
+	e := &Ensemble{dir: dir, ownDir: ownDir}
+	for i := range n {
+		mcfg := cfg
+		mcfg.Dir = filepath.Join(dir, fmt.Sprintf("member%d", i+1))
+		mdir, err := makeDir(&mcfg)
+		if err == nil {
+			err = os.MkdirAll(filepath.Join(mdir, "data"), 0o755)
+		}
+		if err == nil {
+			err = os.WriteFile(filepath.Join(mdir, "data", "myid"), []byte(strconv.Itoa(i+1)), 0o644)
+		}
+		var s *Server
+		if err == nil {
+			s, err = newServer(mcfg, mdir, ports[3*i], "org.apache.zookeeper.server.quorum.QuorumPeerMain",
+				"reconfigEnabled=false\nstandaloneEnabled=false\n"+peers.String())
+		}
+		if err == nil {
+			e.Members = append(e.Members, s)
+			err = s.spawn()
+		}
+		if err != nil {
+			e.Close()
+			return nil, err
+		}
+	}
+	for _, s := range e.Members {
+		if err := s.WaitServing(cfg.StartTimeout); err != nil {
+			e.Close()
+			return nil, err
+		}
+	}
+	return e, nil
+}
+
+// EnsembleForTest starts an ensemble of n members for t (see [Require])
+// and stops it when t ends.
+func EnsembleForTest(t testing.TB, n int, cfg Config) *Ensemble {
+	t.Helper()
+	Require(t)
+	if cfg.Dir == "" {
+		cfg.Dir = t.TempDir()
+	}
+	e, err := StartEnsemble(n, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	return e
+}
+
+// Addrs returns the client addresses of the members.
+func (e *Ensemble) Addrs() []string {
+	addrs := make([]string, len(e.Members))
+	for i, s := range e.Members {
+		addrs[i] = s.Addr()
+	}
+	return addrs
+}
+
+// Leader returns the index in Members of the current leader.
+func (e *Ensemble) Leader() (int, error) {
+	for i, s := range e.Members {
+		if m, err := s.Mode(); err == nil && m == "leader" {
+			return i, nil
+		}
+	}
+	return -1, errors.New("zkserver: no leader")
+}
+
+// Close kills every member and removes the ensemble's directory if
+// StartEnsemble made it.
+func (e *Ensemble) Close() error {
+	for _, s := range e.Members {
+		s.Kill()
+	}
+	if e.ownDir {
+		return os.RemoveAll(e.dir)
+	}
+	return nil
+}
+
+// FourLetter sends a four-letter command ("srvr", "mntr", "cons", ...) to
+// the server at addr and returns its answer.
+func FourLetter(addr, cmd string) (string, error) {
+	c, err := net.DialTimeout("tcp", addr, time.Second)
+	if err != nil {
+		return "", err
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(2 * time.Second))
+	if _, err := c.Write([]byte(cmd)); err != nil {
+		return "", err
+	}
+	var b bytes.Buffer
+	_, err = b.ReadFrom(c)
+	return b.String(), err
+}
+
+// freePorts returns n distinct ports free on 127.0.0.1 right now.
+func freePorts(n int) ([]int, error) {
+	var lns []net.Listener
+	defer func() {
+		for _, ln := range lns {
+			ln.Close()
+		}
+	}()
+	ports := make([]int, n)
+	for i := range ports {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		lns = append(lns, ln)
+		ports[i] = ln.Addr().(*net.TCPAddr).Port
+	}
+	return ports, nil
+}
+
+// tailBuffer keeps the last max bytes written to it.
+type tailBuffer struct {
+	mu  sync.Mutex
+	max int
+	b   []byte
+}
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.b = append(t.b, p...)
+	if over := len(t.b) - t.max; over > 0 {
+		t.b = append(t.b[:0], t.b[over:]...)
+	}
+	return len(p), nil
+}
+
+func (t *tailBuffer) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return string(t.b)
+}
