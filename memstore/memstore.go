@@ -95,13 +95,6 @@ func (s *Server) lookup(p string) *node {
 	return nil
 }
 
-func (n *node) path() string {
-	if n.parent == nil {
-		return "/"
-	}
-	return store.Join(n.parent.path(), n.name)
-}
-
 func (n *node) public(p string) store.Node {
 	return store.Node{Path: p, Data: slices.Clone(n.data), Seq: n.seq, Version: n.version, Owner: n.owner}
 }
