@@ -1,0 +1,225 @@
+// Command corral runs commands under distributed locks and leadership, and
+// inspects and drives corral's primitives on ZooKeeper or etcd. Its demo runs
+// every primitive in-process with nothing installed.
+//
+// Run "corral help" for the commands, the store URLs and the exit codes.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/corral-go/corral/store"
+)
+
+// Exit codes, documented in "corral help".
+const (
+	exitOK          = 0
+	exitFailure     = 1 // an operation failed
+	exitUsage       = 2 // bad command line
+	exitTimeout     = 3 // --timeout passed before the lock/barrier/item came
+	exitLost        = 4 // the lock or leadership was lost while the command ran
+	exitUnreachable = 5 // the store could not be reached, or the session ended
+	exitInterrupted = 130
+)
+
+const usage = `corral: distributed locks, leader election, barriers and queues on ZooKeeper or etcd.
+
+Usage:
+  corral demo                               run every primitive in-process (no server needed)
+  corral lock [flags] PATH -- CMD [ARGS]    run CMD while holding the lock at PATH
+  corral elect [flags] PATH -- CMD [ARGS]   run CMD only while leader at PATH
+  corral leader [flags] PATH                print the current leader at PATH
+  corral barrier set|remove|wait PATH       a barrier
+  corral barrier enter N PATH -- CMD        a double barrier of N around CMD
+  corral queue put|take|consume PATH        a queue
+  corral ls [flags] PATH                    list what is stored under PATH
+  corral help                               this text
+
+"corral COMMAND --help" describes each command's flags.
+
+Stores (--store, or the environment variable CORRAL_STORE):
+  zk://HOST:PORT[,HOST:PORT...][?session=10s]   ZooKeeper servers, session timeout
+  etcd://HOST:PORT[,HOST:PORT...][?session=10s] etcd endpoints, lease TTL
+  mem://                                         in-process memory (for trying things)
+
+Exit codes:
+  0    success (lock, elect: CMD's own exit status is passed through)
+  1    an operation failed
+  2    bad command line
+  3    --timeout passed before the lock, barrier or item came
+  4    the lock or leadership was lost while CMD ran (CMD was stopped)
+  5    the store could not be reached, or the session ended
+  130  interrupted (Ctrl-C); nodes corral created are removed
+`
+
+// command is one subcommand.
+type command struct {
+	summary string
+	run     func(ctx context.Context, env *env, args []string) error
+}
+
+var commands = map[string]command{}
+
+// env is what a command needs from the outside world.
+type env struct {
+	stdout, stderr io.Writer
+	getenv         func(string) string
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, &env{stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv}, os.Args[1:])
+	stop()
+	os.Exit(code)
+}
+
+// run runs the command line args and returns the exit code.
+func run(ctx context.Context, e *env, args []string) int {
+	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" || args[0] == "-help" {
+		fmt.Fprint(e.stdout, usage)
+		if len(args) == 0 {
+			return exitUsage
+		}
+		return exitOK
+	}
+	c, ok := commands[args[0]]
+	if !ok {
+		names := make([]string, 0, len(commands))
+		for n := range commands {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		fmt.Fprintf(e.stderr, "corral: unknown command %q (commands: %s; see corral help)\n", args[0], strings.Join(names, ", "))
+		return exitUsage
+	}
+	err := c.run(ctx, e, args[1:])
+	if err == nil {
+		return exitOK
+	}
+	var ex *exitError
+	if errors.As(err, &ex) {
+		if ex.err != nil {
+			fmt.Fprintf(e.stderr, "corral %s: %v\n", args[0], ex.err)
+		}
+		return ex.code
+	}
+	if errors.Is(err, flag.ErrHelp) {
+		return exitOK
+	}
+	fmt.Fprintf(e.stderr, "corral %s: %v\n", args[0], err)
+	return exitCode(ctx, err)
+}
+
+// exitError carries an exit code chosen by a command, such as the exit
+// status of the command it ran.
+type exitError struct {
+	code int
+	err  error // printed if non-nil
+}
+
+func (e *exitError) Error() string { return fmt.Sprintf("exit %d: %v", e.code, e.err) }
+
+// exitCode maps an error to the documented exit codes.
+func exitCode(ctx context.Context, err error) int {
+	switch {
+	case errors.Is(err, errUsage):
+		return exitUsage
+	case ctx.Err() != nil:
+		return exitInterrupted
+	case errors.Is(err, errLost):
+		return exitLost
+	case errors.Is(err, context.DeadlineExceeded):
+		return exitTimeout
+	case errors.Is(err, store.ErrSessionExpired), errors.Is(err, store.ErrDisconnected), errors.Is(err, errUnreachable):
+		return exitUnreachable
+	}
+	return exitFailure
+}
+
+var errUnreachable = errors.New("store unreachable")
+
+// storeFlags are the flags every command that talks to a store has.
+type storeFlags struct {
+	url     string
+	connect time.Duration
+}
+
+func newFlagSet(e *env, name, args, help string) (*flag.FlagSet, *storeFlags) {
+	fs := flag.NewFlagSet("corral "+name, flag.ContinueOnError)
+	fs.SetOutput(e.stderr)
+	sf := &storeFlags{}
+	fs.StringVar(&sf.url, "store", e.getenv("CORRAL_STORE"), "store `URL`: zk://host:port[,...], etcd://host:port[,...] or mem:// (default $CORRAL_STORE)")
+	fs.DurationVar(&sf.connect, "connect-timeout", 10*time.Second, "how long to try to reach the store")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "Usage: corral %s %s\n\n%s\n\nFlags:\n", name, args, help)
+		fs.PrintDefaults()
+	}
+	return fs, sf
+}
+
+// parse parses args; flags may come before or between the positional
+// arguments, and everything after "--" is returned apart as the command.
+func parse(fs *flag.FlagSet, args []string) (pos, argv []string, err error) {
+	for i, a := range args {
+		if a == "--" {
+			args, argv = args[:i], args[i+1:]
+			break
+		}
+	}
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil, nil, err
+			}
+			return nil, nil, fmt.Errorf("%w: %v", errUsage, err)
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			return pos, argv, nil
+		}
+		pos = append(pos, args[0])
+		args = args[1:]
+	}
+}
+
+// openStore opens a session, giving up after --connect-timeout.
+func (sf *storeFlags) open(ctx context.Context) (store.Store, error) {
+	su, err := parseStoreURL(sf.url)
+	if err != nil {
+		return nil, err
+	}
+	cctx, cancel := context.WithTimeout(ctx, sf.connect)
+	defer cancel()
+	st, err := su.open(cctx)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, fmt.Errorf("%w: %s: %v", errUnreachable, sf.url, err)
+	}
+	return st, nil
+}
+
+func checkPath(p string) error {
+	if err := store.ValidatePath(p); err != nil {
+		return fmt.Errorf("%w: %v", errUsage, err)
+	}
+	return nil
+}
+
+func wantArgs(pos []string, n int, what string) error {
+	if len(pos) != n {
+		return fmt.Errorf("%w: want %s, got %d argument(s): %q", errUsage, what, len(pos), pos)
+	}
+	return nil
+}

@@ -1,0 +1,69 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"syscall"
+	"time"
+)
+
+// errLost says that the lock or leadership a command ran under was lost.
+var errLost = errors.New("lost")
+
+// supervise runs argv until it exits or until hold ends, whichever comes
+// first. When hold ends (the lock or leadership was lost, or corral was
+// interrupted) the command gets SIGTERM and, grace later, SIGKILL.
+// supervise returns the command's exit status, and a non-nil error when the
+// command could not start or was stopped because hold ended (then wrapping
+// context.Cause(hold)).
+func supervise(hold context.Context, argv []string, grace time.Duration) (int, error) {
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	// Its own process group, so that a signal for the command reaches the
+	// processes it starts too, and a Ctrl-C reaches only corral, which then
+	// stops the command and cleans up in order.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		return exitFailure, fmt.Errorf("start %s: %w", argv[0], err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+
+	select {
+	case err := <-done:
+		return exitStatus(err), nil
+	case <-hold.Done():
+	}
+	signalGroup(cmd.Process.Pid, syscall.SIGTERM)
+	timer := time.NewTimer(grace)
+	defer timer.Stop()
+	select {
+	case err := <-done:
+		return exitStatus(err), context.Cause(hold)
+	case <-timer.C:
+	}
+	signalGroup(cmd.Process.Pid, syscall.SIGKILL)
+	return exitStatus(<-done), context.Cause(hold)
+}
+
+func signalGroup(pid int, sig syscall.Signal) {
+	_ = syscall.Kill(-pid, sig)
+}
+
+// exitStatus turns cmd.Wait's error into a shell-style exit status.
+func exitStatus(err error) int {
+	if err == nil {
+		return 0
+	}
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) {
+		return exitFailure
+	}
+	if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return 128 + int(ws.Signal())
+	}
+	return ee.ExitCode()
+}
