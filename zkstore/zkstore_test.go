@@ -1,0 +1,317 @@
+package zkstore_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"regexp"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"go.uber.org/goleak"
+
+	"github.com/corral-go/corral/internal/zkserver"
+	"github.com/corral-go/corral/internal/zkserver/zkbackend"
+	"github.com/corral-go/corral/store"
+	"github.com/corral-go/corral/store/storetest"
+	"github.com/corral-go/corral/zkstore"
+)
+
+// shared is the server most tests use, started on first use.
+var shared struct {
+	once    sync.Once
+	srv     *zkserver.Server
+	backend *zkbackend.Backend
+	err     error
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if shared.srv != nil {
+		shared.srv.Close()
+	}
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintf(os.Stderr, "goleak: %v\n", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+func server(t testing.TB) (*zkserver.Server, *zkbackend.Backend) {
+	t.Helper()
+	zkserver.Require(t)
+	shared.once.Do(func() {
+		shared.srv, shared.err = zkserver.Start(zkserver.Config{})
+		if shared.err == nil {
+			shared.backend = zkbackend.New([]string{shared.srv.Addr()})
+		}
+	})
+	if shared.err != nil {
+		t.Fatal(shared.err)
+	}
+	return shared.srv, shared.backend
+}
+
+func ctxFor(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func dirFor(t *testing.T) string {
+	return fmt.Sprintf("/zkstore-test/%s-%d", t.Name(), time.Now().UnixNano())
+}
+
+func must[T any](t *testing.T) func(T, error) T {
+	return func(v T, err error) T {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+}
+
+func TestConformance(t *testing.T) {
+	_, b := server(t)
+	storetest.Run(t, b)
+}
+
+var protected = regexp.MustCompile(`^_c_[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}-lock-[0-9]{10}$`)
+
+// TestLostReplyOneNode cuts the connection after each create request of an
+// ephemeral sequential node reaches the server: the protected create finds
+// its node again, in Curator's form, and never makes a second one.
+func TestLostReplyOneNode(t *testing.T) {
+	_, b := server(t)
+	st, other := b.Open(t), b.Open(t)
+	ctx, dir := ctxFor(t), dirFor(t)
+	must[store.Node](t)(st.Create(ctx, dir, nil, store.Persistent))
+	for i := range 3 {
+		b.LoseNextCreateReply(t, st)
+		n := must[store.Node](t)(st.Create(ctx, dir+"/lock-", []byte("x"), store.EphemeralSequential))
+		if !protected.MatchString(n.Name()) {
+			t.Errorf("Create name = %q; want _c_<uuid>-lock-<10 digits>", n.Name())
+		}
+		kids := must[[]store.Child](t)(other.Children(ctx, dir))
+		if len(kids) != i+1 || kids[i].Name != n.Name() || kids[i].Seq != n.Seq {
+			t.Fatalf("Children after lost reply %d = %v; want %d nodes, the last %s", i, kids, i+1, n.Name())
+		}
+	}
+	// A plain create whose reply is lost has an unknown outcome.
+	b.LoseNextCreateReply(t, st)
+	_, err := st.Create(ctx, dir+"/p", nil, store.Persistent)
+	if !errors.Is(err, store.ErrDisconnected) {
+		t.Errorf("Create(persistent) with a lost reply = %v; want ErrDisconnected", err)
+	}
+}
+
+// TestExpiry checks that expiry ends the Store for good: the client does
+// not carry on with a new session.
+func TestExpiry(t *testing.T) {
+	_, b := server(t)
+	st, other := b.Open(t), b.Open(t)
+	ctx, dir := ctxFor(t), dirFor(t)
+	e := must[store.Node](t)(st.Create(ctx, dir+"/e", nil, store.Ephemeral))
+	id := st.SessionID()
+	b.Expire(t, st)
+	if _, err := other.Get(ctx, e.Path); !errors.Is(err, store.ErrNoNode) {
+		t.Errorf("Get(ephemeral) after Expire = %v; want ErrNoNode", err)
+	}
+	select {
+	case <-st.Context().Done():
+	case <-ctx.Done():
+		t.Fatal("Context not done after expiry")
+	}
+	if cause := context.Cause(st.Context()); !errors.Is(cause, store.ErrSessionExpired) {
+		t.Errorf("Cause = %v; want ErrSessionExpired", cause)
+	}
+	if _, err := st.Create(ctx, dir+"/late", nil, store.Ephemeral); !errors.Is(err, store.ErrSessionExpired) {
+		t.Errorf("Create after expiry = %v; want ErrSessionExpired", err)
+	}
+	if st.SessionID() != id {
+		t.Errorf("SessionID changed from %#x to %#x", id, st.SessionID())
+	}
+	if err := st.Close(); err != nil {
+		t.Errorf("Close = %v", err)
+	}
+	if _, err := st.Get(ctx, "/"); !errors.Is(err, store.ErrClosed) || !errors.Is(err, store.ErrSessionExpired) {
+		t.Errorf("Get after expiry and Close = %v; want ErrClosed and ErrSessionExpired", err)
+	}
+}
+
+// TestCancelledCreateLeavesNothing abandons creates whose requests are held
+// by a frozen network: when they complete, the Store deletes their nodes.
+func TestCancelledCreateLeavesNothing(t *testing.T) {
+	_, b := server(t)
+	st, proxies := b.OpenWithProxies(t)
+	other := b.Open(t)
+	ctx, dir := ctxFor(t), dirFor(t)
+	must[store.Node](t)(st.Create(ctx, dir, nil, store.Persistent))
+	for _, mode := range []store.Mode{store.EphemeralSequential, store.Ephemeral, store.Sequential, store.Persistent} {
+		proxies[0].Freeze()
+		cctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+		_, err := st.Create(cctx, dir+"/n", nil, mode)
+		cancel()
+		proxies[0].Restore()
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("Create(%v) on a frozen network = %v; want DeadlineExceeded", mode, err)
+		}
+	}
+	// The undo runs on its own; wait for the store to drain by a
+	// round trip made after it, then for the deletes to show.
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		kids := must[[]store.Child](t)(other.Children(ctx, dir))
+		if len(kids) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("Children after abandoned creates = %v; want none", kids)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestServerRestart restarts the server within the session timeout: the
+// session and its ephemeral node survive.
+func TestServerRestart(t *testing.T) {
+	srv := zkserver.ForTest(t, zkserver.Config{})
+	b := zkbackend.New([]string{srv.Addr()}, zkstore.WithSessionTimeout(20*time.Second))
+	st := b.Open(t)
+	ctx, dir := ctxFor(t), dirFor(t)
+	e := must[store.Node](t)(st.Create(ctx, dir+"/e", nil, store.Ephemeral))
+	id, disc := st.SessionID(), st.Disconnected()
+	if err := srv.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-disc:
+	case <-ctx.Done():
+		t.Fatal("Disconnected not closed across a restart")
+	}
+	zkbackend.WaitConnected(t, st)
+	if err := st.Context().Err(); err != nil {
+		t.Fatalf("session ended across a restart: %v", context.Cause(st.Context()))
+	}
+	other := b.Open(t)
+	n := must[store.Node](t)(other.Get(ctx, e.Path))
+	if n.Owner != id || st.SessionID() != id {
+		t.Errorf("after restart: owner %#x, session %#x; want %#x", n.Owner, st.SessionID(), id)
+	}
+}
+
+// TestEnsembleLeaderKill kills the leader of a 3-member ensemble: the
+// session lives on with the remaining quorum.
+func TestEnsembleLeaderKill(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts three servers")
+	}
+	e := zkserver.EnsembleForTest(t, 3, zkserver.Config{})
+	b := zkbackend.New(e.Addrs(), zkstore.WithSessionTimeout(20*time.Second))
+	st := b.Open(t)
+	ctx, dir := ctxFor(t), dirFor(t)
+	eph := must[store.Node](t)(st.Create(ctx, dir+"/e", nil, store.Ephemeral))
+	id := st.SessionID()
+	leader, err := e.Leader()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Members[leader].Kill(); err != nil {
+		t.Fatal(err)
+	}
+	// Calls work again once a new leader is elected and the client is
+	// connected to a member of the quorum.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		_, err := st.Create(ctx, dir+"/after", nil, store.Persistent)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, store.ErrDisconnected) || time.Now().After(deadline) {
+			t.Fatalf("Create after killing the leader = %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if st.Context().Err() != nil || st.SessionID() != id {
+		t.Fatalf("session lost with the leader: %v", context.Cause(st.Context()))
+	}
+	n := must[store.Node](t)(st.Get(ctx, eph.Path))
+	if n.Owner != id {
+		t.Errorf("ephemeral Owner = %#x; want %#x", n.Owner, id)
+	}
+}
+
+// TestWatchAcrossDisconnect deletes a watched node while the watcher is
+// disconnected: the watch fires after the reconnection.
+func TestWatchAcrossDisconnect(t *testing.T) {
+	_, b := server(t)
+	st, other := b.Open(t), b.Open(t)
+	ctx, dir := ctxFor(t), dirFor(t)
+	p := must[store.Node](t)(other.Create(ctx, dir+"/w", nil, store.Persistent)).Path
+	ok, ch, err := st.ExistsW(ctx, p)
+	if err != nil || !ok {
+		t.Fatalf("ExistsW = %v, %v; want true", ok, err)
+	}
+	cw := st.(store.ChildrenWatcher)
+	_, kids, err := cw.ChildrenW(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.Disconnect(t, st)
+	if err := other.Delete(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	b.Reconnect(t, st)
+	for what, ch := range map[string]<-chan store.Event{"exists": ch, "children": kids} {
+		select {
+		case ev := <-ch:
+			if ev.Err != nil {
+				// Allowed by the contract, but the session lived on.
+				t.Errorf("%s watch across a disconnect: %v; want the change", what, ev.Err)
+			}
+		case <-ctx.Done():
+			t.Fatalf("%s watch across a disconnect never fired", what)
+		}
+	}
+}
+
+// TestForeignSeq checks that nodes written by other clients' recipes (here
+// go-zookeeper's own protected create and a plain sequential node) get
+// their Seq from the 10-digit suffix and sort beside corral's.
+func TestForeignSeq(t *testing.T) {
+	srv, b := server(t)
+	st := b.Open(t)
+	ctx, dir := ctxFor(t), dirFor(t)
+	conn, _, err := zk.Connect([]string{srv.Addr()}, 10*time.Second, zk.WithLogger(quiet{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	ours := must[store.Node](t)(st.Create(ctx, dir+"/lock-", nil, store.EphemeralSequential))
+	theirs, err := conn.CreateProtectedEphemeralSequential(dir+"/lock-", nil, zk.WorldACL(zk.PermAll))
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain := must[store.Node](t)(st.Create(ctx, dir+"/lock-", nil, store.Sequential))
+	kids := must[[]store.Child](t)(st.Children(ctx, dir))
+	want := []string{ours.Name(), store.Base(theirs), plain.Name()}
+	if len(kids) != 3 {
+		t.Fatalf("Children = %v; want %v", kids, want)
+	}
+	for i, k := range kids {
+		seq, _ := store.ParseSeq(k.Name)
+		if k.Name != want[i] || k.Seq != seq || seq != int64(i) {
+			t.Errorf("Children[%d] = %+v; want %s with Seq %d", i, k, want[i], i)
+		}
+	}
+}
+
+type quiet struct{}
+
+func (quiet) Printf(string, ...any) {}
