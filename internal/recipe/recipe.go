@@ -1,0 +1,400 @@
+// Package recipe is the machinery that corral's lock, election and semaphore
+// recipes share: contender nodes (ephemeral sequential children of one
+// directory), the order they form, waiting for the one that blocks us, and
+// the "hold" a granted contender keeps until it ends.
+//
+// # Contenders
+//
+// A contender is a child of a recipe directory that takes part in the
+// ordering. [Parse] recognises corral's own names and those of the clients
+// corral interoperates with, so that mixed fleets exclude each other:
+//
+//   - ZooKeeper: corral, Curator, go-zookeeper and kazoo name their nodes
+//     "<prefix><10-digit seq>", Curator and go-zookeeper with a protected
+//     "_c_<uuid>-" in front (zkstore adds it itself). Any child with a
+//     10-digit suffix is a contender.
+//   - etcd: corral's names are "<prefix><hex suffix>"; etcd's own
+//     concurrency.Mutex and Election write keys named by their lease ID in
+//     hexadecimal. Both are contenders.
+//
+// The [Kind] of a contender comes from the marker in its name, found by
+// substring (never by prefix, because of the protected prefix): [ReadPrefix]
+// (and kazoo's "__rlock__") makes a [Reader], [WritePrefix] a [Writer],
+// [LatchPrefix] a [Latch], anything else ([LockPrefix], foreign names) is
+// [Exclusive]. Contenders are ordered by store Seq, never by name: the
+// children a store lists are already sorted that way.
+//
+// # Acquiring
+//
+// [Acquire] creates the contender node ([Create]: one round trip with
+// store.CreateLister, else Create then Children) and blocks until a
+// [Blocker] says that no earlier contender blocks it. It waits on exactly the
+// blocking node ([WaitGone], an ExistsW loop that re-checks after every
+// event), so a release wakes only the waiters it unblocks. After any wait it
+// lists the directory again: a predecessor that gave up was not the holder,
+// and the own node must still be listed while the session lives before the
+// grant is reported. On any error or cancellation the node is removed
+// ([Remove], on context.WithoutCancel with the [CleanupTimeout] bound).
+// [TryAcquire] is the non-blocking form. [Predecessor] is the blocker of a
+// mutex, a writer or an election candidate; [LastWriter] that of a reader.
+//
+// # Holding
+//
+// [NewHold] turns a granted node into a [Hold], whose Context is derived
+// from the session's Context and is cancelled with a cause the moment the
+// session ends (store.ErrSessionExpired or store.ErrClosed), the own node is
+// deleted by someone else (HoldOptions.Deleted), the connection is lost if
+// the policy says so (HoldOptions.Disconnected), or the holder releases it
+// (the cause given to [Hold.Release]). Its [Hold.Token] is the node's Seq: a
+// fencing token that grows with every successive grant under the directory.
+// A Hold owns one goroutine (the watch of its own node); Release stops it
+// and waits for it.
+//
+// Errors are the store's, wrapped; the caller wraps them again with its own
+// package prefix.
+package recipe
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/corral-go/corral/store"
+)
+
+// CleanupTimeout bounds the removal of an abandoned contender node.
+const CleanupTimeout = 10 * time.Second
+
+// The name prefixes of contender nodes, as Curator writes them. A sequential
+// node is named by the store with a unique suffix after the prefix.
+const (
+	// LockPrefix names the nodes of a mutex (Curator's InterProcessMutex,
+	// go-zookeeper's zk.Lock).
+	LockPrefix = "lock-"
+	// ReadPrefix and WritePrefix name the nodes of a shared lock (Curator's
+	// InterProcessReadWriteLock).
+	ReadPrefix  = "__READ__"
+	WritePrefix = "__WRIT__"
+	// LatchPrefix names the nodes of a leader latch (Curator's LeaderLatch).
+	LatchPrefix = "latch-"
+
+	// kazooReadMarker is kazoo's shared-lock marker.
+	kazooReadMarker = "__rlock__"
+)
+
+// Kind classifies a contender by the marker in its name.
+type Kind uint8
+
+const (
+	// Exclusive contenders (mutex nodes and any foreign contender) block
+	// every later contender.
+	Exclusive Kind = iota
+	// Reader contenders block only later writers and exclusive contenders.
+	Reader
+	// Writer contenders are exclusive; they come from a shared lock.
+	Writer
+	// Latch contenders are leader-latch candidates.
+	Latch
+)
+
+func (k Kind) String() string {
+	switch k {
+	case Exclusive:
+		return "exclusive"
+	case Reader:
+		return "reader"
+	case Writer:
+		return "writer"
+	case Latch:
+		return "latch"
+	}
+	return fmt.Sprintf("Kind(%d)", int(k))
+}
+
+// Contender is one child of a recipe directory that takes part in the
+// ordering.
+type Contender struct {
+	Name string
+	Seq  int64
+	Kind Kind
+}
+
+// Parse reports whether name is the name of a contender and of which kind.
+func Parse(name string) (Kind, bool) {
+	kind := kindOf(name)
+	if _, ok := store.ParseSeq(name); ok {
+		return kind, true
+	}
+	for _, m := range []string{LockPrefix, ReadPrefix, WritePrefix, LatchPrefix, kazooReadMarker} {
+		if strings.Contains(name, m) {
+			return kind, true
+		}
+	}
+	return kind, isLeaseKey(name)
+}
+
+func kindOf(name string) Kind {
+	switch {
+	case strings.Contains(name, ReadPrefix), strings.Contains(name, kazooReadMarker):
+		return Reader
+	case strings.Contains(name, WritePrefix):
+		return Writer
+	case strings.Contains(name, LatchPrefix):
+		return Latch
+	}
+	return Exclusive
+}
+
+// isLeaseKey reports whether name looks like the key etcd's concurrency
+// package writes: a lease ID in lower-case hexadecimal.
+func isLeaseKey(name string) bool {
+	if name == "" || len(name) > 16 {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// Strip returns name without Curator's protected prefix "_c_<uuid>-", if
+// it has one.
+func Strip(name string) string {
+	const uuidLen = 36
+	if !strings.HasPrefix(name, "_c_") || len(name) < 3+uuidLen+1 || name[3+uuidLen] != '-' {
+		return name
+	}
+	return name[3+uuidLen+1:]
+}
+
+// Contenders returns the contenders among kids, in the order given (a
+// store lists children sorted by Seq).
+func Contenders(kids []store.Child) []Contender {
+	cs := make([]Contender, 0, len(kids))
+	for _, k := range kids {
+		if kind, ok := Parse(k.Name); ok {
+			cs = append(cs, Contender{Name: k.Name, Seq: k.Seq, Kind: kind})
+		}
+	}
+	return cs
+}
+
+// Index returns the index of the contender named name in cs, or -1.
+func Index(cs []Contender, name string) int {
+	for i, c := range cs {
+		if c.Name == name {
+			return i
+		}
+	}
+	return -1
+}
+
+// A Blocker returns the index in cs of the contender that the contender at
+// index own must wait for, or -1 when own is granted.
+type Blocker func(cs []Contender, own int) int
+
+// Predecessor is the Blocker of a mutex, a writer and an election
+// candidate: the immediate predecessor, whatever its kind.
+func Predecessor(_ []Contender, own int) int { return own - 1 }
+
+// LastWriter is the Blocker of a reader: the last earlier contender that
+// is not a reader.
+func LastWriter(cs []Contender, own int) int {
+	for i := own - 1; i >= 0; i-- {
+		if cs[i].Kind != Reader {
+			return i
+		}
+	}
+	return -1
+}
+
+// Create creates an ephemeral sequential contender node dir/prefix with
+// data and returns it with the contenders of dir right after the create. It
+// uses store.CreateLister for one round trip when st has it. On error no
+// node is left behind.
+func Create(ctx context.Context, st store.Store, dir, prefix string, data []byte) (store.Node, []Contender, error) {
+	p := store.Join(dir, prefix)
+	if cl, ok := st.(store.CreateLister); ok {
+		n, kids, err := cl.CreateAndList(ctx, p, data, store.EphemeralSequential)
+		if err != nil {
+			return store.Node{}, nil, err
+		}
+		return n, Contenders(kids), nil
+	}
+	n, err := st.Create(ctx, p, data, store.EphemeralSequential)
+	if err != nil {
+		return store.Node{}, nil, err
+	}
+	kids, err := st.Children(ctx, dir)
+	if err != nil {
+		return store.Node{}, nil, errors.Join(err, Remove(ctx, st, n.Path))
+	}
+	return n, Contenders(kids), nil
+}
+
+// Acquire creates a contender node dir/prefix with data and blocks until
+// blocker grants it, ctx is done or the session ends. It returns the node,
+// or an error and leaves no node behind. It may be called concurrently.
+func Acquire(ctx context.Context, st store.Store, dir, prefix string, data []byte, blocker Blocker) (store.Node, error) {
+	n, cs, err := Create(ctx, st, dir, prefix, data)
+	if err != nil {
+		return store.Node{}, err
+	}
+	if err := wait(ctx, st, n, cs, blocker); err != nil {
+		return store.Node{}, errors.Join(err, Remove(ctx, st, n.Path))
+	}
+	return n, nil
+}
+
+// TryAcquire is Acquire without the wait: if the new node is blocked it is
+// removed and TryAcquire reports false.
+func TryAcquire(ctx context.Context, st store.Store, dir, prefix string, data []byte, blocker Blocker) (store.Node, bool, error) {
+	n, cs, err := Create(ctx, st, dir, prefix, data)
+	if err != nil {
+		return store.Node{}, false, err
+	}
+	i := Index(cs, n.Name())
+	if i < 0 {
+		return store.Node{}, false, errors.Join(ownGone(st, n.Path), Remove(ctx, st, n.Path))
+	}
+	if blocker(cs, i) >= 0 {
+		return store.Node{}, false, Remove(ctx, st, n.Path)
+	}
+	return n, true, nil
+}
+
+// wait blocks until blocker grants n among the contenders, re-listing them
+// after every wait.
+func wait(ctx context.Context, st store.Store, n store.Node, cs []Contender, blocker Blocker) error {
+	dir, name := store.Parent(n.Path), n.Name()
+	for {
+		i := Index(cs, name)
+		if i < 0 {
+			return ownGone(st, n.Path)
+		}
+		b := blocker(cs, i)
+		if b < 0 {
+			// The list was read after the own node was created, and the
+			// session was alive when it was read; it must still be.
+			if st.Context().Err() != nil {
+				return fmt.Errorf("contender %q: %w", n.Path, context.Cause(st.Context()))
+			}
+			return nil
+		}
+		if err := WaitGone(ctx, st, store.Join(dir, cs[b].Name)); err != nil {
+			return err
+		}
+		kids, err := retry(ctx, st, func() ([]store.Child, error) { return st.Children(ctx, dir) })
+		if err != nil {
+			return err
+		}
+		cs = Contenders(kids)
+	}
+}
+
+// ownGone is the error of a contender whose node vanished while it waited:
+// the session's end if it ended, else store.ErrNoNode.
+func ownGone(st store.Store, path string) error {
+	syncSession(st)
+	if cause := context.Cause(st.Context()); cause != nil {
+		return fmt.Errorf("contender %q: %w", path, cause)
+	}
+	return fmt.Errorf("contender %q deleted: %w", path, store.ErrNoNode)
+}
+
+// syncSession waits until st has finished reporting a session end it is in
+// the middle of. The adapters publish a session's end (ephemerals deleted,
+// Disconnected closed, Context cancelled) under their own lock, which
+// Disconnected takes too.
+func syncSession(st store.Store) { st.Disconnected() }
+
+// WaitGone blocks until the node at path does not exist, ctx is done or the
+// session ends. It re-checks after every event, so a data change or a watch
+// that can no longer fire never passes for a deletion, and it retries across
+// a lost connection while the session lives.
+func WaitGone(ctx context.Context, st store.Store, path string) error {
+	for attempt := 0; ; attempt++ {
+		wctx, stop := context.WithCancel(ctx)
+		exists, ev, err := st.ExistsW(wctx, path)
+		if err != nil {
+			stop()
+			if !errors.Is(err, store.ErrDisconnected) || ctx.Err() != nil {
+				return err
+			}
+			if err := pause(ctx, st, attempt); err != nil {
+				return err
+			}
+			continue
+		}
+		if !exists {
+			stop()
+			return nil
+		}
+		select {
+		case e := <-ev:
+			stop()
+			if e.Err == nil && e.Type == store.EventDeleted {
+				return nil
+			}
+			if errors.Is(e.Err, store.ErrDisconnected) {
+				if err := pause(ctx, st, attempt); err != nil {
+					return err
+				}
+			}
+		case <-ctx.Done():
+			stop()
+			return ctx.Err()
+		}
+	}
+}
+
+// pause waits before the attempt-th retry after a lost connection.
+func pause(ctx context.Context, st store.Store, attempt int) error {
+	d := min(10*time.Millisecond<<min(attempt, 6), 500*time.Millisecond)
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-st.Context().Done():
+		return context.Cause(st.Context())
+	}
+}
+
+// retry calls fn until it succeeds, fails with an error other than
+// store.ErrDisconnected, ctx is done or the session ends.
+func retry[T any](ctx context.Context, st store.Store, fn func() (T, error)) (T, error) {
+	for attempt := 0; ; attempt++ {
+		v, err := fn()
+		if err == nil || !errors.Is(err, store.ErrDisconnected) || ctx.Err() != nil {
+			return v, err
+		}
+		if err := pause(ctx, st, attempt); err != nil {
+			return v, err
+		}
+	}
+}
+
+// Remove deletes the contender node at path. It runs on
+// context.WithoutCancel(ctx) bounded by CleanupTimeout, so that a cancelled
+// caller still cleans up, and retries across a lost connection. A node
+// already gone, or a session that ended (taking its ephemeral nodes with
+// it), counts as removed.
+func Remove(ctx context.Context, st store.Store, path string) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), CleanupTimeout)
+	defer cancel()
+	_, err := retry(ctx, st, func() (struct{}, error) { return struct{}{}, st.Delete(ctx, path) })
+	switch {
+	case err == nil, errors.Is(err, store.ErrNoNode),
+		errors.Is(err, store.ErrSessionExpired), errors.Is(err, store.ErrClosed):
+		return nil
+	}
+	return fmt.Errorf("remove contender %q: %w", path, err)
+}
