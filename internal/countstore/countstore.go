@@ -1,0 +1,241 @@
+// Package countstore wraps a store.Store and counts what goes through it:
+// the calls per method (round trips, as a recipe pays them) and the
+// wakeups, watch events that fired on a node some other session created. A
+// recipe's tests use it to show that a release wakes only the waiters it
+// unblocks, and its benchmarks to count round trips per operation.
+//
+// The wrapper always offers store.ChildrenWatcher and store.CreateLister.
+// Over a store without CreateLister, CreateAndList is a Create followed by a
+// Children and is counted as those two calls, which is what a recipe would
+// pay doing the same itself.
+package countstore
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	gosync "sync"
+
+	"github.com/corral-go/corral/store"
+)
+
+// Counts is a snapshot of the counters of a Store.
+type Counts struct {
+	// Calls counts the calls per method name ("Create", "Children", ...).
+	Calls map[string]int
+	// Wakeups counts the watch events that reported a change (not an
+	// error) of a node this session did not create.
+	Wakeups int
+}
+
+// Total returns the sum of Calls.
+func (c Counts) Total() int {
+	n := 0
+	for _, v := range c.Calls {
+		n += v
+	}
+	return n
+}
+
+// Store is a counting store.Store. It is safe for concurrent use.
+type Store struct {
+	inner store.Store
+
+	mu      gosync.Mutex
+	counts  Counts
+	created map[string]bool // paths created through this wrapper
+	changed chan struct{}   // closed and replaced on every count change
+	wg      gosync.WaitGroup
+}
+
+var (
+	_ store.Store           = (*Store)(nil)
+	_ store.ChildrenWatcher = (*Store)(nil)
+	_ store.CreateLister    = (*Store)(nil)
+)
+
+// New returns a Store that counts the calls made to st. Close the wrapper,
+// not st: it waits for the wrapper's watch forwarders.
+func New(st store.Store) *Store {
+	return &Store{
+		inner:   st,
+		counts:  Counts{Calls: map[string]int{}},
+		created: map[string]bool{},
+		changed: make(chan struct{}),
+	}
+}
+
+// Unwrap returns the wrapped store.
+func (s *Store) Unwrap() store.Store { return s.inner }
+
+// Counts returns a snapshot of the counters.
+func (s *Store) Counts() Counts {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return Counts{Calls: maps.Clone(s.counts.Calls), Wakeups: s.counts.Wakeups}
+}
+
+// Reset sets every counter to zero.
+func (s *Store) Reset() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.counts = Counts{Calls: map[string]int{}}
+	s.notify()
+}
+
+// Wait blocks until cond holds for the counters or ctx is done.
+func (s *Store) Wait(ctx context.Context, cond func(Counts) bool) error {
+	for {
+		s.mu.Lock()
+		c := Counts{Calls: maps.Clone(s.counts.Calls), Wakeups: s.counts.Wakeups}
+		ch := s.changed
+		s.mu.Unlock()
+		if cond(c) {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return fmt.Errorf("countstore: wait: %w", ctx.Err())
+		}
+	}
+}
+
+// notify wakes Wait; s.mu must be held.
+func (s *Store) notify() {
+	close(s.changed)
+	s.changed = make(chan struct{})
+}
+
+func (s *Store) count(method string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.counts.Calls[method]++
+	s.notify()
+}
+
+func (s *Store) remember(p string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.created[p] = true
+}
+
+// forward relays the one event of ev, a watch on path, counting it as a
+// wakeup when it reports a change and path is not a node this session
+// created.
+func (s *Store) forward(path string, ev <-chan store.Event) <-chan store.Event {
+	out := make(chan store.Event, 1)
+	s.wg.Go(func() {
+		e, ok := <-ev
+		if ok {
+			s.mu.Lock()
+			if e.Err == nil && !s.created[path] {
+				s.counts.Wakeups++
+				s.notify()
+			}
+			s.mu.Unlock()
+			out <- e
+		}
+		close(out)
+	})
+	return out
+}
+
+// Create implements store.Store.
+func (s *Store) Create(ctx context.Context, path string, data []byte, mode store.Mode) (store.Node, error) {
+	s.count("Create")
+	n, err := s.inner.Create(ctx, path, data, mode)
+	if err == nil {
+		s.remember(n.Path)
+	}
+	return n, err
+}
+
+// CreateAndList implements store.CreateLister.
+func (s *Store) CreateAndList(ctx context.Context, path string, data []byte, mode store.Mode) (store.Node, []store.Child, error) {
+	cl, ok := s.inner.(store.CreateLister)
+	if !ok {
+		n, err := s.Create(ctx, path, data, mode)
+		if err != nil {
+			return n, nil, err
+		}
+		kids, err := s.Children(ctx, store.Parent(n.Path))
+		if err != nil {
+			_ = s.inner.Delete(context.WithoutCancel(ctx), n.Path)
+			return store.Node{}, nil, err
+		}
+		return n, kids, nil
+	}
+	s.count("CreateAndList")
+	n, kids, err := cl.CreateAndList(ctx, path, data, mode)
+	if err == nil {
+		s.remember(n.Path)
+	}
+	return n, kids, err
+}
+
+// Get implements store.Store.
+func (s *Store) Get(ctx context.Context, path string) (store.Node, error) {
+	s.count("Get")
+	return s.inner.Get(ctx, path)
+}
+
+// Set implements store.Store.
+func (s *Store) Set(ctx context.Context, path string, data []byte, version int64) (store.Node, error) {
+	s.count("Set")
+	return s.inner.Set(ctx, path, data, version)
+}
+
+// Children implements store.Store.
+func (s *Store) Children(ctx context.Context, path string) ([]store.Child, error) {
+	s.count("Children")
+	return s.inner.Children(ctx, path)
+}
+
+// ExistsW implements store.Store.
+func (s *Store) ExistsW(ctx context.Context, path string) (bool, <-chan store.Event, error) {
+	s.count("ExistsW")
+	ok, ev, err := s.inner.ExistsW(ctx, path)
+	if err != nil {
+		return ok, nil, err
+	}
+	return ok, s.forward(path, ev), nil
+}
+
+// ChildrenW implements store.ChildrenWatcher; it fails with
+// store.ErrInvalidArgument when the wrapped store has no children watch.
+func (s *Store) ChildrenW(ctx context.Context, path string) ([]store.Child, <-chan store.Event, error) {
+	s.count("ChildrenW")
+	cw, ok := s.inner.(store.ChildrenWatcher)
+	if !ok {
+		return nil, nil, fmt.Errorf("countstore: %w: no children watch", store.ErrInvalidArgument)
+	}
+	kids, ev, err := cw.ChildrenW(ctx, path)
+	if err != nil {
+		return nil, nil, err
+	}
+	return kids, s.forward(path, ev), nil
+}
+
+// Delete implements store.Store.
+func (s *Store) Delete(ctx context.Context, path string) error {
+	s.count("Delete")
+	return s.inner.Delete(ctx, path)
+}
+
+// SessionID implements store.Store.
+func (s *Store) SessionID() int64 { return s.inner.SessionID() }
+
+// Context implements store.Store.
+func (s *Store) Context() context.Context { return s.inner.Context() }
+
+// Disconnected implements store.Store.
+func (s *Store) Disconnected() <-chan struct{} { return s.inner.Disconnected() }
+
+// Close implements store.Store: it closes the wrapped store and waits for
+// the wrapper's forwarders, which end when their watches do.
+func (s *Store) Close() error {
+	err := s.inner.Close()
+	s.wg.Wait()
+	return err
+}
