@@ -163,19 +163,10 @@ func TestCancelledCreateLeavesNothing(t *testing.T) {
 			t.Fatalf("Create(%v) on a frozen network = %v; want DeadlineExceeded", mode, err)
 		}
 	}
-	// The undo runs on its own; wait for the store to drain by a
-	// round trip made after it, then for the deletes to show.
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		kids := must[[]store.Child](t)(other.Children(ctx, dir))
-		if len(kids) == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("Children after abandoned creates = %v; want none", kids)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	// The undo runs on its own goroutines.
+	waitUntil(t, "abandoned creates undone", func() bool {
+		return len(must[[]store.Child](t)(other.Children(ctx, dir))) == 0
+	})
 }
 
 // TestServerRestart restarts the server within the session timeout: the
@@ -212,18 +203,42 @@ func TestEnsembleLeaderKill(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts three servers")
 	}
-	e := zkserver.EnsembleForTest(t, 3, zkserver.Config{})
+	e := zkserver.EnsembleForTest(t, 3, zkserver.Config{TickTime: 200 * time.Millisecond})
 	b := zkbackend.New(e.Addrs(), zkstore.WithSessionTimeout(20*time.Second))
-	st := b.Open(t)
+	st, proxies := b.OpenWithProxies(t)
 	ctx, dir := ctxFor(t), dirFor(t)
-	eph := must[store.Node](t)(st.Create(ctx, dir+"/e", nil, store.Ephemeral))
-	id := st.SessionID()
 	leader, err := e.Leader()
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Move the client to the leader: the followers refuse it for a while.
+	for i, p := range proxies {
+		if i != leader {
+			p.Refuse()
+		}
+	}
+	waitUntil(t, "the client moved to the leader", func() bool {
+		select {
+		case <-st.Disconnected():
+			return false
+		default:
+			return proxies[leader].Conns() == 1
+		}
+	})
+	for i, p := range proxies {
+		if i != leader {
+			p.Restore()
+		}
+	}
+	eph := must[store.Node](t)(st.Create(ctx, dir+"/e", nil, store.Ephemeral))
+	id, disc := st.SessionID(), st.Disconnected()
 	if err := e.Members[leader].Kill(); err != nil {
 		t.Fatal(err)
+	}
+	select {
+	case <-disc:
+	case <-ctx.Done():
+		t.Fatal("client did not notice the leader's death")
 	}
 	// Calls work again once a new leader is elected and the client is
 	// connected to a member of the quorum.
@@ -244,6 +259,9 @@ func TestEnsembleLeaderKill(t *testing.T) {
 	n := must[store.Node](t)(st.Get(ctx, eph.Path))
 	if n.Owner != id {
 		t.Errorf("ephemeral Owner = %#x; want %#x", n.Owner, id)
+	}
+	if newLeader, err := e.Leader(); err != nil || newLeader == leader {
+		t.Errorf("Leader() after the kill = %d, %v; want another member", newLeader, err)
 	}
 }
 
@@ -309,6 +327,17 @@ func TestForeignSeq(t *testing.T) {
 		if k.Name != want[i] || k.Seq != seq || seq != int64(i) {
 			t.Errorf("Children[%d] = %+v; want %s with Seq %d", i, k, want[i], i)
 		}
+	}
+}
+
+// waitUntil polls cond until it holds, and fails t after 20s.
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); !cond(); {
+		if time.Now().After(deadline) {
+			t.Fatalf("not %s after 20s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
 

@@ -141,6 +141,13 @@ func (p *Proxy) Addr() string { return p.ln.Addr().String() }
 // Target returns the address the proxy relays to.
 func (p *Proxy) Target() string { return p.target }
 
+// Conns returns the number of connections open through the proxy now.
+func (p *Proxy) Conns() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.links)
+}
+
 // SetHook makes the proxy split both directions of every connection with
 // framer and ask hook about each message. A nil hook (or framer) relays
 // bytes as they come. It applies to bytes read after the call.
