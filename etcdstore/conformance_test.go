@@ -1,0 +1,13 @@
+package etcdstore_test
+
+import (
+	"testing"
+
+	"github.com/corral-go/corral/internal/etcdserver"
+	"github.com/corral-go/corral/internal/etcdserver/etcdbackend"
+	"github.com/corral-go/corral/store/storetest"
+)
+
+func TestConformance(t *testing.T) {
+	storetest.Run(t, etcdbackend.New(etcdserver.Start(t, 1)))
+}

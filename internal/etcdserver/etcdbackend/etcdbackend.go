@@ -1,0 +1,229 @@
+// Package etcdbackend adapts an embedded etcd cluster (internal/etcdserver)
+// to storetest.Backend, so that the conformance suite and the recipe tests
+// run on etcdstore sessions with real faults:
+//
+//   - every session's client dials the members through a loopback
+//     tcpproxy of its own, so Disconnect refuses its connections (the
+//     client sees servers that hang up) and Reconnect lets them through;
+//   - Expire revokes the session's lease through another client, as the
+//     server does when a lease expires, and returns once its keys are gone;
+//   - LoseNextCreateReply arms a gRPC client interceptor on the session's
+//     client: the next Txn is sent and applied by the server, then its reply
+//     is thrown away, the connection is cut and the call fails with
+//     codes.Unavailable, exactly what a connection lost in flight looks like.
+package etcdbackend
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	gosync "sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/corral-go/corral/etcdstore"
+	"github.com/corral-go/corral/internal/etcdserver"
+	"github.com/corral-go/corral/internal/tcpproxy"
+	"github.com/corral-go/corral/store"
+	"github.com/corral-go/corral/store/storetest"
+)
+
+// TTL is the session TTL of the stores a Backend opens unless options say
+// otherwise: short enough that a fault test does not wait long, long enough
+// that a loaded race build never misses a renewal.
+const TTL = 5 * time.Second
+
+var (
+	_ storetest.Backend      = (*Backend)(nil)
+	_ storetest.ReplyLoser   = (*Backend)(nil)
+	_ storetest.Disconnector = (*Backend)(nil)
+)
+
+// Backend opens etcdstore sessions on one cluster. It is safe for
+// concurrent use.
+type Backend struct {
+	cluster *etcdserver.Cluster
+	opts    []etcdstore.Option
+
+	mu    gosync.Mutex
+	conns map[*etcdstore.Store]*conn
+}
+
+// conn is what one session was opened with.
+type conn struct {
+	proxies []*tcpproxy.Proxy
+	cli     *clientv3.Client
+	lose    atomic.Bool
+}
+
+// New returns a Backend on c whose sessions are opened with opts (after a
+// default of WithTTL(TTL)).
+func New(c *etcdserver.Cluster, opts ...etcdstore.Option) *Backend {
+	return &Backend{
+		cluster: c,
+		opts:    append([]etcdstore.Option{etcdstore.WithTTL(TTL)}, opts...),
+		conns:   map[*etcdstore.Store]*conn{},
+	}
+}
+
+// Cluster returns the cluster the Backend opens sessions on.
+func (b *Backend) Cluster() *etcdserver.Cluster { return b.cluster }
+
+// Open opens a session through proxies of its own. The session, its client
+// and its proxies are closed when the test ends.
+func (b *Backend) Open(t testing.TB) store.Store {
+	t.Helper()
+	s, err := b.open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.release(s) })
+	return s
+}
+
+func (b *Backend) open() (*etcdstore.Store, error) {
+	c := &conn{}
+	var eps []string
+	for _, m := range b.cluster.Members {
+		u, err := url.Parse(m.ClientURL)
+		if err != nil {
+			return nil, err
+		}
+		p, err := tcpproxy.New(u.Host)
+		if err != nil {
+			c.close()
+			return nil, fmt.Errorf("etcdbackend: proxy: %w", err)
+		}
+		c.proxies = append(c.proxies, p)
+		eps = append(eps, "http://"+p.Addr())
+	}
+	cfg := b.cluster.ClientConfig(eps...)
+	cfg.DialOptions = append(cfg.DialOptions, grpc.WithChainUnaryInterceptor(c.intercept))
+	cli, err := clientv3.New(cfg)
+	if err != nil {
+		c.close()
+		return nil, fmt.Errorf("etcdbackend: client: %w", err)
+	}
+	c.cli = cli
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	s, err := etcdstore.Open(ctx, cli, b.opts...)
+	if err != nil {
+		c.close()
+		return nil, err
+	}
+	b.mu.Lock()
+	b.conns[s] = c
+	b.mu.Unlock()
+	return s, nil
+}
+
+// intercept loses the reply of the next Txn once armed.
+func (c *conn) intercept(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+	if method != "/etcdserverpb.KV/Txn" || !c.lose.CompareAndSwap(true, false) {
+		return invoker(ctx, method, req, reply, cc, opts...)
+	}
+	if err := invoker(ctx, method, req, reply, cc, opts...); err != nil {
+		return err
+	}
+	for _, p := range c.proxies {
+		p.Cut()
+	}
+	return status.Error(codes.Unavailable, "etcdbackend: connection lost before the reply")
+}
+
+func (c *conn) close() {
+	if c.cli != nil {
+		c.cli.Close()
+	}
+	for _, p := range c.proxies {
+		p.Close()
+	}
+}
+
+func (b *Backend) release(s *etcdstore.Store) {
+	s.Close()
+	b.mu.Lock()
+	c := b.conns[s]
+	delete(b.conns, s)
+	b.mu.Unlock()
+	if c != nil {
+		c.close()
+	}
+}
+
+func (b *Backend) conn(t testing.TB, s store.Store) (*etcdstore.Store, *conn) {
+	t.Helper()
+	es, ok := s.(*etcdstore.Store)
+	b.mu.Lock()
+	c := b.conns[es]
+	b.mu.Unlock()
+	if !ok || c == nil {
+		t.Fatalf("etcdbackend: %T was not opened by this backend", s)
+	}
+	return es, c
+}
+
+// Expire revokes the lease of s through another client and returns once the
+// server has deleted its keys. s learns it at its next lease renewal.
+func (b *Backend) Expire(t testing.TB, s store.Store) {
+	t.Helper()
+	es, _ := b.conn(t, s)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := b.cluster.RevokeLease(ctx, es.Lease()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// LoseNextCreateReply makes the next Txn of s (a create, when the next call
+// is one) reach the server and be applied, and its reply be lost.
+func (b *Backend) LoseNextCreateReply(t testing.TB, s store.Store) {
+	t.Helper()
+	_, c := b.conn(t, s)
+	c.lose.Store(true)
+}
+
+// Disconnect cuts the connections of s to every member and refuses new ones
+// until Reconnect.
+func (b *Backend) Disconnect(t testing.TB, s store.Store) {
+	t.Helper()
+	_, c := b.conn(t, s)
+	for _, p := range c.proxies {
+		p.Refuse()
+	}
+}
+
+// Freeze stops all traffic of s without closing its connections, as a
+// network partition does, until Reconnect.
+func (b *Backend) Freeze(t testing.TB, s store.Store) {
+	t.Helper()
+	_, c := b.conn(t, s)
+	for _, p := range c.proxies {
+		p.Freeze()
+	}
+}
+
+// Cut closes the connections of s once; the client may reconnect at once.
+func (b *Backend) Cut(t testing.TB, s store.Store) {
+	t.Helper()
+	_, c := b.conn(t, s)
+	for _, p := range c.proxies {
+		p.Cut()
+	}
+}
+
+// Reconnect ends Disconnect or Freeze.
+func (b *Backend) Reconnect(t testing.TB, s store.Store) {
+	t.Helper()
+	_, c := b.conn(t, s)
+	for _, p := range c.proxies {
+		p.Restore()
+	}
+}

@@ -1,0 +1,328 @@
+// Package etcdserver runs real etcd servers inside a Go test binary: one
+// member or a cluster of several, embedded with go.etcd.io/etcd/server/v3/embed
+// on 127.0.0.1, on free ports and in temporary data directories, with their
+// logs silenced. A member can be stopped, killed and restarted, which is what
+// the fault tests of etcdstore and of the recipes need.
+//
+// Tests use [Start]; code that outlives one test (a server shared by a whole
+// test binary) uses [New] and calls [Cluster.Close] itself.
+package etcdserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.etcd.io/etcd/server/v3/embed"
+	"go.uber.org/zap"
+)
+
+// StartTimeout bounds how long a member may take to join its cluster and
+// become ready to serve clients. A cold race build is slow; a warm one starts
+// in well under a second.
+const StartTimeout = 60 * time.Second
+
+// Cluster is a set of embedded etcd members that form one cluster.
+// Its methods are safe for concurrent use.
+type Cluster struct {
+	// Members are the cluster's members, in the order they were started.
+	Members []*Member
+
+	closeOnce sync.Once
+}
+
+// Member is one embedded etcd server. Its client and peer addresses never
+// change, so a restarted member is found again by the same clients.
+type Member struct {
+	// Name is the member's name in the cluster ("m0", "m1", ...).
+	Name string
+	// ClientURL is the URL clients dial ("http://127.0.0.1:port").
+	ClientURL string
+	// PeerURL is the URL other members dial.
+	PeerURL string
+
+	dir            string
+	initialCluster string
+	token          string
+
+	mu sync.Mutex
+	e  *embed.Etcd // nil while stopped
+}
+
+// Start starts an n-member cluster in t.TempDir() and stops it when the test
+// ends. If the cluster cannot start, Start fails the test: a missing server
+// is a failure, never a skip.
+func Start(t testing.TB, n int) *Cluster {
+	t.Helper()
+	c, err := New(t.TempDir(), n)
+	if err != nil {
+		t.Fatalf("etcdserver.Start(%d): %v", n, err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// New starts an n-member cluster whose data lives under dir and returns once
+// every member is ready to serve clients. The caller must Close it.
+func New(dir string, n int) (*Cluster, error) {
+	if n < 1 {
+		return nil, fmt.Errorf("etcdserver: %d members", n)
+	}
+	// A port picked free can be taken by someone else before etcd binds
+	// it; such a start fails fast, and is retried with new ports.
+	var err error
+	for attempt := range 3 {
+		var c *Cluster
+		c, err = start(filepath.Join(dir, fmt.Sprintf("try%d", attempt)), n)
+		if err == nil {
+			return c, nil
+		}
+		if !strings.Contains(err.Error(), "address already in use") {
+			break
+		}
+	}
+	return nil, err
+}
+
+func start(dir string, n int) (*Cluster, error) {
+	ports, err := freePorts(2 * n)
+	if err != nil {
+		return nil, err
+	}
+	c := &Cluster{}
+	token := fmt.Sprintf("corral-%d-%d", os.Getpid(), time.Now().UnixNano())
+	var initial []string
+	for i := range n {
+		m := &Member{
+			Name:      fmt.Sprintf("m%d", i),
+			ClientURL: fmt.Sprintf("http://127.0.0.1:%d", ports[2*i]),
+			PeerURL:   fmt.Sprintf("http://127.0.0.1:%d", ports[2*i+1]),
+			dir:       filepath.Join(dir, fmt.Sprintf("m%d", i)),
+			token:     token,
+		}
+		initial = append(initial, m.Name+"="+m.PeerURL)
+		c.Members = append(c.Members, m)
+	}
+	for _, m := range c.Members {
+		m.initialCluster = strings.Join(initial, ",")
+	}
+	// Members of a new cluster must start together: none is ready before
+	// a quorum has joined.
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i, m := range c.Members {
+		wg.Go(func() { errs[i] = m.start("new") })
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		c.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+func freePorts(n int) ([]int, error) {
+	var ports []int
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, fmt.Errorf("etcdserver: free port: %w", err)
+		}
+		defer l.Close()
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	return ports, nil
+}
+
+func (m *Member) config(state string) *embed.Config {
+	cfg := embed.NewConfig()
+	cfg.Name = m.Name
+	cfg.Dir = m.dir
+	cu, _ := url.Parse(m.ClientURL)
+	pu, _ := url.Parse(m.PeerURL)
+	cfg.ListenClientUrls = []url.URL{*cu}
+	cfg.AdvertiseClientUrls = []url.URL{*cu}
+	cfg.ListenPeerUrls = []url.URL{*pu}
+	cfg.AdvertisePeerUrls = []url.URL{*pu}
+	cfg.InitialCluster = m.initialCluster
+	cfg.InitialClusterToken = m.token
+	cfg.ClusterState = state
+	// Durability is not under test; fsync on every commit only slows the
+	// suite down on a shared machine.
+	cfg.UnsafeNoFsync = true
+	cfg.Logger = "zap"
+	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zap.NewNop())
+	cfg.LogLevel = "error"
+	return cfg
+}
+
+func (m *Member) start(state string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.e != nil {
+		return fmt.Errorf("etcdserver: member %s is running", m.Name)
+	}
+	e, err := embed.StartEtcd(m.config(state))
+	if err != nil {
+		return fmt.Errorf("etcdserver: start member %s: %w", m.Name, err)
+	}
+	timer := time.NewTimer(StartTimeout)
+	defer timer.Stop()
+	select {
+	case <-e.Server.ReadyNotify():
+	case err := <-e.Err():
+		e.Close()
+		return fmt.Errorf("etcdserver: member %s: %w", m.Name, err)
+	case <-timer.C:
+		e.Close()
+		return fmt.Errorf("etcdserver: member %s not ready after %v", m.Name, StartTimeout)
+	}
+	m.e = e
+	return nil
+}
+
+// Running reports whether the member is running.
+func (m *Member) Running() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.e != nil
+}
+
+// ID returns the member's ID in the cluster, or 0 while it is stopped.
+func (m *Member) ID() uint64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.e == nil {
+		return 0
+	}
+	return uint64(m.e.Server.MemberID())
+}
+
+// IsLeader reports whether the member is running and is the raft leader.
+func (m *Member) IsLeader() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.e != nil && m.e.Server.Leader() == m.e.Server.MemberID()
+}
+
+// Stop stops the member gracefully: a leader hands its leadership over
+// first, clients see their streams closed. Stopping a stopped member does
+// nothing.
+func (m *Member) Stop() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.e == nil {
+		return
+	}
+	m.e.Close()
+	m.e = nil
+}
+
+// Kill stops the member abruptly, as a crash would: raft stops at once with
+// no leadership transfer, then its listeners and connections are closed
+// (etcd gives no way to skip that part without leaking its goroutines).
+// Killing a stopped member does nothing.
+func (m *Member) Kill() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.e == nil {
+		return
+	}
+	m.e.Server.HardStop()
+	m.e.Close()
+	m.e = nil
+}
+
+// Restart starts a stopped or killed member again on the same data
+// directory and addresses, and returns once it is ready to serve clients.
+func (m *Member) Restart() error {
+	return m.start("existing")
+}
+
+// Endpoints returns the client URLs of all members, running or not.
+func (c *Cluster) Endpoints() []string {
+	var eps []string
+	for _, m := range c.Members {
+		eps = append(eps, m.ClientURL)
+	}
+	return eps
+}
+
+// Leader returns the running member that is the raft leader, or nil.
+func (c *Cluster) Leader() *Member {
+	for _, m := range c.Members {
+		if m.IsLeader() {
+			return m
+		}
+	}
+	return nil
+}
+
+// ClientConfig returns a quiet client configuration for endpoints, or for
+// every member when none are given.
+func (c *Cluster) ClientConfig(endpoints ...string) clientv3.Config {
+	if len(endpoints) == 0 {
+		endpoints = c.Endpoints()
+	}
+	return clientv3.Config{
+		Endpoints:   endpoints,
+		DialTimeout: 5 * time.Second,
+		Logger:      zap.NewNop(),
+	}
+}
+
+// NewClient returns a new client of the cluster; the caller closes it.
+func (c *Cluster) NewClient(endpoints ...string) (*clientv3.Client, error) {
+	cli, err := clientv3.New(c.ClientConfig(endpoints...))
+	if err != nil {
+		return nil, fmt.Errorf("etcdserver: client: %w", err)
+	}
+	return cli, nil
+}
+
+// Client returns a new client of the cluster that is closed when the test
+// ends.
+func (c *Cluster) Client(t testing.TB, endpoints ...string) *clientv3.Client {
+	t.Helper()
+	cli, err := c.NewClient(endpoints...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cli.Close() })
+	return cli
+}
+
+// RevokeLease revokes lease id through a client of its own, as an operator
+// or a server-side expiry would, and returns once the server has deleted the
+// lease's keys.
+func (c *Cluster) RevokeLease(ctx context.Context, id clientv3.LeaseID) error {
+	cli, err := c.NewClient()
+	if err != nil {
+		return err
+	}
+	defer cli.Close()
+	if _, err := cli.Revoke(ctx, id); err != nil {
+		return fmt.Errorf("etcdserver: revoke lease %x: %w", int64(id), err)
+	}
+	return nil
+}
+
+// Close stops every member. It is idempotent.
+func (c *Cluster) Close() {
+	c.closeOnce.Do(func() {
+		var wg sync.WaitGroup
+		for _, m := range c.Members {
+			wg.Go(m.Stop)
+		}
+		wg.Wait()
+	})
+}
