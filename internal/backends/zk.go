@@ -1,15 +1,47 @@
 package backends
 
 import (
+	"sync"
 	"testing"
 
+	"github.com/corral-go/corral/internal/zkserver"
+	"github.com/corral-go/corral/internal/zkserver/zkbackend"
 	"github.com/corral-go/corral/store/storetest"
 )
 
-// zooKeeper is a placeholder until the ZooKeeper harness lands.
-func zooKeeper(t testing.TB) storetest.Backend {
-	t.Skip("zk backend not built yet")
-	return nil
+// zk is the ZooKeeper server shared by the whole test binary, started on
+// first use and stopped by stopZooKeeper.
+var zk struct {
+	once    sync.Once
+	srv     *zkserver.Server
+	backend *zkbackend.Backend
+	err     error
 }
 
-func stopZooKeeper() {}
+// zooKeeper returns a backend on a real ZooKeeper server shared by the test
+// binary. Each session gets a proxy of its own, so faults injected into one
+// never touch another; Expire closes the session on the server at once. When
+// ZooKeeper is not installed it skips t, or fails it under CI=true.
+func zooKeeper(t testing.TB) storetest.Backend {
+	t.Helper()
+	zkserver.Require(t)
+	zk.once.Do(func() {
+		// Short ticks: the server notices dead sessions quickly.
+		zk.srv, zk.err = zkserver.Start(zkserver.Config{})
+		if zk.err == nil {
+			zk.backend = zkbackend.New([]string{zk.srv.Addr()})
+		}
+	})
+	if zk.err != nil {
+		t.Fatalf("backends: start ZooKeeper: %v", zk.err)
+	}
+	return zk.backend
+}
+
+// stopZooKeeper kills the shared server, if one was started, and removes
+// its data.
+func stopZooKeeper() {
+	if zk.srv != nil {
+		zk.srv.Close()
+	}
+}
