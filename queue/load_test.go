@@ -1,0 +1,182 @@
+package queue_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	gosync "sync"
+	"testing"
+
+	"github.com/corral-go/corral/internal/backends"
+	"github.com/corral-go/corral/queue"
+	"github.com/corral-go/corral/store"
+	"github.com/corral-go/corral/store/storetest"
+)
+
+const (
+	producers   = 4
+	consumers   = 4
+	perProducer = 50
+)
+
+// delivery is one item received by a consumer.
+type delivery struct {
+	consumer, producer, n int
+}
+
+// tally records deliveries and reports when every item was delivered.
+type tally struct {
+	mu    gosync.Mutex
+	seen  map[[2]int]int // (producer, n) -> times delivered
+	log   [consumers][]delivery
+	all   chan struct{}
+	count int
+}
+
+func newTally() *tally {
+	return &tally{seen: map[[2]int]int{}, all: make(chan struct{})}
+}
+
+func (tl *tally) add(d delivery) {
+	tl.mu.Lock()
+	defer tl.mu.Unlock()
+	k := [2]int{d.producer, d.n}
+	tl.seen[k]++
+	tl.log[d.consumer] = append(tl.log[d.consumer], d)
+	if tl.seen[k] == 1 {
+		tl.count++
+		if tl.count == producers*perProducer {
+			close(tl.all)
+		}
+	}
+}
+
+// runLoad runs 4 producers and 4 consumers, each on its own session, on one
+// queue. kill, if set, is called by consumer 0 with its first item, which it
+// never acks.
+func runLoad(t *testing.T, b storetest.Backend, d queue.Delivery, kill func(s store.Store)) *tally {
+	ctx := ctxT(t)
+	path := qpath(t)
+	tl := newTally()
+	cctx, stop := context.WithCancel(ctx)
+	defer stop()
+
+	var wg gosync.WaitGroup
+	errs := make(chan error, producers+consumers)
+	for c := range consumers {
+		s := b.Open(t)
+		defer s.Close()
+		q := newQueue(t, s, path, d)
+		con := q.Consume(cctx)
+		wg.Go(func() {
+			dead := false
+			for it := range con.Items() {
+				var dv delivery
+				if _, err := fmt.Sscanf(string(it.Data), "%d-%d", &dv.producer, &dv.n); err != nil {
+					errs <- fmt.Errorf("consumer %d: item %q: %v", c, it.Data, err)
+					return
+				}
+				dv.consumer = c
+				if c == 0 && kill != nil {
+					// Killed with its first item in hand; anything still
+					// handed over after that cannot be acked either.
+					if !dead {
+						kill(s)
+						dead = true
+					}
+					continue // never acked, never counted
+				}
+				if err := it.Ack(ctx); err != nil {
+					errs <- fmt.Errorf("consumer %d: Ack(%q) = %v", c, it.Data, err)
+					return
+				}
+				tl.add(dv)
+			}
+			err := con.Err()
+			switch {
+			case c == 0 && kill != nil:
+				if !errors.Is(err, store.ErrSessionExpired) {
+					errs <- fmt.Errorf("killed consumer: Err() = %v; want %v", err, store.ErrSessionExpired)
+				}
+			case !errors.Is(err, context.Canceled):
+				errs <- fmt.Errorf("consumer %d: Err() = %v; want %v", c, err, context.Canceled)
+			}
+		})
+	}
+	for p := range producers {
+		s := b.Open(t)
+		defer s.Close()
+		q := newQueue(t, s, path, d)
+		wg.Go(func() {
+			for n := range perProducer {
+				if err := q.Put(ctx, fmt.Appendf(nil, "%d-%d", p, n)); err != nil {
+					errs <- fmt.Errorf("producer %d: Put(%d) = %v", p, n, err)
+					return
+				}
+			}
+		})
+	}
+	select {
+	case <-tl.all:
+	case err := <-errs:
+		t.Error(err)
+	case <-ctx.Done():
+		t.Errorf("delivered %d of %d items before the timeout", tl.count, producers*perProducer)
+	}
+	stop()
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	return tl
+}
+
+func TestLoadAtMostOnce(t *testing.T) {
+	backends.Run(t, func(t *testing.T, b storetest.Backend) {
+		tl := runLoad(t, b, queue.AtMostOnce, nil)
+		for k, n := range tl.seen {
+			if n != 1 {
+				t.Errorf("item %d-%d delivered %d times; want once", k[0], k[1], n)
+			}
+		}
+		checkFIFO(t, tl)
+	})
+}
+
+func TestLoadAtLeastOnceWithKill(t *testing.T) {
+	backends.Run(t, func(t *testing.T, b storetest.Backend) {
+		killed := false
+		tl := runLoad(t, b, queue.AtLeastOnce, func(s store.Store) {
+			killed = true
+			b.Expire(t, s)
+		})
+		if !killed {
+			t.Error("consumer 0 received no item to be killed with")
+		}
+		dups := 0
+		for _, n := range tl.seen {
+			dups += n - 1
+		}
+		// Only consumer 0's unacked items can come twice, and those were
+		// not counted: a duplicate means an acked item came back.
+		if dups != 0 {
+			t.Errorf("%d items acked more than once; want 0", dups)
+		}
+	})
+}
+
+// checkFIFO checks that each consumer received each producer's items in the
+// order they were put.
+func checkFIFO(t *testing.T, tl *tally) {
+	t.Helper()
+	for c, log := range tl.log {
+		last := map[int]int{}
+		for _, d := range log {
+			if prev, ok := last[d.producer]; ok && d.n <= prev {
+				t.Errorf("consumer %d got item %d-%d after %d-%d; want FIFO per producer", c, d.producer, d.n, d.producer, prev)
+			}
+			last[d.producer] = d.n
+		}
+	}
+}
