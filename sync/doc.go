@@ -1,0 +1,40 @@
+// Package sync provides distributed synchronization primitives that look
+// and feel like the standard library's sync package: a [Mutex], an
+// [RWMutex], a [Barrier], a [DoubleBarrier] and a [Semaphore]. Each is
+// written once against a store.Store and runs unchanged on ZooKeeper
+// (zkstore), etcd (etcdstore) and in memory (memstore).
+//
+// A value is a handle for one session (one store.Store) on a lock or
+// barrier named by a path; processes, or goroutines, that name the same path
+// on the same tree synchronize with each other. Its own files import the
+// standard library's sync package as gosync, and so can callers that need
+// both.
+//
+// # Locks
+//
+// Mutex and RWMutex are the ZooKeeper lock recipes: a contender creates an
+// ephemeral sequential node under the lock's path, the lowest one holds the
+// lock, and every waiter watches only the node that blocks it, so a release
+// wakes only the waiters it unblocks. Beyond the older libraries they add:
+//
+//   - Lock takes a ctx and can be cancelled; a waiter that gives up, for
+//     whatever reason, removes its node before it returns.
+//   - A granted lock is a context (Context, RContext) that is cancelled the
+//     moment the lock is no longer held, with a cause saying why:
+//     [ErrUnlocked], [ErrNodeDeleted], [ErrDisconnected], or the session's
+//     end (store.ErrSessionExpired, store.ErrClosed). Do the critical work
+//     under that context.
+//   - Every grant has a fencing token (Token, RToken) that grows with each
+//     successive grant of the same lock, for storage that must reject
+//     writes from a stale holder.
+//   - Misuse and lost locks are errors ([ErrNotLocked], [ErrLockLost]),
+//     never panics and never silent.
+//
+// The node names interoperate with other clients of the same tree. On
+// ZooKeeper they are those of Curator's InterProcessMutex ("lock-") and
+// InterProcessReadWriteLock ("__READ__", "__WRIT__"), and Curator's,
+// go-zookeeper's and kazoo's contenders count as normal contenders. On etcd
+// the contenders are ordered by create revision, as etcd's own
+// concurrency.Mutex orders its keys, so a corral Mutex and a
+// concurrency.Mutex on the same prefix exclude each other.
+package sync

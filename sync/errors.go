@@ -1,0 +1,31 @@
+package sync
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/corral-go/corral/store"
+)
+
+// Errors of the Mutex and the RWMutex. The ones a lost hold reports as the
+// cause of its context (context.Cause) are ErrUnlocked, ErrNodeDeleted,
+// ErrDisconnected, store.ErrSessionExpired and store.ErrClosed.
+var (
+	// ErrNotLocked: Unlock (or RUnlock) of a lock this value does not
+	// hold. Nothing is deleted.
+	ErrNotLocked = errors.New("sync: not locked")
+	// ErrLockLost: Unlock of a hold that had already ended before the
+	// unlock (session expired, node deleted, connection lost). The error
+	// also wraps the cause, and the critical section may not have been
+	// exclusive to its end.
+	ErrLockLost = errors.New("sync: lock lost before unlock")
+	// ErrUnlocked is the cause of a hold's context after Unlock.
+	ErrUnlocked = errors.New("sync: unlocked")
+	// ErrNodeDeleted is the cause of a hold's context when someone else
+	// deleted its contender node while the session lived.
+	ErrNodeDeleted = errors.New("sync: lock node deleted")
+	// ErrDisconnected is the cause of a hold's context when the connection
+	// was lost under the LoseOnDisconnect policy. It wraps
+	// store.ErrDisconnected.
+	ErrDisconnected = fmt.Errorf("sync: connection lost, ownership unknown: %w", store.ErrDisconnected)
+)

@@ -1,0 +1,9 @@
+package sync_test
+
+import (
+	"testing"
+
+	"github.com/corral-go/corral/internal/backends"
+)
+
+func TestMain(m *testing.M) { backends.Main(m) }

@@ -1,0 +1,288 @@
+package sync
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	gosync "sync"
+
+	"github.com/corral-go/corral/internal/recipe"
+	"github.com/corral-go/corral/store"
+)
+
+// DisconnectPolicy says what losing the connection to the store does to a
+// held lock.
+type DisconnectPolicy int
+
+const (
+	// LoseOnDisconnect, the default, ends a hold (cancels its context with
+	// ErrDisconnected) as soon as the connection is lost. While
+	// disconnected the client cannot know whether the server has expired
+	// its session and granted the lock to someone else, so continuing
+	// would risk two holders; this is Curator's standard policy too
+	// (SUSPENDED counts as lost). The node stays until Unlock removes it,
+	// or the session ends.
+	LoseOnDisconnect DisconnectPolicy = iota
+	// KeepOnDisconnect keeps a hold across disconnections and ends it only
+	// when the session ends or the node goes. A holder that acts on
+	// external storage meanwhile must rely on the fencing token.
+	KeepOnDisconnect
+)
+
+func (p DisconnectPolicy) String() string {
+	switch p {
+	case LoseOnDisconnect:
+		return "lose-on-disconnect"
+	case KeepOnDisconnect:
+		return "keep-on-disconnect"
+	}
+	return fmt.Sprintf("DisconnectPolicy(%d)", int(p))
+}
+
+// LockOption configures a Mutex or an RWMutex.
+type LockOption func(*lockOptions)
+
+type lockOptions struct {
+	policy DisconnectPolicy
+	data   []byte
+}
+
+// WithDisconnectPolicy sets what a lost connection does to a held lock; the
+// default is LoseOnDisconnect.
+func WithDisconnectPolicy(p DisconnectPolicy) LockOption {
+	return func(o *lockOptions) { o.policy = p }
+}
+
+// WithData stores data in every contender node, as Curator stores the
+// holder's address, for operators who list the lock's nodes. It must be at
+// most store.MaxDataSize bytes.
+func WithData(data []byte) LockOption {
+	return func(o *lockOptions) { o.data = data }
+}
+
+func newLockOptions(opts []LockOption) lockOptions {
+	var o lockOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
+	return o
+}
+
+func (o lockOptions) hold() recipe.HoldOptions {
+	h := recipe.HoldOptions{Deleted: ErrNodeDeleted}
+	if o.policy == LoseOnDisconnect {
+		h.Disconnected = ErrDisconnected
+	}
+	return h
+}
+
+// notHeld is the Context of a lock that is not held.
+var notHeld = func() context.Context {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	cancel(ErrNotLocked)
+	return ctx
+}()
+
+// Mutex is a distributed mutual exclusion lock: at most one holder at a
+// time among all the Mutex values, on any session, that name the same path
+// (and among the ZooKeeper and etcd clients corral interoperates with; see
+// the package doc).
+//
+// A Mutex is safe for concurrent use and, like sync.Mutex, excludes the
+// goroutines that share it too: while one goroutine holds or acquires it,
+// the others' Lock waits. It is not associated with a goroutine: one may
+// Lock and another Unlock. A Mutex must not be copied after first use; the
+// zero value is not usable, make one with NewMutex.
+//
+// A held Mutex is lost when its session ends, when its node is deleted by
+// someone else, or (under the default LoseOnDisconnect policy) when the
+// connection is lost; Context is then cancelled with the reason, and the
+// following Unlock returns an error wrapping ErrLockLost.
+type Mutex struct {
+	x exclusive
+}
+
+// NewMutex returns a Mutex on the lock at path in st. It does no I/O; an
+// invalid path is reported by the first Lock, with an error wrapping
+// store.ErrInvalidPath.
+func NewMutex(st store.Store, path string, opts ...LockOption) *Mutex {
+	return &Mutex{x: newExclusive(st, path, recipe.LockPrefix, newLockOptions(opts))}
+}
+
+// Path returns the path of the lock.
+func (m *Mutex) Path() string { return m.x.path }
+
+// Lock acquires the lock, blocking until it is granted, ctx is done or the
+// session ends. It returns nil once the lock is held; otherwise it returns
+// an error (ctx.Err() wrapped when ctx ended first) and has removed its
+// node, and the waiters behind it keep waiting for the real holder.
+// Calling Lock while this Mutex is held blocks, as sync.Mutex's does, until
+// an Unlock (or ctx).
+func (m *Mutex) Lock(ctx context.Context) error { return m.x.lock(ctx, "lock") }
+
+// TryLock tries to acquire the lock without waiting for another holder. It
+// reports whether it got it; it returns false and nil when the lock is held
+// (by anyone, this Mutex included), and false and an error when the store
+// failed. It costs the same store round trips as an uncontended Lock.
+func (m *Mutex) TryLock(ctx context.Context) (bool, error) { return m.x.tryLock(ctx, "lock") }
+
+// Unlock releases the lock and removes its node. The removal runs on
+// context.WithoutCancel(ctx), bounded, so a cancelled ctx still releases.
+// It returns an error wrapping ErrNotLocked, and changes nothing, when the
+// Mutex is not held, and one wrapping ErrLockLost and the loss's cause when
+// the hold had already ended; in both cases no other holder's node is ever
+// touched.
+func (m *Mutex) Unlock(ctx context.Context) error { return m.x.unlock(ctx, "unlock") }
+
+// Context returns a context that is cancelled the moment the current hold
+// ends, with the reason as its cause (see the package doc). When the Mutex
+// is not held it returns a context already cancelled with ErrNotLocked.
+func (m *Mutex) Context() context.Context { return m.x.context() }
+
+// Token returns the fencing token of the current hold, or -1 when the Mutex
+// is not held. Tokens grow with every successive grant of the same lock (it
+// is the contender node's Seq), so storage can reject a stale holder.
+func (m *Mutex) Token() int64 { return m.x.token() }
+
+// Locker returns a sync.Locker whose methods call Lock and Unlock with
+// context.Background(). Since sync.Locker cannot return errors, they panic
+// with the error (which matches the sentinels of this package and store
+// with errors.Is) when the store fails, the session has ended, the lock was
+// lost while held, or it was not held: a caller that wants to survive these
+// should use Lock and Unlock.
+func (m *Mutex) Locker() gosync.Locker {
+	return locker{lock: m.Lock, unlock: m.Unlock}
+}
+
+type locker struct {
+	lock, unlock func(context.Context) error
+}
+
+func (l locker) Lock() {
+	if err := l.lock(context.Background()); err != nil {
+		panic(err)
+	}
+}
+
+func (l locker) Unlock() {
+	if err := l.unlock(context.Background()); err != nil {
+		panic(err)
+	}
+}
+
+// exclusive is one exclusive lock side: a Mutex, or the writers of an
+// RWMutex.
+type exclusive struct {
+	st     store.Store
+	path   string
+	prefix string
+	opts   lockOptions
+	// local holds a token while a goroutine of this value holds or
+	// acquires the lock, so that they exclude each other without store
+	// round trips.
+	local chan struct{}
+
+	mu   gosync.Mutex
+	hold *recipe.Hold // nil when not held
+}
+
+func newExclusive(st store.Store, path, prefix string, opts lockOptions) exclusive {
+	return exclusive{st: st, path: path, prefix: prefix, opts: opts, local: make(chan struct{}, 1)}
+}
+
+func (x *exclusive) lock(ctx context.Context, op string) error {
+	if err := ctx.Err(); err != nil {
+		return opErr(op, x.path, err)
+	}
+	select {
+	case x.local <- struct{}{}:
+	case <-ctx.Done():
+		return opErr(op, x.path, ctx.Err())
+	}
+	n, err := recipe.Acquire(ctx, x.st, x.path, x.prefix, x.opts.data, recipe.Predecessor)
+	if err != nil {
+		<-x.local
+		return acquireErr(ctx, op, x.path, err)
+	}
+	x.grant(n)
+	return nil
+}
+
+func (x *exclusive) tryLock(ctx context.Context, op string) (bool, error) {
+	select {
+	case x.local <- struct{}{}:
+	default:
+		return false, nil
+	}
+	n, ok, err := recipe.TryAcquire(ctx, x.st, x.path, x.prefix, x.opts.data, recipe.Predecessor)
+	if err != nil || !ok {
+		<-x.local
+		if err != nil {
+			return false, acquireErr(ctx, "try"+op, x.path, err)
+		}
+		return false, nil
+	}
+	x.grant(n)
+	return true, nil
+}
+
+func (x *exclusive) grant(n store.Node) {
+	h := recipe.NewHold(x.st, n, x.opts.hold())
+	x.mu.Lock()
+	x.hold = h
+	x.mu.Unlock()
+}
+
+func (x *exclusive) unlock(ctx context.Context, op string) error {
+	x.mu.Lock()
+	h := x.hold
+	x.hold = nil
+	x.mu.Unlock()
+	if h == nil {
+		return opErr(op, x.path, ErrNotLocked)
+	}
+	defer func() { <-x.local }()
+	return releaseErr(ctx, op, x.path, h)
+}
+
+func (x *exclusive) context() context.Context {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.hold == nil {
+		return notHeld
+	}
+	return x.hold.Context()
+}
+
+func (x *exclusive) token() int64 {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.hold == nil {
+		return -1
+	}
+	return x.hold.Token()
+}
+
+// releaseErr releases h and reports the outcome as Unlock does.
+func releaseErr(ctx context.Context, op, path string, h *recipe.Hold) error {
+	lost, err := h.Release(ctx, ErrUnlocked)
+	if lost != nil {
+		return opErr(op, path, errors.Join(fmt.Errorf("%w: %w", ErrLockLost, lost), err))
+	}
+	if err != nil {
+		return opErr(op, path, err)
+	}
+	return nil
+}
+
+// acquireErr reports a failed acquisition, as ctx.Err() when ctx ended.
+func acquireErr(ctx context.Context, op, path string, err error) error {
+	if ctx.Err() != nil {
+		return opErr(op, path, ctx.Err())
+	}
+	return opErr(op, path, err)
+}
+
+func opErr(op, path string, err error) error {
+	return fmt.Errorf("sync: %s %q: %w", op, path, err)
+}

@@ -1,0 +1,153 @@
+package sync
+
+import (
+	"context"
+	gosync "sync"
+
+	"github.com/corral-go/corral/internal/recipe"
+	"github.com/corral-go/corral/store"
+)
+
+// RWMutex is a distributed reader/writer lock: any number of readers or one
+// writer hold it at a time, among all the RWMutex values, on any session,
+// that name the same path. A Mutex on the same path counts as a writer.
+// Readers and writers are served in the order they asked: a reader waits
+// only for the writers that asked before it, so writers do not starve.
+//
+// An RWMutex is safe for concurrent use. Its goroutines exclude each other
+// as those of a sync.RWMutex do: Lock calls wait for each other, and each
+// RLock is a read hold of its own (its own contender node), so a reader that
+// asks after a waiting writer waits for it. It is not associated with a
+// goroutine. An RWMutex must not be copied after first use; the zero value
+// is not usable, make one with NewRWMutex.
+//
+// Holds are lost as a Mutex's are (see Mutex); the write hold's context is
+// Context and that of a read hold RContext.
+type RWMutex struct {
+	w    exclusive
+	opts lockOptions
+
+	mu     gosync.Mutex
+	rholds []*recipe.Hold // read holds, oldest first
+}
+
+// NewRWMutex returns an RWMutex on the lock at path in st. It does no I/O;
+// an invalid path is reported by the first call, with an error wrapping
+// store.ErrInvalidPath.
+func NewRWMutex(st store.Store, path string, opts ...LockOption) *RWMutex {
+	o := newLockOptions(opts)
+	return &RWMutex{w: newExclusive(st, path, recipe.WritePrefix, o), opts: o}
+}
+
+// Path returns the path of the lock.
+func (rw *RWMutex) Path() string { return rw.w.path }
+
+// Lock acquires the write lock, blocking until no reader or writer holds
+// it, ctx is done or the session ends. On failure it returns an error
+// (ctx.Err() wrapped when ctx ended first) and has removed its node.
+func (rw *RWMutex) Lock(ctx context.Context) error { return rw.w.lock(ctx, "lock") }
+
+// TryLock tries to acquire the write lock without waiting. It reports
+// whether it got it, with a nil error when it is held by anyone.
+func (rw *RWMutex) TryLock(ctx context.Context) (bool, error) { return rw.w.tryLock(ctx, "lock") }
+
+// Unlock releases the write lock as Mutex.Unlock does: ErrNotLocked when
+// not write-held, ErrLockLost when the hold had already ended.
+func (rw *RWMutex) Unlock(ctx context.Context) error { return rw.w.unlock(ctx, "unlock") }
+
+// Context returns the context of the write hold, cancelled with a cause
+// when it ends, or a context cancelled with ErrNotLocked when the write
+// lock is not held.
+func (rw *RWMutex) Context() context.Context { return rw.w.context() }
+
+// Token returns the fencing token of the write hold, or -1.
+func (rw *RWMutex) Token() int64 { return rw.w.token() }
+
+// RLock acquires a read hold, blocking until no writer that asked before it
+// holds or waits, ctx is done or the session ends. Each RLock takes a read
+// hold of its own, released by one RUnlock. On failure it returns an error
+// (ctx.Err() wrapped when ctx ended first) and has removed its node.
+func (rw *RWMutex) RLock(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return opErr("rlock", rw.w.path, err)
+	}
+	n, err := recipe.Acquire(ctx, rw.w.st, rw.w.path, recipe.ReadPrefix, rw.opts.data, recipe.LastWriter)
+	if err != nil {
+		return acquireErr(ctx, "rlock", rw.w.path, err)
+	}
+	rw.rgrant(n)
+	return nil
+}
+
+// TryRLock tries to acquire a read hold without waiting. It reports whether
+// it got it, with a nil error when a writer holds or waits before it.
+func (rw *RWMutex) TryRLock(ctx context.Context) (bool, error) {
+	n, ok, err := recipe.TryAcquire(ctx, rw.w.st, rw.w.path, recipe.ReadPrefix, rw.opts.data, recipe.LastWriter)
+	if err != nil {
+		return false, acquireErr(ctx, "tryrlock", rw.w.path, err)
+	}
+	if ok {
+		rw.rgrant(n)
+	}
+	return ok, nil
+}
+
+func (rw *RWMutex) rgrant(n store.Node) {
+	h := recipe.NewHold(rw.w.st, n, rw.opts.hold())
+	rw.mu.Lock()
+	rw.rholds = append(rw.rholds, h)
+	rw.mu.Unlock()
+}
+
+// RUnlock releases the oldest read hold of this RWMutex and removes its
+// node, on context.WithoutCancel(ctx), bounded. It returns an error wrapping
+// ErrNotLocked when no read hold is held, and one wrapping ErrLockLost and
+// the cause when that hold had already ended.
+func (rw *RWMutex) RUnlock(ctx context.Context) error {
+	rw.mu.Lock()
+	if len(rw.rholds) == 0 {
+		rw.mu.Unlock()
+		return opErr("runlock", rw.w.path, ErrNotLocked)
+	}
+	h := rw.rholds[0]
+	rw.rholds[0] = nil
+	rw.rholds = rw.rholds[1:]
+	rw.mu.Unlock()
+	return releaseErr(ctx, "runlock", rw.w.path, h)
+}
+
+// RContext returns the context of the read hold the next RUnlock releases
+// (the oldest), cancelled with a cause when it ends, or a context cancelled
+// with ErrNotLocked when no read hold is held.
+func (rw *RWMutex) RContext() context.Context {
+	rw.mu.Lock()
+	defer rw.mu.Unlock()
+	if len(rw.rholds) == 0 {
+		return notHeld
+	}
+	return rw.rholds[0].Context()
+}
+
+// RToken returns the fencing token of the read hold the next RUnlock
+// releases, or -1.
+func (rw *RWMutex) RToken() int64 {
+	rw.mu.Lock()
+	defer rw.mu.Unlock()
+	if len(rw.rholds) == 0 {
+		return -1
+	}
+	return rw.rholds[0].Token()
+}
+
+// Locker returns a sync.Locker on the write lock; it panics on failure as
+// Mutex.Locker's does.
+func (rw *RWMutex) Locker() gosync.Locker {
+	return locker{lock: rw.Lock, unlock: rw.Unlock}
+}
+
+// RLocker returns a sync.Locker whose Lock and Unlock call RLock and
+// RUnlock with context.Background(), and panic with the error on failure
+// as Mutex.Locker's do.
+func (rw *RWMutex) RLocker() gosync.Locker {
+	return locker{lock: rw.RLock, unlock: rw.RUnlock}
+}
