@@ -1,0 +1,120 @@
+package sync
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/corral-go/corral/internal/recipe"
+	"github.com/corral-go/corral/store"
+)
+
+// Barrier is a distributed barrier: while its node exists, every process
+// that calls Wait is held back; removing the node releases them all at once.
+// It is the ZooKeeper recipe's simple barrier, and works like Curator's
+// DistributedBarrier: the node is persistent, so a barrier outlives the
+// session that set it and must be removed explicitly.
+//
+// A Barrier is a handle holding a store and a path; it keeps no other state,
+// so it is safe for concurrent use and any number of handles, on any number
+// of sessions, may name the same barrier.
+type Barrier struct {
+	st   store.Store
+	path string
+}
+
+// NewBarrier returns a handle on the barrier whose node is at path in st. It
+// does no I/O; an invalid path is reported by the first call that uses it,
+// with an error wrapping store.ErrInvalidPath.
+func NewBarrier(st store.Store, path string) *Barrier {
+	return &Barrier{st: st, path: path}
+}
+
+// Path returns the path of the barrier's node.
+func (b *Barrier) Path() string { return b.path }
+
+// Set raises the barrier by creating its node, and its missing parents. It
+// does not wait for anything but the store. Setting a barrier that is already
+// set does nothing and returns nil, so a Set that failed with
+// store.ErrDisconnected (whose outcome is unknown) can simply be retried.
+// When ctx ends first it returns ctx.Err().
+func (b *Barrier) Set(ctx context.Context) error {
+	_, err := b.st.Create(ctx, b.path, nil, store.Persistent)
+	switch {
+	case err == nil, errors.Is(err, store.ErrNodeExists):
+		return nil
+	case ctx.Err() != nil:
+		return ctx.Err()
+	}
+	return fmt.Errorf("sync: set barrier %q: %w", b.path, err)
+}
+
+// Remove lowers the barrier by deleting its node, which releases every
+// waiter. Removing a barrier that is not set does nothing and returns nil. It
+// fails with an error wrapping store.ErrNotEmpty if someone created children
+// under the barrier's node. When ctx ends first it returns ctx.Err().
+func (b *Barrier) Remove(ctx context.Context) error {
+	err := b.st.Delete(ctx, b.path)
+	switch {
+	case err == nil, errors.Is(err, store.ErrNoNode):
+		return nil
+	case ctx.Err() != nil:
+		return ctx.Err()
+	}
+	return fmt.Errorf("sync: remove barrier %q: %w", b.path, err)
+}
+
+// Wait blocks until the barrier is not set, and returns nil at once if it is
+// not set now. It watches the barrier's node and checks again after every
+// event, so a barrier removed and set again while the watch was on its way
+// holds the caller back again. It rides out a lost connection while the
+// session lives.
+//
+// Wait returns ctx.Err() when ctx ends first, and an error wrapping the
+// session's cause (store.ErrSessionExpired or store.ErrClosed) when the
+// session ends: it never hangs on a lost session. Wait leaves nothing behind
+// in the store.
+func (b *Barrier) Wait(ctx context.Context) error {
+	err := recipe.WaitGone(ctx, b.st, b.path)
+	switch {
+	case err == nil:
+		return nil
+	case ctx.Err() != nil:
+		return ctx.Err()
+	}
+	return fmt.Errorf("sync: wait on barrier %q: %w", b.path, err)
+}
+
+// barrierAwait waits for the one event of a watch, for ctx and for the end of
+// the session, whichever comes first. It returns nil when the watch reported
+// a change and the reason otherwise.
+func barrierAwait(ctx context.Context, st store.Store, ev <-chan store.Event) error {
+	select {
+	case e := <-ev:
+		return e.Err
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-st.Context().Done():
+		return context.Cause(st.Context())
+	}
+}
+
+// barrierRetry reports whether err is a lost connection that a wait loop
+// should ride out, after pausing before its attempt-th retry (internal/recipe
+// does the same for its own waits). It reports false when ctx ends or the
+// session ends meanwhile.
+func barrierRetry(ctx context.Context, st store.Store, err error, attempt int) bool {
+	if !errors.Is(err, store.ErrDisconnected) || ctx.Err() != nil || st.Context().Err() != nil {
+		return false
+	}
+	t := time.NewTimer(min(10*time.Millisecond<<min(attempt, 6), 500*time.Millisecond))
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+	case <-st.Context().Done():
+	}
+	return false
+}

@@ -1,0 +1,423 @@
+package sync
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/corral-go/corral/internal/recipe"
+	"github.com/corral-go/corral/store"
+)
+
+// Errors of the DoubleBarrier.
+var (
+	// ErrEntered: Enter was called on a DoubleBarrier that is entered.
+	ErrEntered = errors.New("sync: double barrier already entered")
+	// ErrNotEntered: Leave was called on a DoubleBarrier that is not
+	// entered.
+	ErrNotEntered = errors.New("sync: double barrier not entered")
+	// ErrMemberLost: the participant's node was deleted by someone else
+	// while its session lived.
+	ErrMemberLost = errors.New("sync: double barrier member node deleted")
+)
+
+// The names under a double barrier's node: participants are ephemeral
+// sequential "member-" nodes (found by substring, since ZooKeeper puts a
+// protected prefix in front), and "ready" tells which participants form the
+// current round.
+const (
+	dbMember = "member-"
+	dbReady  = "ready"
+)
+
+// DoubleBarrier is one participant of a double barrier, the ZooKeeper
+// recipe: Enter blocks until n participants have entered, so that they start
+// a computation together, and Leave blocks until all of them have left, so
+// that they end it together. Participants may be on any sessions; each one
+// uses its own DoubleBarrier value.
+//
+// # The limit
+//
+// n is a limit, not a threshold: every round admits exactly n participants,
+// the first n to arrive (in the order of their nodes' Seq). A participant
+// that arrives while a round is filling beyond n, or while a released round
+// is still inside, waits for the next round, which fills once every member
+// of the round before it has left. The barrier's node stores n, and an Enter
+// with a different n fails with a *LimitError (ErrLimitMismatch); an n under
+// 1 fails with ErrInvalidLimit.
+//
+// # Layout
+//
+// Each participant creates an ephemeral sequential "member-" node under the
+// barrier's node. The participant that finds n members in the filling round
+// releases it by writing the round's first and last Seq into the "ready"
+// node, which every other member watches. Leave uses the recipe's
+// lowest/highest scheme: the lowest member waits for the highest one to go,
+// and every other member deletes its node and waits for the lowest one to
+// go, so each departure wakes at most one process until the last.
+//
+// # Failures
+//
+// A participant whose session ends (a crash, an expiry) loses its ephemeral
+// node. Before the round is released it no longer counts: the others go on
+// waiting until n live participants are present. After the release it
+// counts as having left: Leave never waits for it. In both cases nobody is
+// held forever by a dead participant. Only a live member that never calls
+// Leave holds its round's other members in Leave, and the next round in
+// Enter.
+//
+// A DoubleBarrier is safe for concurrent use, though one participant enters
+// and leaves once at a time: its calls are serialized, Enter on an entered
+// participant fails with ErrEntered and Leave on one that is not entered with
+// ErrNotEntered. After Leave it may Enter again, into a later round.
+type DoubleBarrier struct {
+	st   store.Store
+	path string
+	n    int
+
+	// turn holds a token while no call is running; a call takes it.
+	turn chan struct{}
+
+	// Guarded by turn.
+	limitOK bool // the stored limit was checked
+	entered bool
+	me      dbNode  // own node, while entered
+	round   dbRound // own round, while entered
+}
+
+type dbNode struct {
+	path string
+	seq  int64
+}
+
+// dbRound is the content of the ready node: the Seq of the first and the last
+// member of the released round, and the node's version.
+type dbRound struct {
+	lo, hi  int64
+	version int64
+}
+
+func (r dbRound) has(seq int64) bool { return r.lo <= seq && seq <= r.hi }
+
+// NewDoubleBarrier returns a participant of the double barrier of n
+// participants whose node is at path in st. It does no I/O: an invalid path,
+// an n under 1 or one that differs from the stored one are reported by
+// Enter.
+func NewDoubleBarrier(st store.Store, path string, n int) *DoubleBarrier {
+	b := &DoubleBarrier{st: st, path: path, n: n, turn: make(chan struct{}, 1)}
+	b.turn <- struct{}{}
+	return b
+}
+
+// Path returns the path of the barrier's node.
+func (b *DoubleBarrier) Path() string { return b.path }
+
+// Enter joins the barrier and blocks until the participant's round of n is
+// complete. The first call also stores n with the barrier, or checks it
+// against the stored one (a *LimitError when they differ).
+//
+// When ctx ends first Enter deletes the participant's node and returns
+// ctx.Err(), unless the round was released with it in just then: Enter then
+// returns nil and the participant is in, as with golang.org/x/sync's
+// semaphore. Should the release and the deletion cross, the others are
+// released counting it, and it counts as having left at once, like a
+// participant that crashed. When the session ends Enter returns an error
+// wrapping its cause; when the node is deleted by someone else,
+// ErrMemberLost.
+func (b *DoubleBarrier) Enter(ctx context.Context) error {
+	if b.n < 1 {
+		return fmt.Errorf("%w: double barrier %q of %d", ErrInvalidLimit, b.path, b.n)
+	}
+	if err := b.lock(ctx); err != nil {
+		return err
+	}
+	defer b.unlock()
+	if b.entered {
+		return fmt.Errorf("sync: enter double barrier %q: %w", b.path, ErrEntered)
+	}
+	if !b.limitOK {
+		if err := storeLimit(ctx, b.st, b.path, b.n); err != nil {
+			return b.fail(ctx, "enter", err)
+		}
+		b.limitOK = true
+	}
+	node, err := b.st.Create(ctx, store.Join(b.path, dbMember), nil, store.EphemeralSequential)
+	if err != nil {
+		return b.fail(ctx, "enter", err)
+	}
+	me := dbNode{path: node.Path, seq: node.Seq}
+	r, err := b.awaitRound(ctx, me)
+	if err != nil && ctx.Err() != nil {
+		r, err = b.lateRound(ctx, me)
+	}
+	if err != nil {
+		b.drop(ctx, me)
+		return b.fail(ctx, "enter", err)
+	}
+	b.entered, b.me, b.round = true, me, r
+	return nil
+}
+
+// Leave leaves the barrier and blocks until every member of the
+// participant's round has left (or lost its session). Leave on a participant
+// that has not entered returns ErrNotEntered.
+//
+// When ctx ends first Leave deletes the participant's node all the same, so
+// that it counts as having left, and returns ctx.Err(). When the session
+// ends it returns an error wrapping its cause. Either way the participant is
+// no longer entered.
+func (b *DoubleBarrier) Leave(ctx context.Context) error {
+	if err := b.lock(ctx); err != nil {
+		return err
+	}
+	defer b.unlock()
+	if !b.entered {
+		return fmt.Errorf("sync: leave double barrier %q: %w", b.path, ErrNotEntered)
+	}
+	b.entered = false
+	if err := b.leave(ctx); err != nil {
+		b.drop(ctx, b.me)
+		return b.fail(ctx, "leave", err)
+	}
+	return nil
+}
+
+func (b *DoubleBarrier) leave(ctx context.Context) error {
+	mine := true // the own node should exist
+	for attempt := 0; ; attempt++ {
+		members, err := b.roundMembers(ctx)
+		if err != nil && barrierRetry(ctx, b.st, err, attempt) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		attempt = -1
+		i := dbIndex(members, b.me.path)
+		if i < 0 && mine {
+			if err := b.st.Context().Err(); err != nil {
+				return context.Cause(b.st.Context())
+			}
+			mine = false // deleted by someone else: it has left
+		}
+		switch {
+		case len(members) == 0:
+			return nil
+		case i == 0 && len(members) == 1:
+			return b.deleteNode(ctx, b.me.path)
+		case i == 0:
+			// Lowest: leave last, once the highest (and so, in turn,
+			// every other) member has gone.
+			err = recipe.WaitGone(ctx, b.st, members[len(members)-1].path)
+		default:
+			if i > 0 {
+				if err := b.deleteNode(ctx, b.me.path); err != nil {
+					return err
+				}
+				mine = false
+			}
+			err = recipe.WaitGone(ctx, b.st, members[0].path)
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// roundMembers lists the members of the own round still present, by Seq.
+func (b *DoubleBarrier) roundMembers(ctx context.Context) ([]dbNode, error) {
+	kids, err := b.st.Children(ctx, b.path)
+	if errors.Is(err, store.ErrNoNode) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var members []dbNode
+	for _, m := range b.members(kids) {
+		if b.round.has(m.seq) {
+			members = append(members, m)
+		}
+	}
+	return members, nil
+}
+
+// awaitRound waits until the participant me is in a released round.
+func (b *DoubleBarrier) awaitRound(ctx context.Context, me dbNode) (dbRound, error) {
+	for attempt := 0; ; attempt++ {
+		r, in, err := b.enterStep(ctx, me)
+		if err != nil && barrierRetry(ctx, b.st, err, attempt) {
+			continue
+		}
+		if err != nil || in {
+			return r, err
+		}
+		attempt = -1
+	}
+}
+
+// enterStep looks at the barrier once and reports me's round if it has been
+// released. Otherwise it waits for the event that can change that: the
+// release of the filling round, or the departure of the previous round's
+// lowest member (the last to leave). If the filling round has n members
+// already, it releases it instead.
+func (b *DoubleBarrier) enterStep(ctx context.Context, me dbNode) (dbRound, bool, error) {
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel() // drops the watch on ready if it did not fire
+	released, readyEv, err := b.st.ExistsW(wctx, b.readyPath())
+	if err != nil {
+		return dbRound{}, false, err
+	}
+	var prev dbRound
+	if released {
+		prev, err = b.getRound(ctx)
+		if errors.Is(err, store.ErrNoNode) {
+			return dbRound{}, false, nil // deleted meanwhile: look again
+		}
+		if err != nil {
+			return dbRound{}, false, err
+		}
+		if prev.has(me.seq) {
+			return prev, true, nil
+		}
+		if me.seq < prev.lo {
+			return dbRound{}, false, fmt.Errorf("sync: member %q skipped by round %d..%d", me.path, prev.lo, prev.hi)
+		}
+	}
+	kids, err := b.st.Children(ctx, b.path)
+	if err != nil {
+		return dbRound{}, false, err
+	}
+	var old, fresh []dbNode
+	found := false
+	for _, m := range b.members(kids) {
+		found = found || m.path == me.path
+		if released && m.seq <= prev.hi {
+			old = append(old, m)
+		} else {
+			fresh = append(fresh, m)
+		}
+	}
+	if !found {
+		return dbRound{}, false, b.lostErr()
+	}
+	if len(old) > 0 {
+		// The previous round is still inside; its lowest member leaves
+		// last.
+		cancel()
+		return dbRound{}, false, recipe.WaitGone(ctx, b.st, old[0].path)
+	}
+	if len(fresh) < b.n {
+		return dbRound{}, false, barrierAwait(ctx, b.st, readyEv)
+	}
+	next := dbRound{lo: fresh[0].seq, hi: fresh[b.n-1].seq}
+	err = b.publish(ctx, next, released, prev.version)
+	switch {
+	case errors.Is(err, store.ErrNodeExists), errors.Is(err, store.ErrBadVersion), errors.Is(err, store.ErrNoNode):
+		return dbRound{}, false, nil // someone else released a round: look again
+	case err != nil:
+		return dbRound{}, false, err
+	}
+	return next, next.has(me.seq), nil
+}
+
+// lateRound checks, after ctx ended, whether me's round was released all
+// the same, and returns it if so and ctx.Err() otherwise.
+func (b *DoubleBarrier) lateRound(ctx context.Context, me dbNode) (dbRound, error) {
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recipe.CleanupTimeout)
+	defer cancel()
+	r, err := b.getRound(cctx)
+	if err == nil && r.has(me.seq) {
+		if _, err := b.st.Get(cctx, me.path); err == nil {
+			return r, nil
+		}
+	}
+	return dbRound{}, ctx.Err()
+}
+
+// members returns the participants' nodes among kids, by Seq.
+func (b *DoubleBarrier) members(kids []store.Child) []dbNode {
+	var ms []dbNode
+	for _, k := range kids {
+		if strings.Contains(k.Name, dbMember) {
+			ms = append(ms, dbNode{path: store.Join(b.path, k.Name), seq: k.Seq})
+		}
+	}
+	return ms
+}
+
+func dbIndex(ms []dbNode, path string) int {
+	for i, m := range ms {
+		if m.path == path {
+			return i
+		}
+	}
+	return -1
+}
+
+func (b *DoubleBarrier) readyPath() string { return store.Join(b.path, dbReady) }
+
+func (b *DoubleBarrier) getRound(ctx context.Context) (dbRound, error) {
+	node, err := b.st.Get(ctx, b.readyPath())
+	if err != nil {
+		return dbRound{}, err
+	}
+	var r dbRound
+	if _, err := fmt.Sscanf(string(node.Data), "%d %d", &r.lo, &r.hi); err != nil {
+		return dbRound{}, fmt.Errorf("sync: %q holds %q, not a round: %w", node.Path, node.Data, err)
+	}
+	r.version = node.Version
+	return r, nil
+}
+
+// publish releases round r by writing it into the ready node, which exists
+// (at version) or not.
+func (b *DoubleBarrier) publish(ctx context.Context, r dbRound, exists bool, version int64) error {
+	data := fmt.Appendf(nil, "%d %d", r.lo, r.hi)
+	if !exists {
+		_, err := b.st.Create(ctx, b.readyPath(), data, store.Persistent)
+		return err
+	}
+	_, err := b.st.Set(ctx, b.readyPath(), data, version)
+	return err
+}
+
+func (b *DoubleBarrier) deleteNode(ctx context.Context, path string) error {
+	err := b.st.Delete(ctx, path)
+	if errors.Is(err, store.ErrNoNode) {
+		return nil
+	}
+	return err
+}
+
+// drop removes the node me on a context that outlives ctx, with a bound.
+// Should it fail, the session's end removes the node.
+func (b *DoubleBarrier) drop(ctx context.Context, me dbNode) {
+	_ = recipe.Remove(ctx, b.st, me.path)
+}
+
+func (b *DoubleBarrier) lostErr() error {
+	if b.st.Context().Err() != nil {
+		return context.Cause(b.st.Context())
+	}
+	return ErrMemberLost
+}
+
+func (b *DoubleBarrier) fail(ctx context.Context, op string, err error) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return fmt.Errorf("sync: %s double barrier %q: %w", op, b.path, err)
+}
+
+func (b *DoubleBarrier) lock(ctx context.Context) error {
+	select {
+	case <-b.turn:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (b *DoubleBarrier) unlock() { b.turn <- struct{}{} }
