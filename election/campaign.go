@@ -1,0 +1,130 @@
+package election
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/corral-go/corral/internal/recipe"
+	"github.com/corral-go/corral/store"
+)
+
+// Campaign makes the caller a candidate with value as its proclaimed value
+// (its identity or address, say) and blocks until it leads, ctx ends or the
+// session ends. It returns the leadership, which lasts until it is resigned
+// or lost; see [Leadership].
+//
+// If ctx ends first, Campaign returns an error wrapping ctx.Err() and leaves
+// no node behind: the candidate's node is removed on a context detached from
+// ctx, within a bound. If the session ends first, the error wraps its cause
+// (store.ErrSessionExpired or store.ErrClosed); if the candidate's node is
+// deleted by someone else while it waits, the error wraps ErrNodeDeleted.
+// A lost connection while waiting is waited out (bounded by ctx), since the
+// session and its node may survive it; under LoseOnDisconnect leadership is
+// not reported while the connection is down.
+//
+// Campaign is safe for concurrent use; concurrent campaigns through one
+// Election are distinct candidates of one session.
+func (e *Election) Campaign(ctx context.Context, value []byte) (*Leadership, error) {
+	if err := e.validate(); err != nil {
+		return nil, err
+	}
+	if err := store.ValidateData(value); err != nil {
+		return nil, fmt.Errorf("election: campaign %q: %w", e.path, err)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("election: campaign %q: %w", e.path, err)
+	}
+	n, err := recipe.Acquire(ctx, e.st, e.path, prefix, value, recipe.Predecessor)
+	if err != nil {
+		return nil, e.campaignErr(err)
+	}
+	l, err := e.claim(ctx, n)
+	if err != nil {
+		return nil, e.campaignErr(errors.Join(err, recipe.Remove(ctx, e.st, n.Path)))
+	}
+	return l, nil
+}
+
+func (e *Election) campaignErr(err error) error {
+	if errors.Is(err, store.ErrNoNode) && e.st.Context().Err() == nil {
+		return fmt.Errorf("election: campaign %q: %w: %w", e.path, ErrNodeDeleted, err)
+	}
+	return fmt.Errorf("election: campaign %q: %w", e.path, err)
+}
+
+// claim turns the granted node n into a leadership. Under LoseOnDisconnect
+// it waits out a lost connection first, and then checks again that n is
+// still there and still this session's: leadership is never reported while
+// ownership is unknown.
+func (e *Election) claim(ctx context.Context, n store.Node) (*Leadership, error) {
+	opts := recipe.HoldOptions{Deleted: ErrNodeDeleted}
+	if e.opts.policy == LoseOnDisconnect {
+		opts.Disconnected = ErrDisconnected
+		if err := e.reconnected(ctx, n); err != nil {
+			return nil, err
+		}
+	}
+	return &Leadership{
+		e:     e,
+		hold:  recipe.NewHold(e.st, n, opts),
+		value: n.Data,
+	}, nil
+}
+
+// reconnected returns at once when the connection is up; otherwise it waits
+// until it is, and then checks that n still belongs to the live session.
+func (e *Election) reconnected(ctx context.Context, n store.Node) error {
+	var b backoff
+	for waited := false; ; waited = true {
+		if err := e.alive(ctx); err != nil {
+			return err
+		}
+		if isClosed(e.st.Disconnected()) {
+			if err := b.wait(ctx); err != nil {
+				return err
+			}
+			continue
+		}
+		if !waited {
+			return nil
+		}
+		got, err := e.st.Get(ctx, n.Path)
+		switch {
+		case errors.Is(err, store.ErrDisconnected):
+			if err := b.wait(ctx); err != nil {
+				return err
+			}
+			continue
+		case errors.Is(err, store.ErrNoNode):
+			if err := e.alive(ctx); err != nil {
+				return err
+			}
+			return ErrNodeDeleted
+		case err != nil:
+			return err
+		case got.Owner != e.st.SessionID():
+			return fmt.Errorf("%w: %q belongs to session %#x, not %#x", ErrNodeDeleted, n.Path, got.Owner, e.st.SessionID())
+		}
+		if !isClosed(e.st.Disconnected()) {
+			return nil
+		}
+	}
+}
+
+// alive returns ctx's error or the session's cause, if either has ended.
+func (e *Election) alive(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if sctx := e.st.Context(); sctx.Err() != nil {
+		return context.Cause(sctx)
+	}
+	return nil
+}
+
+// transient reports whether err is a lost connection that is worth waiting
+// out: ctx and the session are still alive.
+func (e *Election) transient(ctx context.Context, err error) bool {
+	return errors.Is(err, store.ErrDisconnected) && e.alive(ctx) == nil
+}

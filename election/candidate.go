@@ -1,0 +1,150 @@
+package election
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/corral-go/corral/internal/recipe"
+	"github.com/corral-go/corral/store"
+)
+
+// Candidate campaigns without end, for a service that should lead whenever
+// it can: it hands each term it wins out on Terms and, when a term ends,
+// campaigns again.
+//
+// A Candidate re-campaigns after every term that ends while its session
+// lives: after the term was resigned (the candidate steps down and queues
+// again behind the others), after its node was deleted, and after a lost
+// connection (once the connection is back; a node left over from the lost
+// term is removed first). It stops, and closes Terms, when its ctx ends,
+// when Close is called or when the session ends; see Err.
+//
+// A Candidate's methods are safe for concurrent use. It runs one goroutine,
+// which exits after Terms is closed; Close waits for it.
+type Candidate struct {
+	e      *Election
+	value  []byte
+	terms  chan *Leadership
+	cancel context.CancelCauseFunc
+	exited chan struct{}
+	err    error // set before exited is closed
+}
+
+// errClosed is the cause of a Candidate's context after Close.
+var errClosed = errors.New("election: candidate closed")
+
+// Candidate starts campaigning with value, in the background, and returns at
+// once. Each term the candidate wins is sent on Terms; the candidate stops
+// when ctx ends, Close is called or the session ends, and then resigns any
+// term it holds and removes its node (on a context detached from ctx, within
+// a bound).
+func (e *Election) Candidate(ctx context.Context, value []byte) *Candidate {
+	ctx, cancel := context.WithCancelCause(ctx)
+	c := &Candidate{
+		e:      e,
+		value:  append([]byte(nil), value...),
+		terms:  make(chan *Leadership),
+		cancel: cancel,
+		exited: make(chan struct{}),
+	}
+	go c.run(ctx)
+	return c
+}
+
+// Terms returns the channel on which the candidate sends each term it wins.
+// A term that is lost before it is received is never sent. Receive the next
+// term only after the last one is Done: the candidate campaigns again only
+// then. The channel is closed when the candidate stops.
+func (c *Candidate) Terms() <-chan *Leadership { return c.terms }
+
+// Close stops the candidate: it resigns the current term, if any, removes
+// its node and waits for its goroutine to exit. It is idempotent and
+// returns nil.
+func (c *Candidate) Close() error {
+	c.cancel(errClosed)
+	<-c.exited
+	return nil
+}
+
+// Err returns nil while the candidate runs and after Close; after it stopped
+// by itself (Terms is closed), it returns why: an error wrapping ctx.Err()
+// when ctx ended, the session's cause (store.ErrSessionExpired or
+// store.ErrClosed) when the session ended, or the error that made a campaign
+// fail for good.
+func (c *Candidate) Err() error {
+	select {
+	case <-c.exited:
+		return c.err
+	default:
+		return nil
+	}
+}
+
+func (c *Candidate) run(ctx context.Context) {
+	defer close(c.exited)
+	defer close(c.terms)
+	c.err = c.loop(ctx)
+	if errors.Is(context.Cause(ctx), errClosed) {
+		c.err = nil
+	}
+}
+
+// loop campaigns until ctx or the session ends, and returns why.
+func (c *Candidate) loop(ctx context.Context) error {
+	var b backoff
+	stale := "" // the node of a lost term, when it could not be removed
+	for {
+		if stale != "" {
+			if err := recipe.Remove(ctx, c.e.st, stale); err == nil {
+				stale = ""
+			}
+		}
+		if err := c.e.alive(ctx); err != nil {
+			return c.stopped(ctx, err)
+		}
+		if stale != "" {
+			if b.wait(ctx) != nil {
+				return c.stopped(ctx, ctx.Err())
+			}
+			continue
+		}
+		l, err := c.e.Campaign(ctx, c.value)
+		if err != nil {
+			if c.e.alive(ctx) != nil {
+				return c.stopped(ctx, err)
+			}
+			if !errors.Is(err, store.ErrDisconnected) && !errors.Is(err, ErrNodeDeleted) {
+				return err
+			}
+			if b.wait(ctx) != nil {
+				return c.stopped(ctx, ctx.Err())
+			}
+			continue
+		}
+		b.reset()
+		select {
+		case c.terms <- l:
+			select {
+			case <-l.Done():
+			case <-ctx.Done():
+			}
+		case <-l.Done():
+		case <-ctx.Done():
+		}
+		if err := l.Resign(ctx); err != nil {
+			stale = l.Path()
+		}
+	}
+}
+
+// stopped returns the reason the candidate stops, given the error it met.
+func (c *Candidate) stopped(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return fmt.Errorf("election: candidate: %w", ctx.Err())
+	}
+	if sctx := c.e.st.Context(); sctx.Err() != nil {
+		return context.Cause(sctx)
+	}
+	return err
+}

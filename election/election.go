@@ -1,0 +1,150 @@
+// Package election elects one leader among the candidates of a store path,
+// and hands leadership out as a value that can be selected on and cannot
+// outlive the conditions it was granted under.
+//
+// A candidate creates an ephemeral sequential node under the election's path
+// whose data is its proclaimed value (its identity or address). The candidate
+// with the lowest node leads; every other candidate watches only the node
+// just before its own, so a change of leader wakes exactly one candidate.
+//
+// [Election.Campaign] blocks until the caller leads and returns a
+// [*Leadership]: its Done channel closes, and its Context is cancelled with a
+// cause, the moment leadership is lost (the session ended, the node was
+// deleted, the connection was lost under the [DisconnectPolicy]) or resigned.
+// [Election.Candidate] is the long-running form for services: it campaigns
+// again after every lost term and hands each term out on a channel, so
+//
+//	for term := range cand.Terms() {
+//		select {
+//		case <-term.Done():
+//		}
+//	}
+//
+// is the whole leadership loop. [Election.Observe] reports the current leader
+// and every change of leader, including "no leader", to any session.
+//
+// Before reporting leadership, a candidate that had to wait re-checks that its
+// own node still exists and belongs to its live session, so a candidate whose
+// session died while it waited never believes it leads. Every grant carries a
+// fencing token, the Seq of the leader's node, which grows with every new
+// term of the same election.
+//
+// # Interoperability
+//
+// Candidates name their nodes "latch-", as Curator's LeaderLatch does; on
+// ZooKeeper the store adds Curator's protected "_c_<uuid>-" prefix, so corral
+// and Curator candidates share one election. On etcd, contenders are ordered
+// by CreateRevision as go.etcd.io/etcd/client/v3/concurrency's Election orders
+// them, so a leader elected by either is the leader the other observes and
+// waits for.
+package election
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/corral-go/corral/internal/recipe"
+	"github.com/corral-go/corral/store"
+)
+
+// Errors returned by this package, and causes of a [Leadership]'s end
+// (see [Leadership.Context]). Match them with errors.Is.
+var (
+	// ErrResigned is the cause of a leadership ended by Resign, or by
+	// closing the Candidate that held it.
+	ErrResigned = errors.New("election: resigned")
+	// ErrNodeDeleted is the cause of a leadership whose node was deleted
+	// by someone else (an operator, or a session that took it over), and
+	// the error of a campaign whose node vanished while it waited.
+	ErrNodeDeleted = errors.New("election: candidate node deleted")
+	// ErrDisconnected is the cause of a leadership ended by a lost
+	// connection under LoseOnDisconnect. It wraps store.ErrDisconnected.
+	ErrDisconnected = fmt.Errorf("election: connection lost: %w", store.ErrDisconnected)
+	// ErrNotLeader is returned by Proclaim when the leadership has ended.
+	ErrNotLeader = errors.New("election: not the leader")
+	// ErrNoLeader is returned by Election.Leader when nobody leads.
+	ErrNoLeader = errors.New("election: no leader")
+)
+
+// prefix starts the name of every candidate node (after the store's own
+// protected prefix, on ZooKeeper), as with Curator's LeaderLatch.
+const prefix = recipe.LatchPrefix
+
+// DisconnectPolicy says what a leader does when its connection to the store
+// is lost while its session may still be alive, so that nobody knows whether
+// its node, and so its leadership, still exists.
+type DisconnectPolicy int
+
+const (
+	// LoseOnDisconnect ends leadership the moment the connection is lost,
+	// with cause ErrDisconnected. It is the default and the safe choice:
+	// the old leader stops before a server could expire its session and
+	// elect another (Curator's standard policy). A Candidate campaigns
+	// again once the connection is back.
+	LoseOnDisconnect DisconnectPolicy = iota
+	// KeepOnDisconnect keeps leadership through a lost connection and ends
+	// it only when the session ends or the node is found gone. Use it only
+	// when two leaders for the length of a session timeout are harmless
+	// or fenced by the token.
+	KeepOnDisconnect
+)
+
+func (p DisconnectPolicy) String() string {
+	switch p {
+	case LoseOnDisconnect:
+		return "lose-on-disconnect"
+	case KeepOnDisconnect:
+		return "keep-on-disconnect"
+	}
+	return fmt.Sprintf("DisconnectPolicy(%d)", int(p))
+}
+
+// Option configures an Election.
+type Option func(*options)
+
+type options struct {
+	policy DisconnectPolicy
+}
+
+// WithDisconnectPolicy sets what a leader does when its connection is lost;
+// the default is LoseOnDisconnect.
+func WithDisconnectPolicy(p DisconnectPolicy) Option {
+	return func(o *options) { o.policy = p }
+}
+
+// Election is one election, at one path, seen through one store session.
+//
+// An Election is safe for concurrent use; it holds no state of its own
+// besides its configuration, so several campaigns through one Election are
+// several candidates of the same session, ordered like any others. It is
+// only as alive as its store: when the session ends, campaigns fail and
+// leaderships end with the session's cause (store.ErrSessionExpired or
+// store.ErrClosed). A new session needs a new Election.
+type Election struct {
+	st   store.Store
+	path string
+	opts options
+}
+
+// New returns the election at path on st. It does no I/O; an invalid path is
+// reported, wrapping store.ErrInvalidPath, by the first call that uses it.
+func New(st store.Store, path string, opts ...Option) *Election {
+	e := &Election{st: st, path: path}
+	for _, o := range opts {
+		o(&e.opts)
+	}
+	return e
+}
+
+// Path returns the path of the election's directory node.
+func (e *Election) Path() string { return e.path }
+
+func (e *Election) validate() error {
+	if err := store.ValidatePath(e.path); err != nil {
+		return fmt.Errorf("election: %w", err)
+	}
+	if e.opts.policy != LoseOnDisconnect && e.opts.policy != KeepOnDisconnect {
+		return fmt.Errorf("election: %w: %v", store.ErrInvalidArgument, e.opts.policy)
+	}
+	return nil
+}

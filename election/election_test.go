@@ -1,0 +1,409 @@
+package election_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	gosync "sync"
+	"testing"
+	"time"
+
+	"github.com/corral-go/corral/election"
+	"github.com/corral-go/corral/internal/backends"
+	"github.com/corral-go/corral/store"
+	"github.com/corral-go/corral/store/storetest"
+)
+
+func isNoNode(err error) bool { return errors.Is(err, store.ErrNoNode) }
+
+func TestCampaignResign(t *testing.T) {
+	backends.Run(t, func(t *testing.T, b storetest.Backend) {
+		st := open(t, b)
+		path := dir(t)
+		e := election.New(st, path)
+		ctx := ctxFor(t)
+
+		if got, err := e.Leader(ctx); !errors.Is(err, election.ErrNoLeader) {
+			t.Fatalf("Leader() before any campaign = %v, %v; want %v", got, err, election.ErrNoLeader)
+		}
+		l, err := e.Campaign(ctx, []byte("a"))
+		if err != nil {
+			t.Fatalf("Campaign(%q) = %v; want leadership", "a", err)
+		}
+		if closed(l.Done()) {
+			t.Fatalf("Done() of a new leadership is closed (cause %v)", context.Cause(l.Context()))
+		}
+		if got := string(l.Value()); got != "a" {
+			t.Errorf("Value() = %q; want %q", got, "a")
+		}
+		got, err := e.Leader(ctx)
+		if err != nil || got.Path != l.Path() || got.Token != l.Token() || string(got.Value) != "a" {
+			t.Errorf("Leader() = %v, %v; want %s (token %d, value %q)", got, err, l.Path(), l.Token(), "a")
+		}
+
+		if err := l.Resign(ctx); err != nil {
+			t.Fatalf("Resign() = %v; want nil", err)
+		}
+		if !closed(l.Done()) {
+			t.Fatal("Done() is open after Resign")
+		}
+		if cause := context.Cause(l.Context()); !errors.Is(cause, election.ErrResigned) {
+			t.Errorf("Cause(Context()) after Resign = %v; want %v", cause, election.ErrResigned)
+		}
+		if err := l.Resign(ctx); err != nil {
+			t.Errorf("second Resign() = %v; want nil", err)
+		}
+		if err := l.Proclaim(ctx, []byte("b")); !errors.Is(err, election.ErrNotLeader) {
+			t.Errorf("Proclaim after Resign = %v; want %v", err, election.ErrNotLeader)
+		}
+		if kids := children(t, st, path); len(kids) != 0 {
+			t.Errorf("children after Resign = %v; want none", kids)
+		}
+		if got, err := e.Leader(ctx); !errors.Is(err, election.ErrNoLeader) {
+			t.Errorf("Leader() after Resign = %v, %v; want %v", got, err, election.ErrNoLeader)
+		}
+	})
+}
+
+func TestInvalid(t *testing.T) {
+	backends.Run(t, func(t *testing.T, b storetest.Backend) {
+		st := open(t, b)
+		ctx := ctxFor(t)
+		tests := []struct {
+			name  string
+			e     *election.Election
+			value []byte
+			want  error
+		}{
+			{"relative path", election.New(st, "x/y"), nil, store.ErrInvalidPath},
+			{"trailing slash", election.New(st, "/x/"), nil, store.ErrInvalidPath},
+			{"too large", election.New(st, dir(t)), make([]byte, store.MaxDataSize+1), store.ErrTooLarge},
+			{"bad policy", election.New(st, dir(t), election.WithDisconnectPolicy(7)), nil, store.ErrInvalidArgument},
+		}
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				if _, err := tt.e.Campaign(ctx, tt.value); !errors.Is(err, tt.want) {
+					t.Errorf("Campaign(%q) = %v; want %v", tt.e.Path(), err, tt.want)
+				}
+				if tt.want == store.ErrInvalidPath {
+					return
+				}
+				if kids := children(t, st, tt.e.Path()); len(kids) != 0 {
+					t.Errorf("children after a failed campaign = %v; want none", kids)
+				}
+			})
+		}
+	})
+}
+
+// TestHandover checks every way a leadership ends: the next candidate
+// leads, and the old leader's Done is closed before the new one is told.
+func TestHandover(t *testing.T) {
+	tests := []struct {
+		name  string
+		end   func(t *testing.T, b storetest.Backend, st store.Store, l *election.Leadership)
+		cause error
+		// first: the old leader must know before the new one is told.
+		// Not when a third party deletes the node: both learn it from
+		// the same change, and neither can know before the other.
+		first bool
+	}{
+		{"resign", func(t *testing.T, _ storetest.Backend, _ store.Store, l *election.Leadership) {
+			if err := l.Resign(ctxFor(t)); err != nil {
+				t.Errorf("Resign() = %v", err)
+			}
+		}, election.ErrResigned, true},
+		{"expire", func(t *testing.T, b storetest.Backend, st store.Store, _ *election.Leadership) {
+			b.Expire(t, st)
+		}, store.ErrSessionExpired, true},
+		{"close", func(t *testing.T, _ storetest.Backend, st store.Store, _ *election.Leadership) {
+			if err := st.Close(); err != nil {
+				t.Errorf("Close() = %v", err)
+			}
+		}, store.ErrClosed, true},
+		{"node deleted", func(t *testing.T, b storetest.Backend, _ store.Store, l *election.Leadership) {
+			other := open(t, b)
+			if err := other.Delete(ctxFor(t), l.Path()); err != nil {
+				t.Errorf("Delete(%q) = %v", l.Path(), err)
+			}
+		}, election.ErrNodeDeleted, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			backends.Run(t, func(t *testing.T, b storetest.Backend) {
+				path := dir(t)
+				ctx := ctxFor(t)
+				sa, sb := open(t, b), open(t, b)
+				a, err := election.New(sa, path).Campaign(ctx, []byte("a"))
+				if err != nil {
+					t.Fatalf("Campaign(a) = %v", err)
+				}
+				// Tell b only after checking, at the moment it is told,
+				// that a already knows it lost.
+				told := make(chan bool, 1)
+				ch := make(chan result, 1)
+				go func() {
+					l, err := election.New(sb, path).Campaign(ctx, []byte("b"))
+					told <- closed(a.Done())
+					ch <- result{l, err}
+				}()
+				waitCandidates(t, sb, path, 2)
+				tt.end(t, b, sa, a)
+
+				aDone := recv(t, "b elected", told)
+				bl := elected(t, "b elected", ch)
+				defer bl.Resign(ctx)
+				if tt.first && !aDone {
+					t.Errorf("b was elected while a's Done was open")
+				}
+				waitDone(t, "a", a)
+				if cause := context.Cause(a.Context()); !errors.Is(cause, tt.cause) {
+					t.Errorf("Cause(a.Context()) = %v; want %v", cause, tt.cause)
+				}
+				if bl.Token() <= a.Token() {
+					t.Errorf("b.Token() = %d after a.Token() = %d; want greater", bl.Token(), a.Token())
+				}
+				if err := a.Resign(ctx); err != nil {
+					t.Errorf("Resign() after loss = %v; want nil", err)
+				}
+				if got, err := election.New(sb, path).Leader(ctx); err != nil || got.Path != bl.Path() || string(got.Value) != "b" {
+					t.Errorf("Leader() = %v, %v; want %s with value %q", got, err, bl.Path(), "b")
+				}
+			})
+		})
+	}
+}
+
+// TestFiveCandidates runs five candidates on separate sessions through many
+// terms, each ended by a resignation or a session expiry, and checks at
+// every election that no other leadership is live and that tokens grow: a
+// fenced store that remembers the greatest token would never see a lower
+// one after a higher one.
+func TestFiveCandidates(t *testing.T) {
+	backends.Run(t, func(t *testing.T, b storetest.Backend) {
+		const candidates, terms = 5, 20
+		path := dir(t)
+		ctx, cancel := context.WithTimeout(t.Context(), 3*timeout)
+		defer cancel()
+
+		var (
+			mu      gosync.Mutex
+			current = map[int]*election.Leadership{}
+			fence   int64 // the greatest token seen
+			count   int
+			history []int64
+		)
+		obsSt := open(t, b)
+		obsCtx, stopObs := context.WithCancel(ctx)
+		observed := election.New(obsSt, path).Observe(obsCtx)
+
+		var wg gosync.WaitGroup
+		for i := range candidates {
+			wg.Go(func() {
+				st := b.Open(t)
+				defer func() { _ = st.Close() }()
+				for round := 0; ; round++ {
+					l, err := election.New(st, path).Campaign(ctx, []byte(fmt.Sprint(i)))
+					if err != nil {
+						if ctx.Err() == nil {
+							t.Errorf("candidate %d: Campaign = %v", i, err)
+							cancel()
+						}
+						return
+					}
+					mu.Lock()
+					for j, o := range current {
+						if j != i && o.Context().Err() == nil {
+							t.Errorf("candidate %d elected (token %d) while candidate %d still leads (token %d)", i, l.Token(), j, o.Token())
+						}
+					}
+					if l.Token() <= fence {
+						t.Errorf("candidate %d elected with token %d after token %d", i, l.Token(), fence)
+					}
+					fence = max(fence, l.Token())
+					current[i] = l
+					history = append(history, l.Token())
+					count++
+					last := count == terms
+					mu.Unlock()
+					if last {
+						cancel()
+					}
+					if (i+round)%2 == 0 {
+						if err := l.Resign(context.WithoutCancel(ctx)); err != nil {
+							t.Errorf("candidate %d: Resign = %v", i, err)
+						}
+						continue
+					}
+					b.Expire(t, st)
+					select {
+					case <-l.Done():
+					case <-time.After(timeout):
+						t.Errorf("candidate %d: Done still open %v after its session expired", i, timeout)
+						return
+					}
+					_ = st.Close()
+					st = b.Open(t)
+				}
+			})
+		}
+		wg.Wait()
+		if count < terms {
+			t.Fatalf("%d terms; want %d", count, terms)
+		}
+
+		// The observer saw a subsequence of the terms, in order, and
+		// never a leader that was not elected.
+		stopObs()
+		var seen []int64
+		for l := range observed {
+			if !l.IsZero() {
+				seen = append(seen, l.Token)
+			}
+		}
+		for i := 1; i < len(seen); i++ {
+			if seen[i] <= seen[i-1] {
+				t.Errorf("observer saw token %d after %d", seen[i], seen[i-1])
+			}
+		}
+		elected := map[int64]bool{}
+		for _, tok := range history {
+			elected[tok] = true
+		}
+		for _, tok := range seen {
+			// Once the test is over, a cancelled campaign's node may
+			// lead for a moment before it is removed; those come after
+			// the last term.
+			if tok <= fence && !elected[tok] {
+				t.Errorf("observer saw token %d, which was never elected", tok)
+			}
+		}
+	})
+}
+
+// TestCancelCampaign checks that a campaign that gives up leaves no node.
+func TestCancelCampaign(t *testing.T) {
+	backends.Run(t, func(t *testing.T, b storetest.Backend) {
+		path := dir(t)
+		sa, sb := open(t, b), open(t, b)
+		a, err := election.New(sa, path).Campaign(ctxFor(t), []byte("a"))
+		if err != nil {
+			t.Fatalf("Campaign(a) = %v", err)
+		}
+		defer a.Resign(t.Context())
+		eb := election.New(sb, path)
+
+		t.Run("cancelled while waiting", func(t *testing.T) {
+			ctx, cancel := context.WithCancel(t.Context())
+			ch := campaign(ctx, eb, "b")
+			waitCandidates(t, sb, path, 2)
+			cancel()
+			r := recv(t, "cancelled campaign", ch)
+			if !errors.Is(r.err, context.Canceled) {
+				t.Fatalf("Campaign after cancel = %v, %v; want %v", r.l, r.err, context.Canceled)
+			}
+			if kids := children(t, sb, path); len(kids) != 1 {
+				t.Errorf("children after cancelled campaign = %v; want only a's", kids)
+			}
+		})
+		t.Run("deadline", func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
+			defer cancel()
+			if l, err := eb.Campaign(ctx, []byte("b")); !errors.Is(err, context.DeadlineExceeded) {
+				t.Fatalf("Campaign past deadline = %v, %v; want %v", l, err, context.DeadlineExceeded)
+			}
+			if kids := children(t, sb, path); len(kids) != 1 {
+				t.Errorf("children after expired campaign = %v; want only a's", kids)
+			}
+		})
+		t.Run("cancelled before", func(t *testing.T) {
+			ctx, cancel := context.WithCancel(t.Context())
+			cancel()
+			if l, err := eb.Campaign(ctx, []byte("b")); !errors.Is(err, context.Canceled) {
+				t.Fatalf("Campaign with a cancelled ctx = %v, %v; want %v", l, err, context.Canceled)
+			}
+			if kids := children(t, sb, path); len(kids) != 1 {
+				t.Errorf("children = %v; want only a's", kids)
+			}
+		})
+		t.Run("session expires while waiting", func(t *testing.T) {
+			sc := open(t, b)
+			ch := campaign(ctxFor(t), election.New(sc, path), "c")
+			waitCandidates(t, sb, path, 2)
+			b.Expire(t, sc)
+			r := recv(t, "campaign of an expired session", ch)
+			if !errors.Is(r.err, store.ErrSessionExpired) {
+				t.Fatalf("Campaign when the session expires = %v, %v; want %v", r.l, r.err, store.ErrSessionExpired)
+			}
+			if kids := children(t, sb, path); len(kids) != 1 {
+				t.Errorf("children = %v; want only a's", kids)
+			}
+		})
+	})
+}
+
+// TestObserve checks that observers see every transition, in order,
+// including "no leader" and proclaimed values.
+func TestObserve(t *testing.T) {
+	backends.Run(t, func(t *testing.T, b storetest.Backend) {
+		path := dir(t)
+		ctx := ctxFor(t)
+		const observers = 3
+		var chans []<-chan election.Leader
+		for range observers {
+			chans = append(chans, election.New(open(t, b), path).Observe(ctx))
+		}
+		// expect checks that every observer's next report is want.
+		expect := func(step string, want election.Leader) {
+			t.Helper()
+			for i, ch := range chans {
+				got, ok := next(t, step, ch)
+				if !ok {
+					t.Fatalf("%s: observer %d closed its channel", step, i)
+				}
+				if got.Path != want.Path || got.Token != want.Token || string(got.Value) != string(want.Value) {
+					t.Fatalf("%s: observer %d saw %v; want %v", step, i, got, want)
+				}
+			}
+		}
+		leader := func(l *election.Leadership) election.Leader {
+			return election.Leader{Path: l.Path(), Token: l.Token(), Value: l.Value()}
+		}
+		expect("start", election.Leader{})
+
+		sa, sb := open(t, b), open(t, b)
+		a, err := election.New(sa, path).Campaign(ctx, []byte("a1"))
+		if err != nil {
+			t.Fatalf("Campaign(a) = %v", err)
+		}
+		expect("a elected", leader(a))
+		if err := a.Proclaim(ctx, []byte("a2")); err != nil {
+			t.Fatalf("Proclaim(a2) = %v", err)
+		}
+		expect("a proclaims", leader(a))
+
+		ch := campaign(ctx, election.New(sb, path), "b1")
+		waitCandidates(t, sb, path, 2)
+		if err := a.Resign(ctx); err != nil {
+			t.Fatalf("Resign(a) = %v", err)
+		}
+		bl := elected(t, "b", ch)
+		expect("a resigns, b leads", leader(bl))
+
+		b.Expire(t, sb)
+		expect("b's session expires", election.Leader{})
+
+		c, err := election.New(sa, path).Campaign(ctx, []byte("c"))
+		if err != nil {
+			t.Fatalf("Campaign(c) = %v", err)
+		}
+		expect("c elected", leader(c))
+		if c.Token() <= bl.Token() {
+			t.Errorf("c.Token() = %d after b.Token() = %d; want greater", c.Token(), bl.Token())
+		}
+		if err := c.Resign(ctx); err != nil {
+			t.Fatalf("Resign(c) = %v", err)
+		}
+		expect("c resigns", election.Leader{})
+	})
+}

@@ -1,0 +1,101 @@
+package election
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	gosync "sync"
+
+	"github.com/corral-go/corral/internal/recipe"
+	"github.com/corral-go/corral/store"
+)
+
+// Leadership is one term of leadership won by a campaign. It ends when it is
+// resigned or lost, and cannot outlive either: the moment it ends, Done is
+// closed and Context is cancelled, with one of these causes (see
+// context.Cause):
+//
+//   - ErrResigned: Resign was called (or the Candidate holding it stopped);
+//   - store.ErrSessionExpired or store.ErrClosed: the session ended, and
+//     with it the node;
+//   - ErrNodeDeleted: the node was deleted by someone else;
+//   - ErrDisconnected: the connection was lost under LoseOnDisconnect.
+//
+// Its methods are safe for concurrent use. A Leadership watches its node
+// with one goroutine, which exits when the leadership ends; Resign waits for
+// it. Call Resign when done with a Leadership in every case, even after it
+// was lost: a leader that lost its connection still has a node, which
+// blocks the others until it is removed or the session ends.
+type Leadership struct {
+	e    *Election
+	hold *recipe.Hold
+
+	mu    gosync.Mutex
+	value []byte
+}
+
+// Done returns a channel that is closed when the leadership ends.
+func (l *Leadership) Done() <-chan struct{} { return l.hold.Context().Done() }
+
+// Context returns a context that is cancelled when the leadership ends, with
+// the reason as its cause. Derive the contexts of leader-only work from it.
+func (l *Leadership) Context() context.Context { return l.hold.Context() }
+
+// Token returns the fencing token of this term: the Seq of the leader's
+// node. Each new term of the election has a greater token than every
+// earlier one, so storage that remembers the greatest token it has seen can
+// reject a deposed leader's writes.
+func (l *Leadership) Token() int64 { return l.hold.Token() }
+
+// Path returns the path of the leader's node.
+func (l *Leadership) Path() string { return l.hold.Node().Path }
+
+// Value returns the value last proclaimed by this leader.
+func (l *Leadership) Value() []byte {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]byte(nil), l.value...)
+}
+
+// Resign ends the leadership with cause ErrResigned, if it has not ended
+// already, and then removes the leader's node so that the next candidate
+// leads. Done is closed before the node is removed, so the next leader is
+// never told before the old one knows.
+//
+// Resign blocks until the node is gone. The removal runs on a context
+// detached from ctx and bounded by a few seconds, across a lost connection,
+// so that a cancelled ctx never leaves a node behind; Resign returns an
+// error only when the node could not be removed within that bound. It is
+// idempotent, and returns nil when the node is already gone, the session
+// having ended.
+func (l *Leadership) Resign(ctx context.Context) error {
+	if _, err := l.hold.Release(ctx, ErrResigned); err != nil {
+		return fmt.Errorf("election: resign: %w", err)
+	}
+	return nil
+}
+
+// Proclaim replaces the leader's value, as observers see it, without a new
+// election. It blocks until the store has applied it or ctx ends. It fails
+// with ErrNotLeader when the leadership has ended; the value may still have
+// been written if the leadership ended during the call.
+func (l *Leadership) Proclaim(ctx context.Context, value []byte) error {
+	if err := store.ValidateData(value); err != nil {
+		return fmt.Errorf("election: proclaim: %w", err)
+	}
+	lctx := l.Context()
+	if lctx.Err() != nil {
+		return fmt.Errorf("%w: %w", ErrNotLeader, context.Cause(lctx))
+	}
+	_, err := l.e.st.Set(ctx, l.Path(), value, store.AnyVersion)
+	if errors.Is(err, store.ErrNoNode) {
+		return fmt.Errorf("%w: %w", ErrNotLeader, ErrNodeDeleted)
+	}
+	if err != nil {
+		return fmt.Errorf("election: proclaim: %w", err)
+	}
+	l.mu.Lock()
+	l.value = append([]byte(nil), value...)
+	l.mu.Unlock()
+	return nil
+}
