@@ -63,11 +63,15 @@ func runLoad(t *testing.T, b storetest.Backend, d queue.Delivery, kill func(s st
 
 	var wg gosync.WaitGroup
 	errs := make(chan error, producers+consumers)
+	var killedDone <-chan struct{}
 	for c := range consumers {
 		s := b.Open(t)
 		defer s.Close()
 		q := newQueue(t, s, path, d)
 		con := q.Consume(cctx)
+		if c == 0 {
+			killedDone = con.Done()
+		}
 		wg.Go(func() {
 			dead := false
 			for it := range con.Items() {
@@ -121,7 +125,18 @@ func runLoad(t *testing.T, b storetest.Backend, d queue.Delivery, kill func(s st
 	case err := <-errs:
 		t.Error(err)
 	case <-ctx.Done():
+		tl.mu.Lock()
 		t.Errorf("delivered %d of %d items before the timeout", tl.count, producers*perProducer)
+		tl.mu.Unlock()
+	}
+	if kill != nil {
+		// The killed consumer stops once its client learns of the expiry,
+		// which on a real store may come after the others are done.
+		select {
+		case <-killedDone:
+		case <-ctx.Done():
+			t.Error("killed consumer still running")
+		}
 	}
 	stop()
 	wg.Wait()

@@ -333,6 +333,12 @@ func TestSessionEndReturnsClaim(t *testing.T) {
 			t.Fatalf("Take() = %v, %v; want a", a, err)
 		}
 		b.Expire(t, s1)
+		// The client may learn of the expiry after the server (etcd does).
+		select {
+		case <-s1.Context().Done():
+		case <-ctx.Done():
+			t.Fatal("session still alive after Expire")
+		}
 		if err := a.Ack(ctx); !errors.Is(err, store.ErrSessionExpired) {
 			t.Errorf("Ack() after session expiry = %v; want %v", err, store.ErrSessionExpired)
 		}
