@@ -80,7 +80,8 @@ const (
 	// LatchPrefix names the nodes of a leader latch (Curator's LeaderLatch).
 	LatchPrefix = "latch-"
 
-	// kazooReadMarker is kazoo's shared-lock marker.
+	// kazoo's markers: its Lock and its shared ReadLock.
+	kazooLockMarker = "__lock__"
 	kazooReadMarker = "__rlock__"
 )
 
@@ -127,7 +128,7 @@ func Parse(name string) (Kind, bool) {
 	if _, ok := store.ParseSeq(name); ok {
 		return kind, true
 	}
-	for _, m := range []string{LockPrefix, ReadPrefix, WritePrefix, LatchPrefix, kazooReadMarker} {
+	for _, m := range []string{LockPrefix, ReadPrefix, WritePrefix, LatchPrefix, kazooLockMarker, kazooReadMarker} {
 		if strings.Contains(name, m) {
 			return kind, true
 		}

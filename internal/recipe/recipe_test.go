@@ -49,6 +49,7 @@ func TestParse(t *testing.T) {
 		{"694d7c1e8b3a2f04", recipe.Exclusive, true},                                    // etcd concurrency key
 		{"__READ__1a2b3c", recipe.Reader, true},                                         // corral on etcd
 		{"lock-1a2b3c", recipe.Exclusive, true},
+		{"8c1f0e2d3b4a59687766554433221100__lock__1a2b3c", recipe.Exclusive, true},
 		{"ready", recipe.Exclusive, false},
 		{"config", recipe.Exclusive, false},
 		{"", recipe.Exclusive, false},

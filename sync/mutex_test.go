@@ -1,0 +1,509 @@
+package sync_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"runtime"
+	"slices"
+	"strings"
+	gosync "sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/corral-go/corral/internal/backends"
+	"github.com/corral-go/corral/internal/countstore"
+	"github.com/corral-go/corral/store"
+	"github.com/corral-go/corral/store/storetest"
+	"github.com/corral-go/corral/sync"
+)
+
+// timeout bounds every wait of these tests; real stores are slower than
+// memstore.
+const timeout = 30 * time.Second
+
+// lockPath returns a fresh lock path for one test.
+func lockPath(t *testing.T) string {
+	name := strings.NewReplacer("/", "-", " ", "_").Replace(t.Name())
+	return fmt.Sprintf("/synctest/%s-%08x", name, rand.Uint32())
+}
+
+func testCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(t.Context(), timeout)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// open opens n sessions that are closed when the test ends.
+func open(t *testing.T, b storetest.Backend, n int) []store.Store {
+	sts := make([]store.Store, n)
+	for i := range sts {
+		sts[i] = b.Open(t)
+		t.Cleanup(func() { _ = sts[i].Close() })
+	}
+	return sts
+}
+
+// children lists the names under p (none when p does not exist).
+func children(t *testing.T, st store.Store, p string) []string {
+	t.Helper()
+	kids, err := st.Children(testCtx(t), p)
+	if errors.Is(err, store.ErrNoNode) {
+		return nil
+	}
+	if err != nil {
+		t.Fatalf("Children(%q) = %v", p, err)
+	}
+	names := []string{}
+	for _, k := range kids {
+		names = append(names, k.Name)
+	}
+	return names
+}
+
+// waitChildren waits until p has n children.
+func waitChildren(t *testing.T, st store.Store, p string, n int) {
+	t.Helper()
+	ctx := testCtx(t)
+	for {
+		kids, ev, err := st.(store.ChildrenWatcher).ChildrenW(ctx, p)
+		if err == nil && len(kids) == n {
+			return
+		}
+		if errors.Is(err, store.ErrNoNode) {
+			_, ev, err = st.ExistsW(ctx, p)
+		}
+		if err != nil {
+			t.Fatalf("waiting for %d children of %q: %v", n, p, err)
+		}
+		select {
+		case <-ev:
+		case <-ctx.Done():
+			t.Fatalf("waiting for %d children of %q: got %q", n, p, children(t, st, p))
+		}
+	}
+}
+
+// result waits for one result of a goroutine.
+func result(t *testing.T, ch <-chan error, what string) error {
+	t.Helper()
+	select {
+	case err := <-ch:
+		return err
+	case <-time.After(timeout):
+		t.Fatalf("%s did not return", what)
+		return nil
+	}
+}
+
+// pending fails the test if ch already has a result.
+func pending(t *testing.T, ch <-chan error, what string) {
+	t.Helper()
+	select {
+	case err := <-ch:
+		t.Fatalf("%s returned %v; want it still blocked", what, err)
+	default:
+	}
+}
+
+// cancelled waits until ctx is done and returns its cause.
+func cancelled(t *testing.T, ctx context.Context) error {
+	t.Helper()
+	select {
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	case <-time.After(timeout):
+		t.Fatal("hold context not cancelled")
+		return nil
+	}
+}
+
+func TestMutexExclusion(t *testing.T) {
+	backends.Run(t, func(t *testing.T, b storetest.Backend) {
+		const sessions, goroutines, rounds = 3, 3, 4
+		p := lockPath(t)
+		ctx := testCtx(t)
+		var held atomic.Bool
+		var counter int // guarded by the distributed lock alone
+		var wg gosync.WaitGroup
+		errs := make(chan error, sessions*goroutines)
+		for _, st := range open(t, b, sessions) {
+			m := sync.NewMutex(st, p) // shared by the goroutines below
+			for range goroutines {
+				wg.Go(func() {
+					for range rounds {
+						if err := m.Lock(ctx); err != nil {
+							errs <- fmt.Errorf("Lock(%q) = %v", p, err)
+							return
+						}
+						if !held.CompareAndSwap(false, true) {
+							errs <- errors.New("two holders at once")
+						}
+						counter++
+						runtime.Gosched() // let another would-be holder in
+						held.Store(false)
+						if err := m.Unlock(ctx); err != nil {
+							errs <- fmt.Errorf("Unlock(%q) = %v", p, err)
+							return
+						}
+					}
+				})
+			}
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Error(err)
+		}
+		if want := sessions * goroutines * rounds; counter != want {
+			t.Errorf("counter = %d; want %d", counter, want)
+		}
+	})
+}
+
+func TestMutexHoldAndToken(t *testing.T) {
+	backends.Run(t, func(t *testing.T, b storetest.Backend) {
+		sts := open(t, b, 2)
+		p, ctx := lockPath(t), testCtx(t)
+		m1, m2 := sync.NewMutex(sts[0], p), sync.NewMutex(sts[1], p)
+
+		if got := context.Cause(m1.Context()); !errors.Is(got, sync.ErrNotLocked) {
+			t.Errorf("Context() before Lock: cause %v; want ErrNotLocked", got)
+		}
+		if got := m1.Token(); got != -1 {
+			t.Errorf("Token() before Lock = %d; want -1", got)
+		}
+		if err := m1.Lock(ctx); err != nil {
+			t.Fatalf("Lock(%q) = %v", p, err)
+		}
+		held, tok1 := m1.Context(), m1.Token()
+		if held.Err() != nil || tok1 < 0 {
+			t.Fatalf("after Lock: Context().Err() = %v, Token() = %d", held.Err(), tok1)
+		}
+		if ok, err := m2.TryLock(ctx); ok || err != nil {
+			t.Errorf("TryLock(%q) while held = %v, %v; want false, nil", p, ok, err)
+		}
+		if ok, err := m1.TryLock(ctx); ok || err != nil {
+			t.Errorf("TryLock(%q) on the holding Mutex = %v, %v; want false, nil", p, ok, err)
+		}
+		if err := m1.Unlock(ctx); err != nil {
+			t.Fatalf("Unlock(%q) = %v", p, err)
+		}
+		if got := context.Cause(held); !errors.Is(got, sync.ErrUnlocked) {
+			t.Errorf("hold cause after Unlock = %v; want ErrUnlocked", got)
+		}
+		if err := m1.Unlock(ctx); !errors.Is(err, sync.ErrNotLocked) {
+			t.Errorf("second Unlock(%q) = %v; want ErrNotLocked", p, err)
+		}
+		if ok, err := m2.TryLock(ctx); !ok || err != nil {
+			t.Fatalf("TryLock(%q) when free = %v, %v; want true, nil", p, ok, err)
+		}
+		if tok2 := m2.Token(); tok2 <= tok1 {
+			t.Errorf("Token() of the next grant = %d; want > %d", tok2, tok1)
+		}
+		if err := m2.Unlock(ctx); err != nil {
+			t.Fatalf("Unlock(%q) = %v", p, err)
+		}
+		if got := children(t, sts[0], p); len(got) != 0 {
+			t.Errorf("children after all unlocked = %q; want none", got)
+		}
+	})
+}
+
+func TestMutexHolderExpires(t *testing.T) {
+	backends.Run(t, func(t *testing.T, b storetest.Backend) {
+		sts := open(t, b, 2)
+		p, ctx := lockPath(t), testCtx(t)
+		holder, waiter := sync.NewMutex(sts[0], p), sync.NewMutex(sts[1], p)
+		if err := holder.Lock(ctx); err != nil {
+			t.Fatalf("Lock(%q) = %v", p, err)
+		}
+		got := make(chan error, 1)
+		go func() { got <- waiter.Lock(ctx) }()
+		waitChildren(t, sts[1], p, 2)
+		pending(t, got, "waiter's Lock")
+
+		held := holder.Context()
+		b.Expire(t, sts[0])
+		if cause := cancelled(t, held); !errors.Is(cause, store.ErrSessionExpired) {
+			t.Errorf("holder's cause = %v; want store.ErrSessionExpired", cause)
+		}
+		if err := result(t, got, "waiter's Lock"); err != nil {
+			t.Fatalf("waiter's Lock(%q) = %v", p, err)
+		}
+		if err := holder.Unlock(ctx); !errors.Is(err, sync.ErrLockLost) || !errors.Is(err, store.ErrSessionExpired) {
+			t.Errorf("Unlock(%q) after expiry = %v; want ErrLockLost and store.ErrSessionExpired", p, err)
+		}
+		if err := waiter.Unlock(ctx); err != nil {
+			t.Errorf("waiter's Unlock(%q) = %v", p, err)
+		}
+	})
+}
+
+func TestMutexWaiterExpires(t *testing.T) {
+	backends.Run(t, func(t *testing.T, b storetest.Backend) {
+		sts := open(t, b, 2)
+		p, ctx := lockPath(t), testCtx(t)
+		holder, waiter := sync.NewMutex(sts[0], p), sync.NewMutex(sts[1], p)
+		if err := holder.Lock(ctx); err != nil {
+			t.Fatalf("Lock(%q) = %v", p, err)
+		}
+		got := make(chan error, 1)
+		go func() { got <- waiter.Lock(ctx) }()
+		waitChildren(t, sts[0], p, 2)
+		b.Expire(t, sts[1])
+		if err := result(t, got, "waiter's Lock"); !errors.Is(err, store.ErrSessionExpired) {
+			t.Errorf("waiter's Lock(%q) = %v; want store.ErrSessionExpired", p, err)
+		}
+		if tok := waiter.Token(); tok != -1 {
+			t.Errorf("waiter's Token() = %d; want -1 (not held)", tok)
+		}
+		if err := holder.Context().Err(); err != nil {
+			t.Errorf("holder lost the lock: %v", context.Cause(holder.Context()))
+		}
+		if err := holder.Unlock(ctx); err != nil {
+			t.Errorf("Unlock(%q) = %v", p, err)
+		}
+	})
+}
+
+func TestMutexCancelLeavesNoNode(t *testing.T) {
+	backends.Run(t, func(t *testing.T, b storetest.Backend) {
+		sts := open(t, b, 3)
+		p, ctx := lockPath(t), testCtx(t)
+		holder, queued := sync.NewMutex(sts[0], p), sync.NewMutex(sts[2], p)
+		if err := holder.Lock(ctx); err != nil {
+			t.Fatalf("Lock(%q) = %v", p, err)
+		}
+		// A waiter queued before the ones that give up must keep waiting
+		// for the real holder.
+		qgot := make(chan error, 1)
+		go func() { qgot <- queued.Lock(ctx) }()
+		waitChildren(t, sts[0], p, 2)
+		want := children(t, sts[0], p)
+
+		for i := range 20 {
+			// Give up at a random moment: before, during or after the
+			// create, or while watching.
+			wctx, cancel := context.WithTimeout(ctx, time.Duration(rand.IntN(3000))*time.Microsecond)
+			err := sync.NewMutex(sts[1], p).Lock(wctx)
+			cancel()
+			if !errors.Is(err, context.DeadlineExceeded) {
+				t.Fatalf("round %d: Lock(%q) timed out = %v; want context.DeadlineExceeded", i, p, err)
+			}
+			if got := children(t, sts[0], p); !slices.Equal(got, want) {
+				t.Fatalf("round %d: children after giving up = %q; want %q", i, got, want)
+			}
+		}
+		// Another waiter gives up while queued behind the queued one.
+		wctx, cancel := context.WithCancel(ctx)
+		wgot := make(chan error, 1)
+		go func() { wgot <- sync.NewMutex(sts[1], p).Lock(wctx) }()
+		waitChildren(t, sts[0], p, 3)
+		cancel()
+		if err := result(t, wgot, "Lock"); !errors.Is(err, context.Canceled) {
+			t.Fatalf("Lock(%q) cancelled = %v; want context.Canceled", p, err)
+		}
+		if got := children(t, sts[0], p); !slices.Equal(got, want) {
+			t.Fatalf("children after cancel = %q; want %q", got, want)
+		}
+		pending(t, qgot, "queued Lock")
+		if err := holder.Unlock(ctx); err != nil {
+			t.Fatalf("Unlock(%q) = %v", p, err)
+		}
+		if err := result(t, qgot, "queued Lock"); err != nil {
+			t.Fatalf("queued Lock(%q) = %v", p, err)
+		}
+		if err := queued.Unlock(ctx); err != nil {
+			t.Errorf("Unlock(%q) = %v", p, err)
+		}
+	})
+}
+
+func TestMutexStaleUnlock(t *testing.T) {
+	backends.Run(t, func(t *testing.T, b storetest.Backend) {
+		sts := open(t, b, 2)
+		p, ctx := lockPath(t), testCtx(t)
+		m1, m2 := sync.NewMutex(sts[0], p), sync.NewMutex(sts[1], p)
+		if err := m1.Lock(ctx); err != nil {
+			t.Fatalf("Lock(%q) = %v", p, err)
+		}
+		held := m1.Context()
+		// An operator deletes the holder's node; the next contender gets
+		// the lock.
+		kids := children(t, sts[1], p)
+		if len(kids) != 1 {
+			t.Fatalf("children = %q; want one", kids)
+		}
+		if err := sts[1].Delete(ctx, p+"/"+kids[0]); err != nil {
+			t.Fatal(err)
+		}
+		if cause := cancelled(t, held); !errors.Is(cause, sync.ErrNodeDeleted) {
+			t.Errorf("cause = %v; want ErrNodeDeleted", cause)
+		}
+		if err := m2.Lock(ctx); err != nil {
+			t.Fatalf("Lock(%q) = %v", p, err)
+		}
+		if err := m1.Unlock(ctx); !errors.Is(err, sync.ErrLockLost) || !errors.Is(err, sync.ErrNodeDeleted) {
+			t.Errorf("stale Unlock(%q) = %v; want ErrLockLost and ErrNodeDeleted", p, err)
+		}
+		if err := m2.Context().Err(); err != nil {
+			t.Errorf("a stale Unlock ended the newer hold: %v", context.Cause(m2.Context()))
+		}
+		if got := children(t, sts[1], p); len(got) != 1 {
+			t.Errorf("children = %q; want the newer holder's node", got)
+		}
+		if err := m2.Unlock(ctx); err != nil {
+			t.Errorf("Unlock(%q) = %v", p, err)
+		}
+	})
+}
+
+func TestMutexDisconnectPolicy(t *testing.T) {
+	tests := []struct {
+		policy   sync.DisconnectPolicy
+		wantLost bool
+	}{
+		{sync.LoseOnDisconnect, true},
+		{sync.KeepOnDisconnect, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.policy.String(), func(t *testing.T) {
+			backends.Run(t, func(t *testing.T, b storetest.Backend) {
+				d, ok := b.(storetest.Disconnector)
+				if !ok {
+					t.Skip("backend cannot disconnect")
+				}
+				sts := open(t, b, 1)
+				p, ctx := lockPath(t), testCtx(t)
+				m := sync.NewMutex(sts[0], p, sync.WithDisconnectPolicy(tt.policy))
+				if err := m.Lock(ctx); err != nil {
+					t.Fatalf("Lock(%q) = %v", p, err)
+				}
+				held := m.Context()
+				d.Disconnect(t, sts[0])
+				if tt.wantLost {
+					if cause := cancelled(t, held); !errors.Is(cause, sync.ErrDisconnected) || !errors.Is(cause, store.ErrDisconnected) {
+						t.Errorf("cause = %v; want ErrDisconnected", cause)
+					}
+				}
+				d.Reconnect(t, sts[0])
+				if !tt.wantLost && held.Err() != nil {
+					t.Errorf("hold ended under %v: %v", tt.policy, context.Cause(held))
+				}
+				err := m.Unlock(ctx)
+				if tt.wantLost != errors.Is(err, sync.ErrLockLost) {
+					t.Errorf("Unlock(%q) = %v; want ErrLockLost: %v", p, err, tt.wantLost)
+				}
+				if got := children(t, sts[0], p); len(got) != 0 {
+					t.Errorf("children after Unlock = %q; want none", got)
+				}
+			})
+		})
+	}
+}
+
+func TestMutexLocker(t *testing.T) {
+	backends.Run(t, func(t *testing.T, b storetest.Backend) {
+		sts := open(t, b, 1)
+		p := lockPath(t)
+		l := sync.NewMutex(sts[0], p).Locker()
+		l.Lock()
+		l.Unlock()
+		defer func() {
+			err, _ := recover().(error)
+			if !errors.Is(err, sync.ErrNotLocked) {
+				t.Errorf("Locker().Unlock() of an unheld lock panicked with %v; want ErrNotLocked", err)
+			}
+		}()
+		l.Unlock()
+	})
+}
+
+func TestMutexForeignContenders(t *testing.T) {
+	// Nodes laid out as the other ZooKeeper clients write them (zkstore
+	// puts its own protected prefix in front, which changes nothing).
+	foreign := []struct{ client, name string }{
+		{"curator", "_c_0f8a3c1e-7d2b-4c55-9a1e-3b2f6d8e9c10-lock-"},
+		{"go-zookeeper", "_c_3a0e2d5b9f1c4e7a8b6d0c2e4f6a8b0c-lock-"},
+		{"kazoo", "8c1f0e2d3b4a59687766554433221100__lock__"},
+		{"curator-rw-writer", "_c_0f8a3c1e-7d2b-4c55-9a1e-3b2f6d8e9c10-__WRIT__"},
+	}
+	for _, f := range foreign {
+		t.Run(f.client, func(t *testing.T) {
+			backends.Run(t, func(t *testing.T, b storetest.Backend) {
+				sts := open(t, b, 2)
+				p, ctx := lockPath(t), testCtx(t)
+				n, err := sts[0].Create(ctx, p+"/"+f.name, nil, store.EphemeralSequential)
+				if err != nil {
+					t.Fatal(err)
+				}
+				m := sync.NewMutex(sts[1], p)
+				if ok, err := m.TryLock(ctx); ok || err != nil {
+					t.Fatalf("TryLock(%q) with a %s holder = %v, %v; want false, nil", p, f.client, ok, err)
+				}
+				got := make(chan error, 1)
+				go func() { got <- m.Lock(ctx) }()
+				waitChildren(t, sts[0], p, 2)
+				pending(t, got, "Lock")
+				if err := sts[0].Delete(ctx, n.Path); err != nil {
+					t.Fatal(err)
+				}
+				if err := result(t, got, "Lock"); err != nil {
+					t.Fatalf("Lock(%q) = %v", p, err)
+				}
+				if err := m.Unlock(ctx); err != nil {
+					t.Errorf("Unlock(%q) = %v", p, err)
+				}
+			})
+		})
+	}
+}
+
+// TestMutexNoHerd: with 50 waiters queued, each release wakes exactly the
+// next waiter, so every waiter is woken at most once.
+func TestMutexNoHerd(t *testing.T) {
+	backends.Run(t, func(t *testing.T, b storetest.Backend) {
+		const waiters = 50
+		p, ctx := lockPath(t), testCtx(t)
+		holderSt := open(t, b, 1)[0]
+		holder := sync.NewMutex(holderSt, p)
+		if err := holder.Lock(ctx); err != nil {
+			t.Fatalf("Lock(%q) = %v", p, err)
+		}
+		cs := make([]*countstore.Store, waiters)
+		got := make(chan error, waiters)
+		for i, st := range open(t, b, waiters) {
+			cs[i] = countstore.New(st)
+			t.Cleanup(func() { _ = cs[i].Close() })
+			m := sync.NewMutex(cs[i], p)
+			go func() {
+				if err := m.Lock(ctx); err != nil {
+					got <- err
+					return
+				}
+				got <- m.Unlock(ctx)
+			}()
+		}
+		for _, c := range cs { // every waiter is watching
+			if err := c.Wait(ctx, func(n countstore.Counts) bool { return n.Calls["ExistsW"] > 0 }); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := holder.Unlock(ctx); err != nil {
+			t.Fatalf("Unlock(%q) = %v", p, err)
+		}
+		for range waiters {
+			if err := result(t, got, "waiter"); err != nil {
+				t.Errorf("waiter: %v", err)
+			}
+		}
+		for i, c := range cs {
+			if n := c.Counts().Wakeups; n > 1 {
+				t.Errorf("waiter %d woken %d times; want at most 1", i, n)
+			}
+		}
+	})
+}
