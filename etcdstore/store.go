@@ -318,7 +318,14 @@ func classify(ctx context.Context, err error) error {
 	if ctx.Err() != nil {
 		return fmt.Errorf("%w (%w)", ctx.Err(), err)
 	}
-	switch status.Code(err) {
+	code := status.Code(err)
+	var ee rpctypes.EtcdError
+	if errors.As(err, &ee) {
+		// clientv3 turns the server's errors into EtcdError, which
+		// keeps the gRPC code apart from status.
+		code = ee.Code()
+	}
+	switch code {
 	case codes.Unavailable, codes.DeadlineExceeded, codes.Canceled, codes.Aborted:
 		return fmt.Errorf("%w: %w", store.ErrDisconnected, err)
 	}

@@ -24,6 +24,8 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/server/v3/embed"
 	"go.uber.org/zap"
+
+	"github.com/corral-go/corral/internal/tcpproxy"
 )
 
 // StartTimeout bounds how long a member may take to join its cluster and
@@ -42,14 +44,24 @@ type Cluster struct {
 
 // Member is one embedded etcd server. Its client and peer addresses never
 // change, so a restarted member is found again by the same clients.
+//
+// Clients reach the member through a loopback proxy (internal/tcpproxy) at
+// ClientURL, which the member advertises: that is how Kill drops every
+// client connection at once, as a crash does, where etcd's own shutdown
+// would drain them for seconds.
 type Member struct {
 	// Name is the member's name in the cluster ("m0", "m1", ...).
 	Name string
-	// ClientURL is the URL clients dial ("http://127.0.0.1:port").
+	// ClientURL is the URL clients dial ("http://127.0.0.1:port"), through
+	// the member's proxy.
 	ClientURL string
+	// ListenURL is the URL the member itself listens on for clients,
+	// without the proxy (for benchmarks).
+	ListenURL string
 	// PeerURL is the URL other members dial.
 	PeerURL string
 
+	proxy          *tcpproxy.Proxy
 	dir            string
 	initialCluster string
 	token          string
@@ -104,11 +116,17 @@ func start(dir string, n int) (*Cluster, error) {
 	for i := range n {
 		m := &Member{
 			Name:      fmt.Sprintf("m%d", i),
-			ClientURL: fmt.Sprintf("http://127.0.0.1:%d", ports[2*i]),
+			ListenURL: fmt.Sprintf("http://127.0.0.1:%d", ports[2*i]),
 			PeerURL:   fmt.Sprintf("http://127.0.0.1:%d", ports[2*i+1]),
 			dir:       filepath.Join(dir, fmt.Sprintf("m%d", i)),
 			token:     token,
 		}
+		m.proxy, err = tcpproxy.New(fmt.Sprintf("127.0.0.1:%d", ports[2*i]))
+		if err != nil {
+			c.Close()
+			return nil, fmt.Errorf("etcdserver: proxy: %w", err)
+		}
+		m.ClientURL = "http://" + m.proxy.Addr()
 		initial = append(initial, m.Name+"="+m.PeerURL)
 		c.Members = append(c.Members, m)
 	}
@@ -147,9 +165,10 @@ func (m *Member) config(state string) *embed.Config {
 	cfg := embed.NewConfig()
 	cfg.Name = m.Name
 	cfg.Dir = m.dir
+	lu, _ := url.Parse(m.ListenURL)
 	cu, _ := url.Parse(m.ClientURL)
 	pu, _ := url.Parse(m.PeerURL)
-	cfg.ListenClientUrls = []url.URL{*cu}
+	cfg.ListenClientUrls = []url.URL{*lu}
 	cfg.AdvertiseClientUrls = []url.URL{*cu}
 	cfg.ListenPeerUrls = []url.URL{*pu}
 	cfg.AdvertisePeerUrls = []url.URL{*pu}
@@ -187,6 +206,7 @@ func (m *Member) start(state string) error {
 		return fmt.Errorf("etcdserver: member %s not ready after %v", m.Name, StartTimeout)
 	}
 	m.e = e
+	m.proxy.Restore()
 	return nil
 }
 
@@ -227,16 +247,18 @@ func (m *Member) Stop() {
 	m.e = nil
 }
 
-// Kill stops the member abruptly, as a crash would: raft stops at once with
-// no leadership transfer, then its listeners and connections are closed
-// (etcd gives no way to skip that part without leaking its goroutines).
-// Killing a stopped member does nothing.
+// Kill stops the member abruptly, as a crash would: every client connection
+// is closed at once and new ones are refused, raft stops with no leadership
+// transfer, then the server is torn down (etcd gives no way to skip that
+// part without leaking its goroutines). Killing a stopped member does
+// nothing.
 func (m *Member) Kill() {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.e == nil {
 		return
 	}
+	m.proxy.Refuse()
 	m.e.Server.HardStop()
 	m.e.Close()
 	m.e = nil
@@ -324,5 +346,10 @@ func (c *Cluster) Close() {
 			wg.Go(m.Stop)
 		}
 		wg.Wait()
+		for _, m := range c.Members {
+			if m.proxy != nil {
+				m.proxy.Close()
+			}
+		}
 	})
 }
