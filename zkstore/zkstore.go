@@ -111,6 +111,9 @@ type Store struct {
 	down        chan struct{} // closed when disconnected
 	up          chan struct{} // closed when connected
 	calls       sync.WaitGroup
+	timeout     time.Duration
+	lost        *time.Timer // ends the session if disconnected too long
+	downSince   time.Time
 }
 
 // Open connects to the ZooKeeper servers ("host:port"; the port defaults
@@ -130,6 +133,7 @@ func Open(ctx context.Context, servers []string, opts ...Option) (*Store, error)
 		established: make(chan struct{}),
 		down:        make(chan struct{}),
 		up:          make(chan struct{}),
+		timeout:     o.sessionTimeout,
 	}
 	s.ctx, s.cancel = context.WithCancelCause(context.Background())
 
@@ -192,6 +196,9 @@ func (s *Store) onEvent(ev zk.Event) {
 			s.connected = true
 			s.down = make(chan struct{})
 			close(s.up)
+			if s.lost != nil {
+				s.lost.Stop()
+			}
 		}
 	case zk.StateExpired:
 		s.endLocked(store.ErrSessionExpired)
@@ -200,8 +207,35 @@ func (s *Store) onEvent(ev zk.Event) {
 			s.connected = false
 			close(s.down)
 			s.up = make(chan struct{})
+			s.startLostTimer()
 		}
 	}
+}
+
+// startLostTimer ends the session if the client stays disconnected for the
+// session timeout: by then the server has expired it, or will as soon as it
+// hears from anyone, so the client can no longer count on its ephemeral
+// nodes (Curator does the same). The timeout asked for is used; a server
+// that granted a shorter one expires the session sooner, which the client
+// learns when it reconnects. s.mu is held.
+func (s *Store) startLostTimer() {
+	s.downSince = time.Now()
+	if s.lost != nil {
+		s.lost.Reset(s.timeout)
+		return
+	}
+	s.lost = time.AfterFunc(s.timeout, func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.connected || s.ended != nil {
+			return
+		}
+		if rest := s.timeout - time.Since(s.downSince); rest > 0 {
+			s.lost.Reset(rest) // disconnected again since this timer was set
+			return
+		}
+		s.endLocked(fmt.Errorf("%w: disconnected for the session timeout (%v)", store.ErrSessionExpired, s.timeout))
+	})
 }
 
 // endLocked ends the session with cause. s.mu is held.
@@ -211,6 +245,9 @@ func (s *Store) endLocked(cause error) {
 	}
 	s.ended = cause
 	s.cancel(cause)
+	if s.lost != nil {
+		s.lost.Stop()
+	}
 	if s.connected {
 		s.connected = false
 		close(s.down)

@@ -344,3 +344,25 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 type quiet struct{}
 
 func (quiet) Printf(string, ...any) {}
+
+// TestDisconnectedTooLong keeps a session away from the server for longer
+// than its timeout: the Store gives it up by itself, as Curator does,
+// without waiting to hear it from the server.
+func TestDisconnectedTooLong(t *testing.T) {
+	_, b := server(t)
+	st, proxies := b.OpenWithProxies(t, zkstore.WithSessionTimeout(time.Second))
+	ctx := ctxFor(t)
+	proxies[0].Refuse()
+	select {
+	case <-st.Context().Done():
+	case <-ctx.Done():
+		t.Fatal("session not given up while disconnected")
+	}
+	if cause := context.Cause(st.Context()); !errors.Is(cause, store.ErrSessionExpired) {
+		t.Errorf("Cause = %v; want ErrSessionExpired", cause)
+	}
+	proxies[0].Restore()
+	if _, err := st.Get(ctx, "/"); !errors.Is(err, store.ErrSessionExpired) {
+		t.Errorf("Get = %v; want ErrSessionExpired", err)
+	}
+}
