@@ -45,7 +45,14 @@ type Store struct {
 	counts  Counts
 	created map[string]bool // paths created through this wrapper
 	changed chan struct{}   // closed and replaced on every count change
+	pending map[*forwarder]struct{}
 	wg      gosync.WaitGroup
+}
+
+// forwarder relays the one event of a watch.
+type forwarder struct {
+	in   <-chan store.Event
+	done chan struct{} // closed once the event is counted and relayed
 }
 
 var (
@@ -62,6 +69,7 @@ func New(st store.Store) *Store {
 		counts:  Counts{Calls: map[string]int{}},
 		created: map[string]bool{},
 		changed: make(chan struct{}),
+		pending: map[*forwarder]struct{}{},
 	}
 }
 
@@ -125,20 +133,50 @@ func (s *Store) remember(p string) {
 // created.
 func (s *Store) forward(path string, ev <-chan store.Event) <-chan store.Event {
 	out := make(chan store.Event, 1)
+	f := &forwarder{in: ev, done: make(chan struct{})}
+	s.mu.Lock()
+	s.pending[f] = struct{}{}
+	s.mu.Unlock()
 	s.wg.Go(func() {
 		e, ok := <-ev
+		s.mu.Lock()
+		if ok && e.Err == nil && !s.created[path] {
+			s.counts.Wakeups++
+			s.notify()
+		}
+		delete(s.pending, f)
+		s.mu.Unlock()
 		if ok {
-			s.mu.Lock()
-			if e.Err == nil && !s.created[path] {
-				s.counts.Wakeups++
-				s.notify()
-			}
-			s.mu.Unlock()
 			out <- e
 		}
 		close(out)
+		close(f.done)
 	})
 	return out
+}
+
+// Flush waits until every event that the wrapped store has already
+// delivered to a watch of this session is counted. On a store that delivers
+// events as part of the change (memstore) a change made before Flush is
+// therefore counted when Flush returns; events still on their way over a
+// network are not waited for.
+func (s *Store) Flush(ctx context.Context) error {
+	s.mu.Lock()
+	var wait []*forwarder
+	for f := range s.pending {
+		if len(f.in) > 0 {
+			wait = append(wait, f)
+		}
+	}
+	s.mu.Unlock()
+	for _, f := range wait {
+		select {
+		case <-f.done:
+		case <-ctx.Done():
+			return fmt.Errorf("countstore: flush: %w", ctx.Err())
+		}
+	}
+	return nil
 }
 
 // Create implements store.Store.

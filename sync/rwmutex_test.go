@@ -1,0 +1,320 @@
+package sync_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	gosync "sync"
+	"testing"
+
+	"github.com/corral-go/corral/internal/backends"
+	"github.com/corral-go/corral/internal/countstore"
+	"github.com/corral-go/corral/store"
+	"github.com/corral-go/corral/store/storetest"
+	"github.com/corral-go/corral/sync"
+)
+
+func TestRWMutexReadersShareWritersExclude(t *testing.T) {
+	backends.Run(t, func(t *testing.T, b storetest.Backend) {
+		sts := open(t, b, 3)
+		p, ctx := lockPath(t), testCtx(t)
+		r1, r2, w := sync.NewRWMutex(sts[0], p), sync.NewRWMutex(sts[1], p), sync.NewRWMutex(sts[2], p)
+
+		if err := r1.RLock(ctx); err != nil {
+			t.Fatalf("RLock(%q) = %v", p, err)
+		}
+		if err := r2.RLock(ctx); err != nil {
+			t.Fatalf("second RLock(%q) while read-held = %v", p, err)
+		}
+		if ok, err := w.TryLock(ctx); ok || err != nil {
+			t.Errorf("TryLock(%q) while read-held = %v, %v; want false, nil", p, ok, err)
+		}
+		wgot := make(chan error, 1)
+		go func() { wgot <- w.Lock(ctx) }()
+		waitChildren(t, sts[0], p, 3)
+		// A reader that asks after a waiting writer waits for it.
+		if ok, err := r1.TryRLock(ctx); ok || err != nil {
+			t.Errorf("TryRLock(%q) behind a waiting writer = %v, %v; want false, nil", p, ok, err)
+		}
+		if err := r1.RUnlock(ctx); err != nil {
+			t.Fatalf("RUnlock(%q) = %v", p, err)
+		}
+		pending(t, wgot, "writer's Lock")
+		if err := r2.RUnlock(ctx); err != nil {
+			t.Fatalf("RUnlock(%q) = %v", p, err)
+		}
+		if err := result(t, wgot, "writer's Lock"); err != nil {
+			t.Fatalf("Lock(%q) = %v", p, err)
+		}
+		if ok, err := r1.TryRLock(ctx); ok || err != nil {
+			t.Errorf("TryRLock(%q) while write-held = %v, %v; want false, nil", p, ok, err)
+		}
+		if err := r1.RUnlock(ctx); !errors.Is(err, sync.ErrNotLocked) {
+			t.Errorf("RUnlock(%q) not read-held = %v; want ErrNotLocked", p, err)
+		}
+		if err := r1.Unlock(ctx); !errors.Is(err, sync.ErrNotLocked) {
+			t.Errorf("Unlock(%q) not write-held = %v; want ErrNotLocked", p, err)
+		}
+		tok := w.Token()
+		held := w.Context()
+		if err := w.Unlock(ctx); err != nil {
+			t.Fatalf("Unlock(%q) = %v", p, err)
+		}
+		if cause := context.Cause(held); !errors.Is(cause, sync.ErrUnlocked) {
+			t.Errorf("cause after Unlock = %v; want ErrUnlocked", cause)
+		}
+		if err := r2.RLock(ctx); err != nil {
+			t.Fatalf("RLock(%q) = %v", p, err)
+		}
+		if got := r2.RToken(); got <= tok {
+			t.Errorf("RToken() = %d; want > %d", got, tok)
+		}
+		if r2.RContext().Err() != nil {
+			t.Errorf("RContext() of a read hold is done: %v", context.Cause(r2.RContext()))
+		}
+		if err := r2.RUnlock(ctx); err != nil {
+			t.Fatalf("RUnlock(%q) = %v", p, err)
+		}
+		if got := children(t, sts[0], p); len(got) != 0 {
+			t.Errorf("children after all unlocked = %q; want none", got)
+		}
+	})
+}
+
+func TestRWMutexExclusion(t *testing.T) {
+	backends.Run(t, func(t *testing.T, b storetest.Backend) {
+		const sessions, goroutines, rounds = 3, 4, 3
+		p, ctx := lockPath(t), testCtx(t)
+		var mu gosync.Mutex // guards readers and writers
+		readers, writers := 0, 0
+		var wg gosync.WaitGroup
+		errs := make(chan error, sessions*goroutines*rounds)
+		enter := func(write bool) {
+			mu.Lock()
+			defer mu.Unlock()
+			if writers > 0 || (write && readers > 0) {
+				errs <- fmt.Errorf("write=%v entered with %d readers, %d writers", write, readers, writers)
+			}
+			if write {
+				writers++
+			} else {
+				readers++
+			}
+		}
+		leave := func(write bool) {
+			mu.Lock()
+			defer mu.Unlock()
+			if write {
+				writers--
+			} else {
+				readers--
+			}
+		}
+		for _, st := range open(t, b, sessions) {
+			rw := sync.NewRWMutex(st, p)
+			for g := range goroutines {
+				write := g%2 == 0
+				lock, unlock := rw.RLock, rw.RUnlock
+				if write {
+					lock, unlock = rw.Lock, rw.Unlock
+				}
+				wg.Go(func() {
+					for range rounds {
+						if err := lock(ctx); err != nil {
+							errs <- fmt.Errorf("lock(write=%v) = %v", write, err)
+							return
+						}
+						enter(write)
+						runtime.Gosched()
+						leave(write)
+						if err := unlock(ctx); err != nil {
+							errs <- fmt.Errorf("unlock(write=%v) = %v", write, err)
+							return
+						}
+					}
+				})
+			}
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Error(err)
+		}
+	})
+}
+
+// TestRWMutexWakesOnlyReadersBehind: with W1 holding and R1 R2 R3 W2 R4 R5
+// queued, W1's release wakes R1, R2 and R3 and nobody else.
+func TestRWMutexWakesOnlyReadersBehind(t *testing.T) {
+	backends.Run(t, func(t *testing.T, b storetest.Backend) {
+		p, ctx := lockPath(t), testCtx(t)
+		w1St := open(t, b, 1)[0]
+		w1 := sync.NewRWMutex(w1St, p)
+		if err := w1.Lock(ctx); err != nil {
+			t.Fatalf("Lock(%q) = %v", p, err)
+		}
+		roles := []string{"R1", "R2", "R3", "W2", "R4", "R5"}
+		cs := map[string]*countstore.Store{}
+		got := map[string]chan error{}
+		rws := map[string]*sync.RWMutex{}
+		for i, st := range open(t, b, len(roles)) {
+			role := roles[i]
+			c := countstore.New(st)
+			t.Cleanup(func() { _ = c.Close() })
+			cs[role], got[role], rws[role] = c, make(chan error, 1), sync.NewRWMutex(c, p)
+			lock := rws[role].RLock
+			if role[0] == 'W' {
+				lock = rws[role].Lock
+			}
+			go func() { got[role] <- lock(ctx) }()
+			// Queue them in this order, each one watching.
+			if err := c.Wait(ctx, func(n countstore.Counts) bool { return n.Calls["ExistsW"] > 0 }); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := w1.Unlock(ctx); err != nil {
+			t.Fatalf("Unlock(%q) = %v", p, err)
+		}
+		for _, role := range []string{"R1", "R2", "R3"} {
+			if err := result(t, got[role], role+"'s RLock"); err != nil {
+				t.Fatalf("%s: RLock(%q) = %v", role, p, err)
+			}
+		}
+		for _, role := range []string{"W2", "R4", "R5"} {
+			pending(t, got[role], role+"'s lock")
+		}
+		for _, role := range roles {
+			if err := cs[role].Flush(ctx); err != nil {
+				t.Fatal(err)
+			}
+			want := 0
+			if role[0] == 'R' && role <= "R3" {
+				want = 1
+			}
+			if n := cs[role].Counts().Wakeups; n != want {
+				t.Errorf("%s woken %d times by W1's release; want %d", role, n, want)
+			}
+		}
+		// Drain: the readers release, W2 gets it, then R4 and R5.
+		for _, role := range []string{"R1", "R2", "R3"} {
+			if err := rws[role].RUnlock(ctx); err != nil {
+				t.Errorf("%s: RUnlock(%q) = %v", role, p, err)
+			}
+		}
+		if err := result(t, got["W2"], "W2's Lock"); err != nil {
+			t.Fatalf("W2: Lock(%q) = %v", p, err)
+		}
+		if err := rws["W2"].Unlock(ctx); err != nil {
+			t.Errorf("W2: Unlock(%q) = %v", p, err)
+		}
+		for _, role := range []string{"R4", "R5"} {
+			if err := result(t, got[role], role+"'s RLock"); err != nil {
+				t.Fatalf("%s: RLock(%q) = %v", role, p, err)
+			}
+			if err := rws[role].RUnlock(ctx); err != nil {
+				t.Errorf("%s: RUnlock(%q) = %v", role, p, err)
+			}
+		}
+	})
+}
+
+func TestRWMutexWithMutex(t *testing.T) {
+	backends.Run(t, func(t *testing.T, b storetest.Backend) {
+		sts := open(t, b, 2)
+		p, ctx := lockPath(t), testCtx(t)
+		m, rw := sync.NewMutex(sts[0], p), sync.NewRWMutex(sts[1], p)
+		if err := m.Lock(ctx); err != nil {
+			t.Fatalf("Lock(%q) = %v", p, err)
+		}
+		if ok, err := rw.TryRLock(ctx); ok || err != nil {
+			t.Errorf("TryRLock(%q) while a Mutex holds = %v, %v; want false, nil", p, ok, err)
+		}
+		if err := m.Unlock(ctx); err != nil {
+			t.Fatalf("Unlock(%q) = %v", p, err)
+		}
+		if err := rw.RLock(ctx); err != nil {
+			t.Fatalf("RLock(%q) = %v", p, err)
+		}
+		if ok, err := m.TryLock(ctx); ok || err != nil {
+			t.Errorf("Mutex TryLock(%q) while read-held = %v, %v; want false, nil", p, ok, err)
+		}
+		if err := rw.RUnlock(ctx); err != nil {
+			t.Fatalf("RUnlock(%q) = %v", p, err)
+		}
+	})
+}
+
+func TestRWMutexReaderExpires(t *testing.T) {
+	backends.Run(t, func(t *testing.T, b storetest.Backend) {
+		sts := open(t, b, 2)
+		p, ctx := lockPath(t), testCtx(t)
+		r, w := sync.NewRWMutex(sts[0], p), sync.NewRWMutex(sts[1], p)
+		if err := r.RLock(ctx); err != nil {
+			t.Fatalf("RLock(%q) = %v", p, err)
+		}
+		held := r.RContext()
+		wgot := make(chan error, 1)
+		go func() { wgot <- w.Lock(ctx) }()
+		waitChildren(t, sts[1], p, 2)
+		b.Expire(t, sts[0])
+		if cause := cancelled(t, held); !errors.Is(cause, store.ErrSessionExpired) {
+			t.Errorf("reader's cause = %v; want store.ErrSessionExpired", cause)
+		}
+		if err := result(t, wgot, "writer's Lock"); err != nil {
+			t.Fatalf("Lock(%q) = %v", p, err)
+		}
+		if err := r.RUnlock(ctx); !errors.Is(err, sync.ErrLockLost) {
+			t.Errorf("RUnlock(%q) after expiry = %v; want ErrLockLost", p, err)
+		}
+		if err := w.Unlock(ctx); err != nil {
+			t.Errorf("Unlock(%q) = %v", p, err)
+		}
+	})
+}
+
+func TestRWMutexReaderCancelLeavesNoNode(t *testing.T) {
+	backends.Run(t, func(t *testing.T, b storetest.Backend) {
+		sts := open(t, b, 2)
+		p, ctx := lockPath(t), testCtx(t)
+		w, r := sync.NewRWMutex(sts[0], p), sync.NewRWMutex(sts[1], p)
+		if err := w.Lock(ctx); err != nil {
+			t.Fatalf("Lock(%q) = %v", p, err)
+		}
+		rctx, cancel := context.WithCancel(ctx)
+		got := make(chan error, 1)
+		go func() { got <- r.RLock(rctx) }()
+		waitChildren(t, sts[0], p, 2)
+		cancel()
+		if err := result(t, got, "RLock"); !errors.Is(err, context.Canceled) {
+			t.Fatalf("RLock(%q) cancelled = %v; want context.Canceled", p, err)
+		}
+		if got := children(t, sts[0], p); len(got) != 1 {
+			t.Errorf("children after cancel = %q; want only the writer", got)
+		}
+		if err := w.Unlock(ctx); err != nil {
+			t.Errorf("Unlock(%q) = %v", p, err)
+		}
+	})
+}
+
+func TestRWMutexRLocker(t *testing.T) {
+	backends.Run(t, func(t *testing.T, b storetest.Backend) {
+		sts := open(t, b, 1)
+		rw := sync.NewRWMutex(sts[0], lockPath(t))
+		rl, wl := rw.RLocker(), rw.Locker()
+		rl.Lock()
+		rl.Lock() // readers share
+		rl.Unlock()
+		rl.Unlock()
+		wl.Lock()
+		wl.Unlock()
+		defer func() {
+			err, _ := recover().(error)
+			if !errors.Is(err, sync.ErrNotLocked) {
+				t.Errorf("RLocker().Unlock() of an unheld lock panicked with %v; want ErrNotLocked", err)
+			}
+		}()
+		rl.Unlock()
+	})
+}
