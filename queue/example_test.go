@@ -1,0 +1,87 @@
+package queue_test
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/corral-go/corral/memstore"
+	"github.com/corral-go/corral/queue"
+)
+
+// A producer puts jobs, one of them urgent; a consumer on another session
+// receives them from a channel, the urgent one first.
+func Example() {
+	srv := memstore.NewServer()
+	producer, consumer := srv.Open(), srv.Open()
+	defer producer.Close()
+	defer consumer.Close()
+	ctx := context.Background()
+
+	pq, err := queue.New(producer, "/jobs")
+	if err != nil {
+		panic(err)
+	}
+	for _, job := range []string{"a", "b", "c"} {
+		if err := pq.Put(ctx, []byte(job)); err != nil {
+			panic(err)
+		}
+	}
+	if err := pq.PutPriority(ctx, []byte("urgent"), 10); err != nil {
+		panic(err)
+	}
+
+	cq, err := queue.New(consumer, "/jobs")
+	if err != nil {
+		panic(err)
+	}
+	cctx, stop := context.WithCancel(ctx)
+	defer stop()
+	c := cq.Consume(cctx)
+	for it := range c.Items() {
+		fmt.Println(string(it.Data))
+		if string(it.Data) == "c" {
+			stop()
+		}
+	}
+	fmt.Println(c.Err())
+	// Output:
+	// urgent
+	// a
+	// b
+	// c
+	// context canceled
+}
+
+// At-least-once, an item stays in the queue, claimed, until it is acked; a
+// Nack (or the end of the consumer's session) returns it in its place.
+func ExampleItem_Nack() {
+	st := memstore.New()
+	defer st.Close()
+	ctx := context.Background()
+	q, err := queue.New(st, "/jobs", queue.WithDelivery(queue.AtLeastOnce))
+	if err != nil {
+		panic(err)
+	}
+	for _, job := range []string{"a", "b"} {
+		if err := q.Put(ctx, []byte(job)); err != nil {
+			panic(err)
+		}
+	}
+
+	it, _ := q.Take(ctx)
+	fmt.Println("took", string(it.Data))
+	if err := it.Nack(ctx); err != nil { // processing failed: give it back
+		panic(err)
+	}
+	for range 2 {
+		it, _ := q.Take(ctx)
+		fmt.Println("took", string(it.Data))
+		if err := it.Ack(ctx); err != nil {
+			panic(err)
+		}
+	}
+	// Output:
+	// took a
+	// took a
+	// took b
+}
