@@ -13,8 +13,12 @@ import (
 )
 
 // BenchmarkOps measures each call through zkstore beside the same request
-// made directly on go-zookeeper, on one server and in one run. zkstore is
-// given a cancellable ctx, so each call pays for its goroutine.
+// made directly on go-zookeeper, on one server and in one run. The two are
+// interleaved, one raw request then one through zkstore, and timed apart,
+// so that the load of a shared machine weighs on both alike; each
+// sub-benchmark reports both latencies and zkstore's overhead in percent.
+// zkstore is given a cancellable ctx, so every call pays for the goroutine
+// that lets it be abandoned.
 func BenchmarkOps(b *testing.B) {
 	srv, _ := server(b)
 	conn, _, err := zk.Connect([]string{srv.Addr()}, 10*time.Second, zk.WithLogger(quiet{}), zk.WithLogInfo(false))
@@ -54,83 +58,80 @@ func BenchmarkOps(b *testing.B) {
 		}
 	}
 
-	b.Run("create/zk", func(b *testing.B) {
-		d := dir(b)
+	// paired times raw then wrapped once per iteration, each preceded by
+	// its untimed setup, and reports both means.
+	paired := func(b *testing.B, setup func(i int), raw, wrapped func(i int) error) {
+		var tRaw, tWrapped time.Duration
+		i := 0
 		for b.Loop() {
+			for k, f := range []func(int) error{raw, wrapped} {
+				b.StopTimer()
+				if setup != nil {
+					setup(2*i + k)
+				}
+				b.StartTimer()
+				start := time.Now()
+				check(b, f(2*i+k))
+				if k == 0 {
+					tRaw += time.Since(start)
+				} else {
+					tWrapped += time.Since(start)
+				}
+			}
+			i++
+		}
+		b.ReportMetric(float64(tRaw.Microseconds())/float64(i), "zk-µs/op")
+		b.ReportMetric(float64(tWrapped.Microseconds())/float64(i), "zkstore-µs/op")
+		b.ReportMetric(100*(float64(tWrapped)/float64(tRaw)-1), "overhead-%")
+	}
+
+	b.Run("create", func(b *testing.B) {
+		d := dir(b)
+		paired(b, nil, func(int) error {
 			_, err := conn.Create(d+"/n-", nil, zk.FlagSequence, acl)
-			check(b, err)
-		}
-	})
-	b.Run("create/zkstore", func(b *testing.B) {
-		d := dir(b)
-		for b.Loop() {
+			return err
+		}, func(int) error {
 			_, err := st.Create(ctx, d+"/n-", nil, store.Sequential)
-			check(b, err)
-		}
+			return err
+		})
 	})
-	b.Run("create-ephemeral-seq/zk", func(b *testing.B) {
+	b.Run("create-ephemeral-seq", func(b *testing.B) {
 		d := dir(b)
-		for b.Loop() {
+		paired(b, nil, func(int) error {
 			_, err := conn.CreateProtectedEphemeralSequential(d+"/lock-", nil, acl)
-			check(b, err)
-		}
-	})
-	b.Run("create-ephemeral-seq/zkstore", func(b *testing.B) {
-		d := dir(b)
-		for b.Loop() {
+			return err
+		}, func(int) error {
 			_, err := st.Create(ctx, d+"/lock-", nil, store.EphemeralSequential)
-			check(b, err)
-		}
+			return err
+		})
 	})
-	b.Run("children/zk", func(b *testing.B) {
-		for b.Loop() {
+	b.Run("children", func(b *testing.B) {
+		paired(b, nil, func(int) error {
 			_, _, err := conn.Children(base + "/list")
-			check(b, err)
-		}
-	})
-	b.Run("children/zkstore", func(b *testing.B) {
-		for b.Loop() {
+			return err
+		}, func(int) error {
 			_, err := st.Children(ctx, base+"/list")
+			return err
+		})
+	})
+	b.Run("delete", func(b *testing.B) {
+		d := dir(b)
+		name := func(i int) string { return fmt.Sprintf("%s/%d", d, i) }
+		paired(b, func(i int) {
+			_, err := conn.Create(name(i), nil, 0, acl)
 			check(b, err)
-		}
-	})
-	// Delete: nodes are made outside the timer.
-	const batch = 200
-	b.Run("delete/zk", func(b *testing.B) {
-		d := dir(b)
-		for i := 0; i < b.N; i += batch {
-			b.StopTimer()
-			n := min(batch, b.N-i)
-			for j := range n {
-				_, err := conn.Create(fmt.Sprintf("%s/%d", d, j), nil, 0, acl)
-				check(b, err)
-			}
-			b.StartTimer()
-			for j := range n {
-				check(b, conn.Delete(fmt.Sprintf("%s/%d", d, j), -1))
-			}
-		}
-	})
-	b.Run("delete/zkstore", func(b *testing.B) {
-		d := dir(b)
-		for i := 0; i < b.N; i += batch {
-			b.StopTimer()
-			n := min(batch, b.N-i)
-			for j := range n {
-				_, err := conn.Create(fmt.Sprintf("%s/%d", d, j), nil, 0, acl)
-				check(b, err)
-			}
-			b.StartTimer()
-			for j := range n {
-				check(b, st.Delete(ctx, fmt.Sprintf("%s/%d", d, j)))
-			}
-		}
+		}, func(i int) error {
+			return conn.Delete(name(i), -1)
+		}, func(i int) error {
+			return st.Delete(ctx, name(i))
+		})
 	})
 	// Exists-watch: set a watch on a missing node, create it, receive the
 	// event, delete it: the watch's whole life.
-	b.Run("exists-watch/zk", func(b *testing.B) {
-		p := dir(b) + "/w"
-		for b.Loop() {
+	b.Run("exists-watch", func(b *testing.B) {
+		d := dir(b)
+		paired(b, nil, func(i int) error {
+			p := fmt.Sprintf("%s/w%d", d, i)
 			_, _, ch, err := conn.ExistsW(p)
 			check(b, err)
 			_, err = conn.Create(p, nil, 0, acl)
@@ -138,12 +139,9 @@ func BenchmarkOps(b *testing.B) {
 			if ev := <-ch; ev.Type != zk.EventNodeCreated {
 				b.Fatalf("event %v", ev)
 			}
-			check(b, conn.Delete(p, -1))
-		}
-	})
-	b.Run("exists-watch/zkstore", func(b *testing.B) {
-		p := dir(b) + "/w"
-		for b.Loop() {
+			return conn.Delete(p, -1)
+		}, func(i int) error {
+			p := fmt.Sprintf("%s/w%d", d, i)
 			_, ch, err := st.ExistsW(ctx, p)
 			check(b, err)
 			_, err = st.Create(ctx, p, nil, store.Persistent)
@@ -151,7 +149,7 @@ func BenchmarkOps(b *testing.B) {
 			if ev := <-ch; ev.Type != store.EventCreated {
 				b.Fatalf("event %+v", ev)
 			}
-			check(b, st.Delete(ctx, p))
-		}
+			return st.Delete(ctx, p)
+		})
 	})
 }
