@@ -9,9 +9,9 @@ import (
 	"github.com/corral-go/corral/store/storetest"
 )
 
-// zk is the ZooKeeper server shared by the whole test binary, started on
-// first use and stopped by stopZooKeeper.
-var zk struct {
+// zkShared is the ZooKeeper server shared by the whole test binary, started
+// on first use and stopped by stopZooKeeper.
+var zkShared struct {
 	once    sync.Once
 	srv     *zkserver.Server
 	backend *zkbackend.Backend
@@ -25,23 +25,23 @@ var zk struct {
 func zooKeeper(t testing.TB) storetest.Backend {
 	t.Helper()
 	zkserver.Require(t)
-	zk.once.Do(func() {
+	zkShared.once.Do(func() {
 		// Short ticks: the server notices dead sessions quickly.
-		zk.srv, zk.err = zkserver.Start(zkserver.Config{})
-		if zk.err == nil {
-			zk.backend = zkbackend.New([]string{zk.srv.Addr()})
+		zkShared.srv, zkShared.err = zkserver.Start(zkserver.Config{})
+		if zkShared.err == nil {
+			zkShared.backend = zkbackend.New([]string{zkShared.srv.Addr()})
 		}
 	})
-	if zk.err != nil {
-		t.Fatalf("backends: start ZooKeeper: %v", zk.err)
+	if zkShared.err != nil {
+		t.Fatalf("backends: start ZooKeeper: %v", zkShared.err)
 	}
-	return zk.backend
+	return zkShared.backend
 }
 
 // stopZooKeeper kills the shared server, if one was started, and removes
 // its data.
 func stopZooKeeper() {
-	if zk.srv != nil {
-		zk.srv.Close()
+	if zkShared.srv != nil {
+		zkShared.srv.Close()
 	}
 }
