@@ -3,6 +3,7 @@ package recipe
 import (
 	"context"
 	"errors"
+	gosync "sync"
 
 	"github.com/corral-go/corral/store"
 )
@@ -28,20 +29,34 @@ type Hold struct {
 	opts   HoldOptions
 	ctx    context.Context
 	cancel context.CancelCauseFunc
-	done   chan struct{} // closed when the watch goroutine has exited
+	done   chan struct{} // closed when the hold's goroutines have exited
 }
 
 // NewHold starts holding node, a granted contender of st's session. The
 // hold's context is derived from st.Context(). NewHold starts a goroutine
-// that watches the node; Release (or Stop) ends it.
+// that watches the node, and one that watches the connection when
+// opts.Disconnected is set; Release (or Stop) ends them.
 func NewHold(st store.Store, node store.Node, opts HoldOptions) *Hold {
 	ctx, cancel := context.WithCancelCause(st.Context())
 	h := &Hold{st: st, node: node, opts: opts, ctx: ctx, cancel: cancel, done: make(chan struct{})}
-	var disc <-chan struct{} // nil: never fires
+	var wg gosync.WaitGroup
 	if opts.Disconnected != nil {
-		disc = st.Disconnected()
+		// Apart from the node's watch, which may be blocked in a call
+		// that waits for the connection to come back.
+		disc := st.Disconnected()
+		wg.Go(func() {
+			select {
+			case <-disc:
+				h.lose(opts.Disconnected)
+			case <-ctx.Done():
+			}
+		})
 	}
-	go h.watch(disc)
+	go func() {
+		h.watch()
+		wg.Wait()
+		close(h.done)
+	}()
 	return h
 }
 
@@ -76,10 +91,8 @@ func (h *Hold) Stop(cause error) {
 	<-h.done
 }
 
-// watch cancels the hold when the own node goes, the session ends or (when
-// disc is not nil) the connection is lost.
-func (h *Hold) watch(disc <-chan struct{}) {
-	defer close(h.done)
+// watch cancels the hold when the own node goes or the session ends.
+func (h *Hold) watch() {
 	for attempt := 0; ; attempt++ {
 		wctx, stop := context.WithCancel(h.ctx)
 		exists, ev, err := h.st.ExistsW(wctx, h.node.Path)
@@ -89,10 +102,11 @@ func (h *Hold) watch(disc <-chan struct{}) {
 				return
 			}
 			if errors.Is(err, store.ErrDisconnected) {
-				if h.waitDisc(disc, attempt) {
-					continue
+				if err := pause(h.ctx, h.st, attempt); err != nil {
+					h.lose(err)
+					return
 				}
-				return
+				continue
 			}
 			h.lose(err)
 			return
@@ -109,30 +123,11 @@ func (h *Hold) watch(disc <-chan struct{}) {
 				h.lose(h.opts.Deleted)
 				return
 			}
-		case <-disc:
-			stop()
-			h.lose(h.opts.Disconnected)
-			return
 		case <-h.ctx.Done():
 			stop()
 			return
 		}
 	}
-}
-
-// waitDisc pauses before re-watching after a lost connection. It reports
-// false, having ended the hold, when the hold ended meanwhile or the policy
-// ends it on disconnection.
-func (h *Hold) waitDisc(disc <-chan struct{}, attempt int) bool {
-	if disc != nil {
-		h.lose(h.opts.Disconnected)
-		return false
-	}
-	if err := pause(h.ctx, h.st, attempt); err != nil {
-		h.lose(err)
-		return false
-	}
-	return true
 }
 
 // lose ends the hold with cause, unless the session ended, whose own cause
