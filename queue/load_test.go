@@ -27,7 +27,7 @@ type delivery struct {
 // tally records deliveries and reports when every item was delivered.
 type tally struct {
 	mu    gosync.Mutex
-	seen  map[[2]int]int // (producer, n) -> times delivered
+	seen  map[[2]int]int     // (producer, n) -> times delivered
 	log   map[int][]delivery // by consumer
 	all   chan struct{}
 	count int
