@@ -86,7 +86,12 @@ func bwaitKids(t testing.TB, st store.Store, p, marker string, ok func(n int) bo
 		wctx, cancel := context.WithCancel(ctx)
 		kids, ev, err := st.(store.ChildrenWatcher).ChildrenW(wctx, p)
 		if errors.Is(err, store.ErrNoNode) {
-			_, ev, err = st.ExistsW(wctx, p)
+			var exists bool
+			exists, ev, err = st.ExistsW(wctx, p)
+			if exists {
+				cancel()
+				continue // created meanwhile: list it
+			}
 		}
 		if err != nil {
 			cancel()
@@ -101,6 +106,13 @@ func bwaitKids(t testing.TB, st store.Store, p, marker string, ok func(n int) bo
 		if ok(n) {
 			cancel()
 			return
+		}
+		if testing.Verbose() {
+			var names []string
+			for _, k := range kids {
+				names = append(names, fmt.Sprintf("%s@%d", k.Name, k.Seq))
+			}
+			t.Logf("children of %q: %d of %q", p, n, names)
 		}
 		select {
 		case <-ev:

@@ -411,7 +411,14 @@ func (b *DoubleBarrier) fail(ctx context.Context, op string, err error) error {
 	return fmt.Errorf("sync: %s double barrier %q: %w", op, b.path, err)
 }
 
+// lock takes the participant's turn. A free turn is taken even when ctx
+// has ended, so that a cancelled Leave still leaves.
 func (b *DoubleBarrier) lock(ctx context.Context) error {
+	select {
+	case <-b.turn:
+		return nil
+	default:
+	}
 	select {
 	case <-b.turn:
 		return nil

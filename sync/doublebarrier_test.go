@@ -1,0 +1,359 @@
+package sync_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"testing"
+
+	"github.com/corral-go/corral/internal/backends"
+	"github.com/corral-go/corral/internal/countstore"
+	"github.com/corral-go/corral/store"
+	"github.com/corral-go/corral/store/storetest"
+	"github.com/corral-go/corral/sync"
+)
+
+// member is the marker in the names of a double barrier's participants.
+const member = "member-"
+
+// dbParty is a double barrier's participants, one session each, started one
+// at a time in the order of their nodes.
+type dbParty struct {
+	t     *testing.T
+	b     storetest.Backend
+	path  string
+	n     int
+	sts   []*countstore.Store
+	obs   store.Store // watches the barrier's nodes
+	bs    []*sync.DoubleBarrier
+	enter []chan error
+	leave []chan error
+}
+
+func newParty(t *testing.T, b storetest.Backend, n, size int) *dbParty {
+	p := &dbParty{t: t, b: b, path: bpath(t), n: n, sts: bcount(t, b, size), obs: bopen(t, b, 1)[0]}
+	for _, st := range p.sts {
+		p.bs = append(p.bs, sync.NewDoubleBarrier(st, p.path, n))
+		p.enter = append(p.enter, make(chan error, 1))
+		p.leave = append(p.leave, make(chan error, 1))
+	}
+	return p
+}
+
+// startEnter starts participant i's Enter and waits until its node is
+// there, so that participants' nodes are in the order they were started.
+func (p *dbParty) startEnter(ctx context.Context, i int, check func() error) {
+	p.t.Helper()
+	before := len(bkids(p.t, p.obs, p.path, member))
+	go func() {
+		err := p.bs[i].Enter(ctx)
+		if err == nil && check != nil {
+			err = check()
+		}
+		p.enter[i] <- err
+	}()
+	bwaitKids(p.t, p.obs, p.path, member, func(n int) bool { return n > before })
+}
+
+func (p *dbParty) startLeave(ctx context.Context, i int, check func() error) {
+	go func() {
+		err := p.bs[i].Leave(ctx)
+		if err == nil && check != nil {
+			err = check()
+		}
+		p.leave[i] <- err
+	}()
+}
+
+// want checks that the calls of the participants in idx returned want.
+func (p *dbParty) want(what string, chs []chan error, want error, idx ...int) {
+	p.t.Helper()
+	for _, i := range idx {
+		err := bresult(p.t, chs[i], fmt.Sprintf("%s #%d", what, i))
+		if !errors.Is(err, want) {
+			p.t.Errorf("%s #%d = %v; want %v", what, i, err, want)
+		}
+	}
+}
+
+func (p *dbParty) pending(what string, chs []chan error, idx ...int) {
+	p.t.Helper()
+	for _, i := range idx {
+		bpending(p.t, chs[i], fmt.Sprintf("%s #%d", what, i))
+	}
+}
+
+// expire expires participant i's session.
+func (p *dbParty) expire(i int) { p.b.Expire(p.t, p.sts[i].Unwrap()) }
+
+// watching waits until participant i, having made calls ExistsW calls
+// before, has made one more: it is waiting on a node.
+func (p *dbParty) watching(i, calls int) {
+	p.t.Helper()
+	err := p.sts[i].Wait(bctx(p.t), func(c countstore.Counts) bool { return c.Calls["ExistsW"] > calls })
+	if err != nil {
+		p.t.Fatalf("participant #%d does not wait: %v", i, err)
+	}
+}
+
+// members waits until the barrier has n member nodes.
+func (p *dbParty) members(n int) {
+	p.t.Helper()
+	bwaitKids(p.t, p.obs, p.path, member, func(have int) bool { return have == n })
+}
+
+func TestDoubleBarrierTogether(t *testing.T) {
+	const n = 4
+	tests := []struct {
+		name    string
+		holdout int // the participant that leaves last
+		others  int // member nodes left while it holds out
+	}{
+		{"lowest leaves last", 0, 1},
+		{"middle leaves last", 1, 2},
+		{"highest leaves last", n - 1, 2},
+	}
+	backends.Run(t, func(t *testing.T, b storetest.Backend) {
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				ctx, p := bctx(t), newParty(t, b, n, n)
+				var arrived, left atomic.Int32
+				early := func(c *atomic.Int32, what string) func() error {
+					return func() error {
+						if got := c.Load(); got < n {
+							return fmt.Errorf("passed %s with %d of %d", what, got, n)
+						}
+						return nil
+					}
+				}
+				for i := range n {
+					if i == n-1 {
+						p.pending("Enter", p.enter, 0, 1, 2)
+					}
+					arrived.Add(1)
+					p.startEnter(ctx, i, early(&arrived, "Enter"))
+				}
+				p.want("Enter", p.enter, nil, 0, 1, 2, 3)
+
+				for i := range n {
+					if i != tt.holdout {
+						left.Add(1)
+						p.startLeave(ctx, i, early(&left, "Leave"))
+					}
+				}
+				p.members(tt.others)
+				for i := range n {
+					if i != tt.holdout {
+						p.pending("Leave", p.leave, i)
+					}
+				}
+				left.Add(1)
+				p.startLeave(ctx, tt.holdout, nil)
+				p.want("Leave", p.leave, nil, 0, 1, 2, 3)
+				p.members(0)
+			})
+		}
+	})
+}
+
+func TestDoubleBarrierSessionExpires(t *testing.T) {
+	backends.Run(t, func(t *testing.T, b storetest.Backend) {
+		t.Run("before release", func(t *testing.T) {
+			// The dead participant no longer counts: the barrier waits
+			// for a live third one.
+			ctx, p := bctx(t), newParty(t, b, 3, 4)
+			p.startEnter(ctx, 0, nil)
+			p.startEnter(ctx, 1, nil)
+			p.expire(1)
+			p.want("Enter", p.enter, store.ErrSessionExpired, 1)
+			p.members(1)
+			p.startEnter(ctx, 2, nil)
+			p.pending("Enter", p.enter, 0, 2)
+			p.startEnter(ctx, 3, nil)
+			p.want("Enter", p.enter, nil, 0, 2, 3)
+		})
+		t.Run("inside", func(t *testing.T) {
+			// The dead participant counts as having left.
+			ctx, p := bctx(t), newParty(t, b, 3, 3)
+			for i := range 3 {
+				p.startEnter(ctx, i, nil)
+			}
+			p.want("Enter", p.enter, nil, 0, 1, 2)
+			p.expire(2)
+			p.startLeave(ctx, 0, nil)
+			p.startLeave(ctx, 1, nil)
+			p.want("Leave", p.leave, nil, 0, 1)
+			p.members(0)
+		})
+		t.Run("highest while leaving", func(t *testing.T) {
+			ctx, p := bctx(t), newParty(t, b, 3, 3)
+			for i := range 3 {
+				p.startEnter(ctx, i, nil)
+			}
+			p.want("Enter", p.enter, nil, 0, 1, 2)
+			p.startLeave(ctx, 0, nil)
+			p.startLeave(ctx, 1, nil)
+			p.members(2) // the lowest waits for the highest
+			p.pending("Leave", p.leave, 0, 1)
+			p.expire(2)
+			p.want("Leave", p.leave, nil, 0, 1)
+			p.members(0)
+		})
+		t.Run("lowest while leaving", func(t *testing.T) {
+			ctx, p := bctx(t), newParty(t, b, 3, 3)
+			for i := range 3 {
+				p.startEnter(ctx, i, nil)
+			}
+			p.want("Enter", p.enter, nil, 0, 1, 2)
+			p.startLeave(ctx, 1, nil)
+			p.startLeave(ctx, 2, nil)
+			p.members(1) // the others wait for the lowest
+			p.pending("Leave", p.leave, 1, 2)
+			p.expire(0)
+			p.want("Leave", p.leave, nil, 1, 2)
+			p.members(0)
+		})
+	})
+}
+
+func TestDoubleBarrierRounds(t *testing.T) {
+	backends.Run(t, func(t *testing.T, b storetest.Backend) {
+		ctx, p := bctx(t), newParty(t, b, 2, 5)
+		p.startEnter(ctx, 0, nil)
+		p.startEnter(ctx, 1, nil)
+		p.want("Enter", p.enter, nil, 0, 1)
+		// The next round fills only once this one has left.
+		p.startEnter(ctx, 2, nil)
+		p.startEnter(ctx, 3, nil)
+		p.startEnter(ctx, 4, nil)
+		p.pending("Enter", p.enter, 2, 3, 4)
+		p.startLeave(ctx, 0, nil)
+		p.startLeave(ctx, 1, nil)
+		p.want("Leave", p.leave, nil, 0, 1)
+		p.want("Enter", p.enter, nil, 2, 3)
+		p.pending("Enter", p.enter, 4)
+		// A participant may enter again, into a later round.
+		p.startLeave(ctx, 2, nil)
+		p.startLeave(ctx, 3, nil)
+		p.want("Leave", p.leave, nil, 2, 3)
+		p.startEnter(ctx, 0, nil)
+		p.want("Enter", p.enter, nil, 0, 4)
+		p.startLeave(ctx, 0, nil)
+		p.startLeave(ctx, 4, nil)
+		p.want("Leave", p.leave, nil, 0, 4)
+		p.members(0)
+	})
+}
+
+func TestDoubleBarrierCancel(t *testing.T) {
+	backends.Run(t, func(t *testing.T, b storetest.Backend) {
+		t.Run("Enter", func(t *testing.T) {
+			ctx, p := bctx(t), newParty(t, b, 3, 4)
+			cctx, cancel := context.WithCancel(ctx)
+			defer cancel()
+			p.startEnter(cctx, 0, nil)
+			p.startEnter(ctx, 1, nil)
+			cancel()
+			p.want("cancelled Enter", p.enter, context.Canceled, 0)
+			p.members(1) // no node left behind
+			p.startEnter(ctx, 2, nil)
+			p.pending("Enter", p.enter, 1, 2)
+			p.startEnter(ctx, 3, nil)
+			p.want("Enter", p.enter, nil, 1, 2, 3)
+		})
+		t.Run("Leave", func(t *testing.T) {
+			ctx, p := bctx(t), newParty(t, b, 2, 2)
+			p.startEnter(ctx, 0, nil)
+			p.startEnter(ctx, 1, nil)
+			p.want("Enter", p.enter, nil, 0, 1)
+			cctx, cancel := context.WithCancel(ctx)
+			defer cancel()
+			calls := p.sts[0].Counts().Calls["ExistsW"]
+			p.startLeave(cctx, 0, nil)
+			p.watching(0, calls) // the lowest waits for the highest
+			cancel()
+			p.want("cancelled Leave", p.leave, context.Canceled, 0)
+			p.members(1) // it counts as having left
+			p.startLeave(ctx, 1, nil)
+			p.want("Leave", p.leave, nil, 1)
+			p.members(0)
+		})
+	})
+}
+
+func TestDoubleBarrierLimit(t *testing.T) {
+	backends.Run(t, func(t *testing.T, b storetest.Backend) {
+		st := bopen(t, b, 1)[0]
+		ctx := bctx(t)
+		tests := []struct {
+			name    string
+			prepare func(path string) // makes the barrier's node
+			n       int
+			want    error
+			stored  int // the LimitError's Stored, when want is ErrLimitMismatch
+		}{
+			{"zero", nil, 0, sync.ErrInvalidLimit, 0},
+			{"negative", nil, -1, sync.ErrInvalidLimit, 0},
+			{"other limit", func(path string) {
+				one := sync.NewDoubleBarrier(st, path, 1)
+				if err := one.Enter(ctx); err != nil {
+					t.Fatalf("Enter with n=1 = %v", err)
+				}
+				if err := one.Leave(ctx); err != nil {
+					t.Fatalf("Leave with n=1 = %v", err)
+				}
+			}, 3, sync.ErrLimitMismatch, 1},
+			{"not a limit", func(path string) {
+				if _, err := st.Create(ctx, path, []byte("config"), store.Persistent); err != nil {
+					t.Fatalf("Create = %v", err)
+				}
+			}, 3, sync.ErrLimitMismatch, 0},
+		}
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				path := bpath(t)
+				if tt.prepare != nil {
+					tt.prepare(path)
+				}
+				err := sync.NewDoubleBarrier(st, path, tt.n).Enter(ctx)
+				if !errors.Is(err, tt.want) {
+					t.Fatalf("Enter(n=%d) = %v; want %v", tt.n, err, tt.want)
+				}
+				var le *sync.LimitError
+				if errors.As(err, &le) && (le.Stored != tt.stored || le.Limit != tt.n || le.Path != path) {
+					t.Errorf("Enter(n=%d) = %+v; want Stored %d, Limit %d, Path %q", tt.n, le, tt.stored, tt.n, path)
+				}
+				if kids := bkids(t, st, path, member); len(kids) != 0 {
+					t.Errorf("after Enter(n=%d) = %v the barrier holds %q; want no member", tt.n, err, kids)
+				}
+			})
+		}
+	})
+}
+
+func TestDoubleBarrierMisuse(t *testing.T) {
+	backends.Run(t, func(t *testing.T, b storetest.Backend) {
+		st := bopen(t, b, 1)[0]
+		ctx := bctx(t)
+		db := sync.NewDoubleBarrier(st, bpath(t), 1)
+		steps := []struct {
+			name string
+			call func(context.Context) error
+			want error
+		}{
+			{"Leave", db.Leave, sync.ErrNotEntered},
+			{"Enter", db.Enter, nil},
+			{"Enter", db.Enter, sync.ErrEntered},
+			{"Leave", db.Leave, nil},
+			{"Leave", db.Leave, sync.ErrNotEntered},
+			{"Enter", db.Enter, nil},
+			{"Leave", db.Leave, nil},
+		}
+		for i, s := range steps {
+			if err := s.call(ctx); !errors.Is(err, s.want) || (err != nil) != (s.want != nil) {
+				t.Fatalf("step %d: %s() = %v; want %v", i, s.name, err, s.want)
+			}
+		}
+	})
+}
