@@ -62,7 +62,10 @@
 // ctx ends before it leaves the queue as it was. A [Consumer] hands each
 // item over through an unbuffered channel and holds at most one item it has
 // taken but not yet handed over; if its ctx ends first it puts that item back
-// in its old place (at-most-once) or releases its claim (at-least-once).
+// in its old place (at-most-once) or releases its claim (at-least-once). The
+// one case it cannot cover is an at-most-once consumer whose session ends
+// while it holds such an item: the item cannot be put back through a dead
+// session, and [Consumer.Err] reports it lost.
 package queue
 
 import (
@@ -217,7 +220,8 @@ func (q *Queue) PutPriority(ctx context.Context, data []byte, priority int) erro
 
 // Take removes the next item from the queue (at-most-once) or claims it
 // (at-least-once) and returns it, waiting while the queue has no item it can
-// take.
+// take. The next item is the head of the queue, or one close to it while
+// consumers compete (see "Waiting and contention" in the package doc).
 //
 // It blocks until it has an item, ctx ends or the session ends. When ctx
 // ends before an item was taken, Take returns ctx.Err() (wrapped) and the
@@ -234,7 +238,8 @@ func (q *Queue) Take(ctx context.Context) (*Item, error) {
 }
 
 // TryTake is Take without the wait: it reports false, with a nil error,
-// when no item can be taken now. It blocks for a few requests.
+// when no item can be taken now. It blocks for a few requests and does not
+// retry: a lost connection fails it with store.ErrDisconnected.
 func (q *Queue) TryTake(ctx context.Context) (*Item, bool, error) {
 	it, err := q.take(ctx, false)
 	if err != nil {
@@ -265,7 +270,7 @@ func (q *Queue) take(ctx context.Context, wait bool) (*Item, error) {
 			backoff = minBackoff
 			continue
 		}
-		if !errors.Is(err, store.ErrDisconnected) {
+		if !wait || !errors.Is(err, store.ErrDisconnected) {
 			return nil, err
 		}
 		if err := sleep(ctx, backoff); err != nil {
