@@ -4,8 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"strconv"
+	"strings"
+	gosync "sync"
+	"sync/atomic"
 
+	"github.com/corral-go/corral/internal/recipe"
 	"github.com/corral-go/corral/store"
 )
 
@@ -76,4 +81,294 @@ func storeLimit(ctx context.Context, st store.Store, path string, n int) error {
 		}
 		return nil
 	}
+}
+
+// Errors of the Semaphore's leases. The causes a lost lease reports on its
+// context (context.Cause) are ErrReleased, ErrNodeDeleted, ErrDisconnected,
+// store.ErrSessionExpired and store.ErrClosed.
+var (
+	// ErrReleased is the cause of a lease's context after Release, and the
+	// error of a second Release.
+	ErrReleased = errors.New("sync: lease released")
+	// ErrLeaseLost: Release of a lease that had already ended before the
+	// release (session expired, node deleted, connection lost). The error
+	// also wraps the cause.
+	ErrLeaseLost = errors.New("sync: lease lost before release")
+)
+
+// semPrefix names the lease nodes, as Curator's InterProcessSemaphoreV2
+// does.
+const semPrefix = "lease-"
+
+// Semaphore is a distributed counting semaphore: at most n leases are held
+// at a time among all the Semaphore values, on any session, that name the
+// same path. It is what golang.org/x/sync/semaphore is within one process,
+// and what Curator's InterProcessSemaphoreV2 is on ZooKeeper.
+//
+// Each Acquire creates an ephemeral sequential "lease-" node under the
+// semaphore's node; the n lowest (by Seq) hold leases, and the others wait
+// in line, first come first served. No release wakes a herd: the first
+// waiter in line watches the n holders' nodes and is the only one a release
+// wakes; every later waiter watches the waiter just before it, which, once
+// it holds a lease, touches its node to hand that duty down the line. A
+// waiter that gives up or dies wakes only the waiter behind it.
+//
+// The limit n is stored in the semaphore's node by the first participant,
+// and Acquire and TryAcquire with another n fail with a *LimitError
+// (ErrLimitMismatch); an n under 1 fails with ErrInvalidLimit.
+//
+// A Semaphore is safe for concurrent use: its goroutines acquire leases
+// independently, each counting against n. The zero value is not usable;
+// make one with NewSemaphore. The LockOptions are those of Mutex: the
+// disconnection policy of the leases, and the data of their nodes.
+type Semaphore struct {
+	st   store.Store
+	path string
+	n    int
+	opts lockOptions
+
+	mu      gosync.Mutex
+	limitOK bool // the stored limit was checked
+}
+
+// NewSemaphore returns a Semaphore of n leases whose node is at path in st.
+// It does no I/O: an invalid path, an n under 1 or one that differs from the
+// stored one are reported by the first Acquire or TryAcquire.
+func NewSemaphore(st store.Store, path string, n int, opts ...LockOption) *Semaphore {
+	return &Semaphore{st: st, path: path, n: n, opts: newLockOptions(opts)}
+}
+
+// Path returns the path of the semaphore's node.
+func (s *Semaphore) Path() string { return s.path }
+
+// Limit returns n, the number of leases.
+func (s *Semaphore) Limit() int { return s.n }
+
+// Acquire acquires a lease, blocking until one of the n is free, ctx is done
+// or the session ends. On success it returns the lease, which the caller
+// must Release. Otherwise it returns an error (ctx.Err() wrapped when ctx
+// ended first) and has removed its node, so that the semaphore is as if it
+// had never been called, and the waiters behind it move up.
+func (s *Semaphore) Acquire(ctx context.Context) (*Lease, error) {
+	if err := s.prepare(ctx, "acquire"); err != nil {
+		return nil, err
+	}
+	node, kids, err := s.create(ctx)
+	if err != nil {
+		return nil, acquireErr(ctx, "acquire", s.path, err)
+	}
+	if err := s.wait(ctx, node, kids); err != nil {
+		return nil, acquireErr(ctx, "acquire", s.path, errors.Join(err, recipe.Remove(ctx, s.st, node.Path)))
+	}
+	return s.grant(node), nil
+}
+
+// TryAcquire acquires a lease if one is free now, without waiting. It
+// returns the lease and true when it got one, nil and false when all n are
+// held, and an error when the store failed. It costs the same round trips as
+// an uncontended Acquire, and one more when it has to give up.
+func (s *Semaphore) TryAcquire(ctx context.Context) (*Lease, bool, error) {
+	if err := s.prepare(ctx, "tryacquire"); err != nil {
+		return nil, false, err
+	}
+	node, kids, err := s.create(ctx)
+	if err != nil {
+		return nil, false, acquireErr(ctx, "tryacquire", s.path, err)
+	}
+	i := dbIndex(semLeases(s.path, kids), node.Path)
+	if i < 0 || i >= s.n {
+		var err error
+		if i < 0 {
+			err = s.ownGone(node.Path)
+		}
+		if err = errors.Join(err, recipe.Remove(ctx, s.st, node.Path)); err != nil {
+			return nil, false, acquireErr(ctx, "tryacquire", s.path, err)
+		}
+		return nil, false, nil
+	}
+	return s.grant(node), true, nil
+}
+
+// prepare checks the limit, and the stored one the first time.
+func (s *Semaphore) prepare(ctx context.Context, op string) error {
+	if s.n < 1 {
+		return opErr(op, s.path, fmt.Errorf("%w: %d", ErrInvalidLimit, s.n))
+	}
+	if err := ctx.Err(); err != nil {
+		return opErr(op, s.path, err)
+	}
+	s.mu.Lock()
+	ok := s.limitOK
+	s.mu.Unlock()
+	if ok {
+		return nil
+	}
+	if err := storeLimit(ctx, s.st, s.path, s.n); err != nil {
+		return acquireErr(ctx, op, s.path, err)
+	}
+	s.mu.Lock()
+	s.limitOK = true
+	s.mu.Unlock()
+	return nil
+}
+
+// create makes the own lease node and lists the semaphore's children right
+// after, in one round trip when the store can.
+func (s *Semaphore) create(ctx context.Context) (store.Node, []store.Child, error) {
+	p := store.Join(s.path, semPrefix)
+	if cl, ok := s.st.(store.CreateLister); ok {
+		return cl.CreateAndList(ctx, p, s.opts.data, store.EphemeralSequential)
+	}
+	node, err := s.st.Create(ctx, p, s.opts.data, store.EphemeralSequential)
+	if err != nil {
+		return store.Node{}, nil, err
+	}
+	kids, err := s.st.Children(ctx, s.path)
+	if err != nil {
+		return store.Node{}, nil, errors.Join(err, recipe.Remove(ctx, s.st, node.Path))
+	}
+	return node, kids, nil
+}
+
+// wait blocks until own is among the n lowest leases, re-listing them after
+// every wait.
+func (s *Semaphore) wait(ctx context.Context, own store.Node, kids []store.Child) error {
+	waited := false
+	for {
+		leases := semLeases(s.path, kids)
+		i := dbIndex(leases, own.Path)
+		switch {
+		case i < 0:
+			return s.ownGone(own.Path)
+		case i < s.n:
+			if s.st.Context().Err() != nil {
+				return s.ownGone(own.Path)
+			}
+			if waited && i+1 < len(leases) {
+				// The next waiter watched this node: touch it, so that it
+				// moves up and watches the holders in its turn.
+				if _, err := s.st.Set(ctx, own.Path, s.opts.data, store.AnyVersion); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+		// The first waiter waits for any holder to go; the others for the
+		// waiter before them to go or move up.
+		blockers := leases[i-1 : i]
+		if i == s.n {
+			blockers = leases[:s.n]
+		}
+		if err := s.retry(ctx, func() error { return semAwait(ctx, s.st, blockers) }); err != nil {
+			return err
+		}
+		waited = true
+		if err := s.retry(ctx, func() (err error) { kids, err = s.st.Children(ctx, s.path); return err }); err != nil {
+			return err
+		}
+	}
+}
+
+// retry calls fn until it succeeds or fails with anything but a lost
+// connection that the session survives.
+func (s *Semaphore) retry(ctx context.Context, fn func() error) error {
+	for attempt := 0; ; attempt++ {
+		err := fn()
+		if err == nil || !barrierRetry(ctx, s.st, err, attempt) {
+			return err
+		}
+	}
+}
+
+// semAwait waits until one of nodes changes (goes, or has its data set),
+// returning at once if one of them is gone already.
+func semAwait(ctx context.Context, st store.Store, nodes []dbNode) error {
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel() // drops the watches that did not fire
+	cases := make([]reflect.SelectCase, 0, len(nodes)+2)
+	for _, m := range nodes {
+		exists, ev, err := st.ExistsW(wctx, m.path)
+		if err != nil {
+			return err
+		}
+		if !exists {
+			return nil
+		}
+		cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ev)})
+	}
+	cases = append(cases,
+		reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ctx.Done())},
+		reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(st.Context().Done())})
+	i, v, _ := reflect.Select(cases)
+	switch {
+	case i < len(nodes):
+		return v.Interface().(store.Event).Err
+	case i == len(nodes):
+		return ctx.Err()
+	}
+	return context.Cause(st.Context())
+}
+
+// semLeases returns the lease nodes among the children of dir, by Seq.
+func semLeases(dir string, kids []store.Child) []dbNode {
+	var ls []dbNode
+	for _, k := range kids {
+		if strings.Contains(k.Name, semPrefix) {
+			ls = append(ls, dbNode{path: store.Join(dir, k.Name), seq: k.Seq})
+		}
+	}
+	return ls
+}
+
+func (s *Semaphore) ownGone(path string) error {
+	if s.st.Context().Err() != nil {
+		return fmt.Errorf("lease %q: %w", path, context.Cause(s.st.Context()))
+	}
+	return fmt.Errorf("lease %q: %w", path, ErrNodeDeleted)
+}
+
+func (s *Semaphore) grant(node store.Node) *Lease {
+	return &Lease{path: s.path, hold: recipe.NewHold(s.st, node, s.opts.hold())}
+}
+
+// Lease is one of a Semaphore's n leases, held from Acquire until Release.
+// Its methods are safe for concurrent use.
+//
+// A lease is lost when its session ends, when its node is deleted by
+// someone else, or (under the default LoseOnDisconnect policy) when the
+// connection is lost; Context is then cancelled with the reason, and
+// Release returns an error wrapping ErrLeaseLost.
+type Lease struct {
+	path     string
+	hold     *recipe.Hold
+	released atomic.Bool
+}
+
+// Context returns a context that is cancelled the moment the lease ends,
+// with the reason as its cause: ErrReleased, ErrNodeDeleted,
+// ErrDisconnected, store.ErrSessionExpired or store.ErrClosed. Do the work
+// the lease guards under it.
+func (l *Lease) Context() context.Context { return l.hold.Context() }
+
+// Token returns the lease's node's Seq, which grows with every lease granted
+// by the semaphore: a fencing token that orders the grants.
+func (l *Lease) Token() int64 { return l.hold.Token() }
+
+// Release gives the lease back and removes its node, which wakes the first
+// waiter in line. The removal runs on context.WithoutCancel(ctx), bounded, so
+// a cancelled ctx still releases. Releasing a lease that was lost returns an
+// error wrapping ErrLeaseLost and the cause; releasing it twice returns an
+// error wrapping ErrReleased, and touches nothing.
+func (l *Lease) Release(ctx context.Context) error {
+	if l.released.Swap(true) {
+		return opErr("release", l.path, ErrReleased)
+	}
+	lost, err := l.hold.Release(ctx, ErrReleased)
+	if lost != nil {
+		return opErr("release", l.path, errors.Join(fmt.Errorf("%w: %w", ErrLeaseLost, lost), err))
+	}
+	if err != nil {
+		return opErr("release", l.path, err)
+	}
+	return nil
 }
