@@ -10,7 +10,6 @@ import (
 
 	"github.com/corral-go/corral/internal/backends"
 	"github.com/corral-go/corral/internal/countstore"
-	"github.com/corral-go/corral/store"
 	"github.com/corral-go/corral/store/storetest"
 	"github.com/corral-go/corral/sync"
 )
@@ -188,12 +187,14 @@ func TestRWMutexWakesOnlyReadersBehind(t *testing.T) {
 			if err := cs[role].Flush(ctx); err != nil {
 				t.Fatal(err)
 			}
-			want := 0
+			// A reader behind W1 is woken once, or not at all if W1 went
+			// before its watch was set.
+			most := 0
 			if role[0] == 'R' && role <= "R3" {
-				want = 1
+				most = 1
 			}
-			if n := cs[role].Counts().Wakeups; n != want {
-				t.Errorf("%s woken %d times by W1's release; want %d", role, n, want)
+			if n := cs[role].Counts().Wakeups; n > most {
+				t.Errorf("%s woken %d times by W1's release; want at most %d", role, n, most)
 			}
 		}
 		// Drain: the readers release, W2 gets it, then R4 and R5.
@@ -249,7 +250,8 @@ func TestRWMutexReaderExpires(t *testing.T) {
 	backends.Run(t, func(t *testing.T, b storetest.Backend) {
 		sts := open(t, b, 2)
 		p, ctx := lockPath(t), testCtx(t)
-		r, w := sync.NewRWMutex(sts[0], p), sync.NewRWMutex(sts[1], p)
+		r := sync.NewRWMutex(sts[0], p, sync.WithDisconnectPolicy(sync.KeepOnDisconnect))
+		w := sync.NewRWMutex(sts[1], p)
 		if err := r.RLock(ctx); err != nil {
 			t.Fatalf("RLock(%q) = %v", p, err)
 		}
@@ -258,7 +260,7 @@ func TestRWMutexReaderExpires(t *testing.T) {
 		go func() { wgot <- w.Lock(ctx) }()
 		waitChildren(t, sts[1], p, 2)
 		b.Expire(t, sts[0])
-		if cause := cancelled(t, held); !errors.Is(cause, store.ErrSessionExpired) {
+		if cause := cancelled(t, held); !expiredCause(cause) {
 			t.Errorf("reader's cause = %v; want store.ErrSessionExpired", cause)
 		}
 		if err := result(t, wgot, "writer's Lock"); err != nil {

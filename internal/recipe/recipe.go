@@ -231,11 +231,22 @@ func Create(ctx context.Context, st store.Store, dir, prefix string, data []byte
 	if err != nil {
 		return store.Node{}, nil, err
 	}
-	kids, err := st.Children(ctx, dir)
+	kids, err := retry(ctx, st, func() ([]store.Child, error) { return st.Children(ctx, dir) })
 	if err != nil {
-		return store.Node{}, nil, errors.Join(err, Remove(ctx, st, n.Path))
+		return store.Node{}, nil, errors.Join(sessionErr(st, err), Remove(ctx, st, n.Path))
 	}
 	return n, Contenders(kids), nil
+}
+
+// sessionErr returns err, and the session's end too when the session
+// ended: a call can fail on the lost connection that precedes an expiry.
+func sessionErr(st store.Store, err error) error {
+	syncSession(st)
+	cause := context.Cause(st.Context())
+	if cause == nil || errors.Is(err, cause) {
+		return err
+	}
+	return fmt.Errorf("%w: %w", cause, err)
 }
 
 // Acquire creates a contender node dir/prefix with data and blocks until
@@ -247,7 +258,7 @@ func Acquire(ctx context.Context, st store.Store, dir, prefix string, data []byt
 		return store.Node{}, err
 	}
 	if err := wait(ctx, st, n, cs, blocker); err != nil {
-		return store.Node{}, errors.Join(err, Remove(ctx, st, n.Path))
+		return store.Node{}, errors.Join(sessionErr(st, err), Remove(ctx, st, n.Path))
 	}
 	return n, nil
 }
