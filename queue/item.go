@@ -36,7 +36,10 @@ type Item struct {
 // called again. After the consumer's session ended Ack fails with
 // store.ErrSessionExpired or store.ErrClosed: the claim is gone with the
 // session and the item will be delivered again, possibly already to another
-// consumer.
+// consumer. A client learns of its session's end after the server (etcd's
+// lease expires on the server first), so an Ack in between may still delete
+// an item another consumer has claimed again; that consumer's Ack then
+// succeeds too. Either way the item was delivered at least once.
 func (it *Item) Ack(ctx context.Context) error {
 	it.mu.Lock()
 	defer it.mu.Unlock()
