@@ -35,18 +35,35 @@ func (e *Election) Campaign(ctx context.Context, value []byte) (*Leadership, err
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("election: campaign %q: %w", e.path, err)
 	}
-	n, err := recipe.Acquire(ctx, e.st, e.path, prefix, value, recipe.Predecessor)
-	if err != nil {
-		return nil, e.campaignErr(err)
+	var b backoff
+	for {
+		n, err := recipe.Acquire(ctx, e.st, e.path, prefix, value, recipe.Predecessor)
+		if err == nil {
+			l, cerr := e.claim(ctx, n)
+			if cerr == nil {
+				return l, nil
+			}
+			err = errors.Join(cerr, recipe.Remove(ctx, e.st, n.Path))
+		}
+		// A connection lost at the wrong moment (between a create and
+		// its listing, say) costs the candidate its place in line but
+		// not its campaign: the node is gone, start again.
+		if !e.transient(ctx, err) {
+			return nil, e.campaignErr(ctx, err)
+		}
+		if werr := b.wait(ctx); werr != nil {
+			return nil, e.campaignErr(ctx, werr)
+		}
 	}
-	l, err := e.claim(ctx, n)
-	if err != nil {
-		return nil, e.campaignErr(errors.Join(err, recipe.Remove(ctx, e.st, n.Path)))
-	}
-	return l, nil
 }
 
-func (e *Election) campaignErr(err error) error {
+// campaignErr wraps the error of a failed campaign; when the session has
+// ended, or ctx, the error says so.
+func (e *Election) campaignErr(ctx context.Context, err error) error {
+	e.st.Disconnected() // wait for a session end being published
+	if cause := e.alive(ctx); cause != nil && !errors.Is(err, cause) {
+		err = fmt.Errorf("%w (%w)", cause, err)
+	}
 	if errors.Is(err, store.ErrNoNode) && e.st.Context().Err() == nil {
 		return fmt.Errorf("election: campaign %q: %w: %w", e.path, ErrNodeDeleted, err)
 	}

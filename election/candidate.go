@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	gosync "sync"
 
 	"github.com/corral-go/corral/internal/recipe"
 	"github.com/corral-go/corral/store"
@@ -28,7 +29,9 @@ type Candidate struct {
 	terms  chan *Leadership
 	cancel context.CancelCauseFunc
 	exited chan struct{}
-	err    error // set before exited is closed
+
+	mu  gosync.Mutex
+	err error // why the candidate stopped by itself
 }
 
 // errClosed is the cause of a Candidate's context after Close.
@@ -73,21 +76,21 @@ func (c *Candidate) Close() error {
 // store.ErrClosed) when the session ended, or the error that made a campaign
 // fail for good.
 func (c *Candidate) Err() error {
-	select {
-	case <-c.exited:
-		return c.err
-	default:
-		return nil
-	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.err
 }
 
 func (c *Candidate) run(ctx context.Context) {
 	defer close(c.exited)
 	defer close(c.terms)
-	c.err = c.loop(ctx)
+	err := c.loop(ctx)
 	if errors.Is(context.Cause(ctx), errClosed) {
-		c.err = nil
+		err = nil
 	}
+	c.mu.Lock()
+	c.err = err
+	c.mu.Unlock()
 }
 
 // loop campaigns until ctx or the session ends, and returns why.

@@ -88,7 +88,7 @@ func TestKeepOnDisconnect(t *testing.T) {
 		}
 		b.Expire(t, st)
 		waitDone(t, "a after expiry", a)
-		if cause := context.Cause(a.Context()); !errors.Is(cause, store.ErrSessionExpired) {
+		if cause := context.Cause(a.Context()); !expiryCause(st, cause) {
 			t.Errorf("cause after expiry = %v; want %v", cause, store.ErrSessionExpired)
 		}
 	})

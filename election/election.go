@@ -59,7 +59,7 @@ var (
 	ErrNodeDeleted = errors.New("election: candidate node deleted")
 	// ErrDisconnected is the cause of a leadership ended by a lost
 	// connection under LoseOnDisconnect. It wraps store.ErrDisconnected.
-	ErrDisconnected = fmt.Errorf("election: connection lost: %w", store.ErrDisconnected)
+	ErrDisconnected = fmt.Errorf("election: connection lost, ownership unknown: %w", store.ErrDisconnected)
 	// ErrNotLeader is returned by Proclaim when the leadership has ended.
 	ErrNotLeader = errors.New("election: not the leader")
 	// ErrNoLeader is returned by Election.Leader when nobody leads.

@@ -76,23 +76,35 @@ func (l *Leadership) Resign(ctx context.Context) error {
 }
 
 // Proclaim replaces the leader's value, as observers see it, without a new
-// election. It blocks until the store has applied it or ctx ends. It fails
-// with ErrNotLeader when the leadership has ended; the value may still have
-// been written if the leadership ended during the call.
+// election. It blocks until the store has applied it or ctx ends, waiting
+// out a lost connection while the leadership lasts. It fails with
+// ErrNotLeader when the leadership has ended; the value may still have been
+// written if the leadership ended during the call.
 func (l *Leadership) Proclaim(ctx context.Context, value []byte) error {
 	if err := store.ValidateData(value); err != nil {
 		return fmt.Errorf("election: proclaim: %w", err)
 	}
 	lctx := l.Context()
-	if lctx.Err() != nil {
-		return fmt.Errorf("%w: %w", ErrNotLeader, context.Cause(lctx))
-	}
-	_, err := l.e.st.Set(ctx, l.Path(), value, store.AnyVersion)
-	if errors.Is(err, store.ErrNoNode) {
-		return fmt.Errorf("%w: %w", ErrNotLeader, ErrNodeDeleted)
-	}
-	if err != nil {
-		return fmt.Errorf("election: proclaim: %w", err)
+	var b backoff
+	for {
+		if lctx.Err() != nil {
+			return fmt.Errorf("%w: %w", ErrNotLeader, context.Cause(lctx))
+		}
+		_, err := l.e.st.Set(ctx, l.Path(), value, store.AnyVersion)
+		if err == nil {
+			break
+		}
+		if errors.Is(err, store.ErrNoNode) {
+			return fmt.Errorf("%w: %w", ErrNotLeader, ErrNodeDeleted)
+		}
+		// Setting the own node again is harmless, so a lost connection
+		// is waited out while the leadership lasts (KeepOnDisconnect).
+		if !errors.Is(err, store.ErrDisconnected) || ctx.Err() != nil {
+			return fmt.Errorf("election: proclaim: %w", err)
+		}
+		if werr := b.wait(ctx); werr != nil {
+			return fmt.Errorf("election: proclaim: %w", err)
+		}
 	}
 	l.mu.Lock()
 	l.value = append([]byte(nil), value...)
