@@ -55,6 +55,11 @@
 // consumers themselves, which would cost writes on every take. The
 // benchmarks report the wasted attempts per delivered item.
 //
+// Every take lists p/items (and p/claims) anew, names only, so that a new
+// item of a higher priority is seen at once; the cost of a take therefore
+// grows with the backlog, as in ZooKeeper's recipe (the store contract has no
+// "first n children" read).
+//
 // # Never lost between store and user
 //
 // A take succeeds at its commit point (the delete, or the claim). A Take
