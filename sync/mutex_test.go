@@ -13,8 +13,11 @@ import (
 	"testing"
 	"time"
 
+	"go.etcd.io/etcd/client/v3/concurrency"
+
 	"github.com/corral-go/corral/internal/backends"
 	"github.com/corral-go/corral/internal/countstore"
+	"github.com/corral-go/corral/internal/etcdserver/etcdbackend"
 	"github.com/corral-go/corral/store"
 	"github.com/corral-go/corral/store/storetest"
 	"github.com/corral-go/corral/sync"
@@ -544,6 +547,114 @@ func TestMutexNoHerd(t *testing.T) {
 			if n := c.Counts().Wakeups; n > 1 {
 				t.Errorf("waiter %d woken %d times; want at most 1", i, n)
 			}
+		}
+	})
+}
+
+// TestMutexEtcdConcurrency: a Mutex and etcd's own concurrency.Mutex on the
+// same prefix exclude each other, both ways.
+func TestMutexEtcdConcurrency(t *testing.T) {
+	backends.Run(t, func(t *testing.T, b storetest.Backend) {
+		eb, ok := b.(*etcdbackend.Backend)
+		if !ok {
+			t.Skip("etcd's concurrency package needs etcd")
+		}
+		p, ctx := lockPath(t), testCtx(t)
+		sess, err := concurrency.NewSession(eb.Cluster().Client(t), concurrency.WithTTL(5))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer sess.Close()
+		em := concurrency.NewMutex(sess, p)
+		m := sync.NewMutex(open(t, b, 1)[0], p)
+
+		// etcd holds, corral waits.
+		if err := em.Lock(ctx); err != nil {
+			t.Fatalf("concurrency.Mutex.Lock = %v", err)
+		}
+		if ok, err := m.TryLock(ctx); ok || err != nil {
+			t.Fatalf("TryLock(%q) while etcd's mutex holds = %v, %v; want false, nil", p, ok, err)
+		}
+		got := make(chan error, 1)
+		go func() { got <- m.Lock(ctx) }()
+		waitChildren(t, open(t, b, 1)[0], p, 2)
+		pending(t, got, "Lock")
+		if err := em.Unlock(ctx); err != nil {
+			t.Fatalf("concurrency.Mutex.Unlock = %v", err)
+		}
+		if err := result(t, got, "Lock"); err != nil {
+			t.Fatalf("Lock(%q) = %v", p, err)
+		}
+
+		// corral holds, etcd waits.
+		if err := em.TryLock(ctx); !errors.Is(err, concurrency.ErrLocked) {
+			t.Fatalf("concurrency.Mutex.TryLock while corral holds = %v; want ErrLocked", err)
+		}
+		go func() { got <- em.Lock(ctx) }()
+		waitChildren(t, open(t, b, 1)[0], p, 2)
+		pending(t, got, "concurrency.Mutex.Lock")
+		if err := m.Unlock(ctx); err != nil {
+			t.Fatalf("Unlock(%q) = %v", p, err)
+		}
+		if err := result(t, got, "concurrency.Mutex.Lock"); err != nil {
+			t.Fatalf("concurrency.Mutex.Lock = %v", err)
+		}
+		if err := em.Unlock(ctx); err != nil {
+			t.Fatalf("concurrency.Mutex.Unlock = %v", err)
+		}
+
+		// Both kinds at once, several of each, never two holders.
+		var held atomic.Bool
+		var wg gosync.WaitGroup
+		errs := make(chan error, 64)
+		critical := func() {
+			if !held.CompareAndSwap(false, true) {
+				errs <- errors.New("two holders at once")
+			}
+			runtime.Gosched()
+			held.Store(false)
+		}
+		for _, st := range open(t, b, 2) {
+			m := sync.NewMutex(st, p)
+			wg.Go(func() {
+				for range 5 {
+					if err := m.Lock(ctx); err != nil {
+						errs <- err
+						return
+					}
+					critical()
+					if err := m.Unlock(ctx); err != nil {
+						errs <- err
+						return
+					}
+				}
+			})
+		}
+		for range 2 {
+			s, err := concurrency.NewSession(eb.Cluster().Client(t), concurrency.WithTTL(5))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			em := concurrency.NewMutex(s, p)
+			wg.Go(func() {
+				for range 5 {
+					if err := em.Lock(ctx); err != nil {
+						errs <- err
+						return
+					}
+					critical()
+					if err := em.Unlock(ctx); err != nil {
+						errs <- err
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Error(err)
 		}
 	})
 }
