@@ -61,7 +61,9 @@ func bcount(t testing.TB, b storetest.Backend, n int) []*countstore.Store {
 // them when marker is ""); none when p does not exist.
 func bkids(t testing.TB, st store.Store, p, marker string) []string {
 	t.Helper()
-	kids, err := st.Children(bctx(t), p)
+	ctx, cancel := context.WithTimeout(t.Context(), bTimeout)
+	defer cancel()
+	kids, err := st.Children(ctx, p)
 	if errors.Is(err, store.ErrNoNode) {
 		return nil
 	}
@@ -81,7 +83,8 @@ func bkids(t testing.TB, st store.Store, p, marker string) []string {
 // satisfies ok.
 func bwaitKids(t testing.TB, st store.Store, p, marker string, ok func(n int) bool) {
 	t.Helper()
-	ctx := bctx(t)
+	ctx, cancelAll := context.WithTimeout(t.Context(), bTimeout)
+	defer cancelAll()
 	for {
 		wctx, cancel := context.WithCancel(ctx)
 		kids, ev, err := st.(store.ChildrenWatcher).ChildrenW(wctx, p)
