@@ -69,7 +69,9 @@ func newLockOptions(opts []LockOption) lockOptions {
 }
 
 func (o lockOptions) hold() recipe.HoldOptions {
-	h := recipe.HoldOptions{Deleted: ErrNodeDeleted}
+	// Lazy: a holder that never asks for its Context pays the store's
+	// floor (create, list, delete) and no watch of its own node.
+	h := recipe.HoldOptions{Deleted: ErrNodeDeleted, Lazy: true}
 	if o.policy == LoseOnDisconnect {
 		h.Disconnected = ErrDisconnected
 	}

@@ -19,6 +19,11 @@ type HoldOptions struct {
 	// survives disconnections and ends only when the session does or the
 	// node goes.
 	Disconnected error
+	// Lazy defers the watch of the own node (one round trip) to the first
+	// call of Context, so that a holder who never looks at its context
+	// pays only for the create, the listing and the delete. Release still
+	// reports a node found deleted as lost.
+	Lazy bool
 }
 
 // Hold is a granted contender node, held until its Context is cancelled.
@@ -29,22 +34,25 @@ type Hold struct {
 	opts   HoldOptions
 	ctx    context.Context
 	cancel context.CancelCauseFunc
-	done   chan struct{} // closed when the hold's goroutines have exited
+
+	mu       gosync.Mutex
+	watching bool // the node's watch was started
+	stopped  bool // Stop was called: start nothing more
+	wg       gosync.WaitGroup
 }
 
 // NewHold starts holding node, a granted contender of st's session. The
 // hold's context is derived from st.Context(). NewHold starts a goroutine
-// that watches the node, and one that watches the connection when
-// opts.Disconnected is set; Release (or Stop) ends them.
+// that watches the node (unless opts.Lazy), and one that watches the
+// connection when opts.Disconnected is set; Release (or Stop) ends them.
 func NewHold(st store.Store, node store.Node, opts HoldOptions) *Hold {
 	ctx, cancel := context.WithCancelCause(st.Context())
-	h := &Hold{st: st, node: node, opts: opts, ctx: ctx, cancel: cancel, done: make(chan struct{})}
-	var wg gosync.WaitGroup
+	h := &Hold{st: st, node: node, opts: opts, ctx: ctx, cancel: cancel}
 	if opts.Disconnected != nil {
 		// Apart from the node's watch, which may be blocked in a call
 		// that waits for the connection to come back.
 		disc := st.Disconnected()
-		wg.Go(func() {
+		h.wg.Go(func() {
 			select {
 			case <-disc:
 				h.lose(opts.Disconnected)
@@ -52,17 +60,29 @@ func NewHold(st store.Store, node store.Node, opts HoldOptions) *Hold {
 			}
 		})
 	}
-	go func() {
-		h.watch()
-		wg.Wait()
-		close(h.done)
-	}()
+	if !opts.Lazy {
+		h.startWatch()
+	}
 	return h
 }
 
+// startWatch starts the node's watch once, unless the hold was stopped.
+func (h *Hold) startWatch() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.watching || h.stopped {
+		return
+	}
+	h.watching = true
+	h.wg.Go(h.watch)
+}
+
 // Context returns the hold's context, cancelled with a cause when the hold
-// ends.
-func (h *Hold) Context() context.Context { return h.ctx }
+// ends. Under HoldOptions.Lazy the first call starts the node's watch.
+func (h *Hold) Context() context.Context {
+	h.startWatch()
+	return h.ctx
+}
 
 // Node returns the held node.
 func (h *Hold) Node() store.Node { return h.node }
@@ -74,21 +94,34 @@ func (h *Hold) Token() int64 { return h.node.Seq }
 // Release ends the hold with cause and removes the node (on
 // context.WithoutCancel(ctx), bounded by CleanupTimeout). It returns lost,
 // the cause of an end that came before the release (nil if the hold was
-// still live), and err, the failure to remove the node. A second Release
-// reports the first one's cause as lost and removes nothing new.
+// still live; HoldOptions.Deleted if the node was found already deleted),
+// and err, the failure to remove the node. A second Release reports the
+// first one's cause as lost and removes nothing new.
 func (h *Hold) Release(ctx context.Context, cause error) (lost, err error) {
 	if h.ctx.Err() != nil {
 		lost = context.Cause(h.ctx)
 	}
 	h.Stop(cause)
-	return lost, Remove(ctx, h.st, h.node.Path)
+	gone, err := remove(ctx, h.st, h.node.Path)
+	if lost == nil && gone {
+		// Deleted by someone else, and nobody watched it go.
+		syncSession(h.st)
+		lost = h.opts.Deleted
+		if c := context.Cause(h.st.Context()); c != nil {
+			lost = c
+		}
+	}
+	return lost, err
 }
 
 // Stop ends the hold with cause, if it has not ended yet, and waits for its
-// goroutine; it leaves the node in place.
+// goroutines; it leaves the node in place.
 func (h *Hold) Stop(cause error) {
+	h.mu.Lock()
+	h.stopped = true
+	h.mu.Unlock()
 	h.cancel(cause)
-	<-h.done
+	h.wg.Wait()
 }
 
 // watch cancels the hold when the own node goes or the session ends.

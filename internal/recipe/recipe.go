@@ -400,13 +400,27 @@ func retry[T any](ctx context.Context, st store.Store, fn func() (T, error)) (T,
 // already gone, or a session that ended (taking its ephemeral nodes with
 // it), counts as removed.
 func Remove(ctx context.Context, st store.Store, path string) error {
+	_, err := remove(ctx, st, path)
+	return err
+}
+
+// remove is Remove that also reports whether the node was found gone on the
+// first try (a retry after a lost connection may find the node its own
+// earlier attempt deleted).
+func remove(ctx context.Context, st store.Store, path string) (gone bool, err error) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), CleanupTimeout)
 	defer cancel()
-	_, err := retry(ctx, st, func() (struct{}, error) { return struct{}{}, st.Delete(ctx, path) })
+	first := true
+	_, err = retry(ctx, st, func() (struct{}, error) {
+		err := st.Delete(ctx, path)
+		gone = first && errors.Is(err, store.ErrNoNode)
+		first = false
+		return struct{}{}, err
+	})
 	switch {
 	case err == nil, errors.Is(err, store.ErrNoNode),
 		errors.Is(err, store.ErrSessionExpired), errors.Is(err, store.ErrClosed):
-		return nil
+		return gone, nil
 	}
-	return fmt.Errorf("remove contender %q: %w", path, err)
+	return gone, fmt.Errorf("remove contender %q: %w", path, err)
 }

@@ -410,3 +410,51 @@ func TestLostReplyYieldsOneNode(t *testing.T) {
 		}
 	})
 }
+
+func TestLazyHold(t *testing.T) {
+	backends.Run(t, func(t *testing.T, b storetest.Backend) {
+		owner, other := b.Open(t), b.Open(t)
+		defer owner.Close()
+		defer other.Close()
+		d := dir(t)
+		n, err := recipe.Acquire(t.Context(), owner, d, recipe.LockPrefix, nil, recipe.Predecessor)
+		if err != nil {
+			t.Fatalf("Acquire = %v", err)
+		}
+		h := recipe.NewHold(owner, n, recipe.HoldOptions{Deleted: errDeleted, Lazy: true})
+		if err := other.Delete(t.Context(), n.Path); err != nil {
+			t.Fatal(err)
+		}
+		// Nobody watched: Release finds the node gone.
+		lost, err := h.Release(t.Context(), errReleased)
+		if !errors.Is(lost, errDeleted) || err != nil {
+			t.Errorf("Release() = %v, %v; want %v, nil", lost, err, errDeleted)
+		}
+
+		n, err = recipe.Acquire(t.Context(), owner, d, recipe.LockPrefix, nil, recipe.Predecessor)
+		if err != nil {
+			t.Fatalf("Acquire = %v", err)
+		}
+		h = recipe.NewHold(owner, n, recipe.HoldOptions{Deleted: errDeleted, Lazy: true})
+		if err := other.Delete(t.Context(), n.Path); err != nil {
+			t.Fatal(err)
+		}
+		// The first Context starts the watch, which finds the node gone.
+		if cause := context.Cause(waitDone(t, h.Context())); !errors.Is(cause, errDeleted) {
+			t.Errorf("Cause = %v; want %v", cause, errDeleted)
+		}
+		if lost, _ := h.Release(t.Context(), errReleased); !errors.Is(lost, errDeleted) {
+			t.Errorf("Release() lost = %v; want %v", lost, errDeleted)
+		}
+	})
+}
+
+func waitDone(t *testing.T, ctx context.Context) context.Context {
+	t.Helper()
+	select {
+	case <-ctx.Done():
+	case <-time.After(timeout):
+		t.Fatal("context not cancelled")
+	}
+	return ctx
+}
