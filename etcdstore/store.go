@@ -129,9 +129,10 @@ func Open(ctx context.Context, cli *clientv3.Client, opts ...Option) (*Store, er
 	}
 	s.deadline = sent.Add(s.ttl)
 	s.ctx, s.cancel = context.WithCancelCause(context.Background())
-	s.wg.Add(2)
+	s.wg.Add(3)
 	go s.keepAlive()
 	go s.watchConn()
+	go s.anchor()
 	return s, nil
 }
 
@@ -415,8 +416,7 @@ func (s *Store) Delete(ctx context.Context, p string) error {
 	}
 	defer done()
 	resp, err := s.cli.Txn(ctx).
-		If(clientv3.Compare(clientv3.CreateRevision(p), ">", 0),
-			clientv3.Compare(clientv3.CreateRevision(p+"/"), "=", 0).WithPrefix()).
+		If(clientv3.Compare(clientv3.CreateRevision(p+"/"), "=", 0).WithPrefix()).
 		Then(clientv3.OpDelete(p)).
 		Else(clientv3.OpGet(p, clientv3.WithCountOnly())).
 		Commit()
@@ -424,6 +424,9 @@ func (s *Store) Delete(ctx context.Context, p string) error {
 		return s.fail(ctx, "delete", p, err)
 	}
 	if resp.Succeeded {
+		if resp.Responses[0].GetResponseDeleteRange().Deleted == 0 {
+			return fmt.Errorf("etcdstore: delete %q: %w", p, store.ErrNoNode)
+		}
 		return nil
 	}
 	if resp.Responses[0].GetResponseRange().Count == 0 {
@@ -528,8 +531,10 @@ func ancestors(p string) []string {
 // is p followed by 16 random hexadecimal digits.
 //
 // The create is one transaction: it checks that the node does not exist and
-// that no ancestor is attached to a lease, creates the missing ancestors as
-// persistent empty keys and puts the node. When the reply of a sequential
+// that its parent exists and is not attached to a lease, and puts the node.
+// When the parent is missing, a second transaction checks that no ancestor
+// is attached to a lease, creates the missing ones as persistent empty keys
+// and puts the node. When the reply of a sequential
 // create is lost (ErrDisconnected), Create sends the same transaction again
 // with the same unique name until it gets an answer, ctx ends or the session
 // ends; the node it then finds under that name with this session's lease is
@@ -565,37 +570,25 @@ func (s *Store) create(ctx context.Context, p string, data []byte, mode store.Mo
 	if mode&store.Ephemeral != 0 {
 		lease = s.lease
 	}
-	parent := store.Parent(name)
-	as := ancestors(name)
-	cmps := make([]clientv3.Cmp, 0, 1+len(as))
-	cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(name), "=", 0))
-	then := make([]clientv3.Op, 0, len(as)+2)
-	for _, a := range as {
-		cmps = append(cmps, clientv3.Compare(clientv3.LeaseValue(a), "=", 0))
-		then = append(then, clientv3.OpTxn(
-			[]clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(a), "=", 0)},
-			[]clientv3.Op{clientv3.OpPut(a, "")}, nil))
-	}
-	var putOpts []clientv3.OpOption
-	if lease != 0 {
-		putOpts = append(putOpts, clientv3.WithLease(lease))
-	}
-	then = append(then, clientv3.OpPut(name, string(data), putOpts...))
-	els := []clientv3.Op{clientv3.OpGet(name)}
-	if list {
-		key, opts := listRange(parent)
-		then = append(then, clientv3.OpGet(key, opts...))
-		els = append(els, clientv3.OpGet(key, opts...))
-	}
-
+	r := &createReq{name: name, parent: store.Parent(name), data: data, lease: lease, mode: mode, list: list}
+	// The first transaction assumes the parent exists, as it does for
+	// every create in a recipe's directory but the first; only when it
+	// does not is the full one, which makes the missing ancestors, sent.
+	full := false
 	// retried is set once a transaction may have been applied without
 	// our seeing its reply.
 	retried := false
 	backoff := 10 * time.Millisecond
 	for {
+		cmps, then, els := r.txn(full)
 		resp, err := s.cli.Txn(octx).If(cmps...).Then(then...).Else(els...).Commit()
 		if err == nil {
-			return s.created(resp, name, parent, data, lease, mode, list, retried)
+			n, kids, err := r.result(resp, full, retried)
+			if errors.Is(err, errNoParent) {
+				full = true
+				continue
+			}
+			return n, kids, err
 		}
 		err = s.fail(ctx, "create", name, err)
 		if ctx.Err() != nil && (mode&store.Sequential != 0 || lease != 0) {
@@ -619,36 +612,85 @@ func (s *Store) create(ctx context.Context, p string, data []byte, mode store.Mo
 	}
 }
 
-// created interprets the reply of a create transaction.
-func (s *Store) created(resp *clientv3.TxnResponse, name, parent string, data []byte, lease clientv3.LeaseID, mode store.Mode, list, retried bool) (store.Node, []store.Child, error) {
-	var n store.Node
-	var listResp *clientv3.GetResponse
-	if resp.Succeeded {
-		n = store.Node{Path: name, Data: data, Seq: resp.Header.Revision, Owner: int64(lease)}
-		if list {
-			listResp = (*clientv3.GetResponse)(resp.Responses[len(resp.Responses)-1].GetResponseRange())
+// errNoParent says that a create's parent is missing: send the full
+// transaction.
+var errNoParent = errors.New("etcdstore: parent missing")
+
+// createReq is one create, sent as one of two transactions:
+//
+//   - fast: if the node is absent and the parent exists with no lease, put
+//     the node; else read both, to tell ErrNodeExists, ErrEphemeralParent
+//     and a missing parent apart.
+//   - full: if the node is absent and no ancestor has a lease, put each
+//     missing ancestor as a persistent empty key (a nested transaction per
+//     ancestor) and the node; else read the node.
+//
+// Both list the parent's subtree after the put when list is set.
+type createReq struct {
+	name, parent string
+	data         []byte
+	lease        clientv3.LeaseID
+	mode         store.Mode
+	list         bool
+}
+
+func (r *createReq) txn(full bool) (cmps []clientv3.Cmp, then, els []clientv3.Op) {
+	cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(r.name), "=", 0))
+	els = append(els, clientv3.OpGet(r.name))
+	switch {
+	case full:
+		for _, a := range ancestors(r.name) {
+			cmps = append(cmps, clientv3.Compare(clientv3.LeaseValue(a), "=", 0))
+			then = append(then, clientv3.OpTxn(
+				[]clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(a), "=", 0)},
+				[]clientv3.Op{clientv3.OpPut(a, "")}, nil))
 		}
+	case r.parent != "/":
+		cmps = append(cmps,
+			clientv3.Compare(clientv3.CreateRevision(r.parent), ">", 0),
+			clientv3.Compare(clientv3.LeaseValue(r.parent), "=", 0))
+		els = append(els, clientv3.OpGet(r.parent, clientv3.WithKeysOnly()))
+	}
+	if r.lease != 0 {
+		then = append(then, clientv3.OpPut(r.name, string(r.data), clientv3.WithLease(r.lease)))
+	} else {
+		then = append(then, clientv3.OpPut(r.name, string(r.data)))
+	}
+	if r.list {
+		key, opts := listRange(r.parent)
+		then = append(then, clientv3.OpGet(key, opts...))
+		els = append(els, clientv3.OpGet(key, opts...))
+	}
+	return cmps, then, els
+}
+
+// result interprets the reply of r.txn(full).
+func (r *createReq) result(resp *clientv3.TxnResponse, full, retried bool) (store.Node, []store.Child, error) {
+	var n store.Node
+	if resp.Succeeded {
+		n = store.Node{Path: r.name, Data: r.data, Seq: resp.Header.Revision, Owner: int64(r.lease)}
 	} else {
 		kvs := resp.Responses[0].GetResponseRange().Kvs
 		if len(kvs) == 0 {
-			return store.Node{}, nil, fmt.Errorf("etcdstore: create %q: %w", name, store.ErrEphemeralParent)
+			if !full && r.parent != "/" && len(resp.Responses[1].GetResponseRange().Kvs) == 0 {
+				return store.Node{}, nil, errNoParent
+			}
+			return store.Node{}, nil, fmt.Errorf("etcdstore: create %q: %w", r.name, store.ErrEphemeralParent)
 		}
 		kv := kvs[0]
 		// Only a sequential name is ours alone; finding it after a lost
 		// reply, with our lease (or none, as we asked), means we made it.
-		ours := retried && mode&store.Sequential != 0 && kv.Lease == int64(lease) && bytes.Equal(kv.Value, data)
+		ours := retried && r.mode&store.Sequential != 0 && kv.Lease == int64(r.lease) && bytes.Equal(kv.Value, r.data)
 		if !ours {
-			return store.Node{}, nil, fmt.Errorf("etcdstore: create %q: %w", name, store.ErrNodeExists)
+			return store.Node{}, nil, fmt.Errorf("etcdstore: create %q: %w", r.name, store.ErrNodeExists)
 		}
 		n = node(kv)
-		if list {
-			listResp = (*clientv3.GetResponse)(resp.Responses[1].GetResponseRange())
-		}
 	}
-	if !list {
+	if !r.list {
 		return n, nil, nil
 	}
-	_, kids := children(parent, listResp.Kvs)
+	listResp := resp.Responses[len(resp.Responses)-1].GetResponseRange()
+	_, kids := children(r.parent, listResp.Kvs)
 	return n, kids, nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -356,4 +357,33 @@ func (s *Store) idle(ctx context.Context, op, p string, out chan<- store.Event) 
 	}
 	out <- store.Event{Path: p, Err: fmt.Errorf("etcdstore: %s %q: %w", op, p, err)}
 	close(out)
+}
+
+// anchorKey is a key the adapter never writes (it does not start with '/'),
+// watched for the whole session.
+const anchorKey = "\x00corral/etcdstore/anchor"
+
+// anchor keeps one watch open on the session's watch stream for as long as
+// the session lives. clientv3 tears a watch stream down when its last
+// watcher is cancelled, and opens a new one for the next watch: without
+// the anchor, a recipe that waits on one node at a time would pay a new
+// gRPC stream for every ExistsW. The server holds one idle watcher per
+// session for it.
+func (s *Store) anchor() {
+	defer s.wg.Done()
+	for {
+		ctx, cancel := context.WithCancel(clientv3.WithRequireLeader(s.ctx))
+		for range s.cli.Watch(ctx, anchorKey) {
+			// Nobody writes the key; drain whatever comes.
+		}
+		cancel()
+		// Cancelled by the server (no leader) or by the session's end.
+		t := time.NewTimer(100 * time.Millisecond)
+		select {
+		case <-s.ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+	}
 }
