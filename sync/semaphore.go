@@ -233,7 +233,6 @@ func (s *Semaphore) create(ctx context.Context) (store.Node, []store.Child, erro
 // wait blocks until own is among the n lowest leases, re-listing them after
 // every wait.
 func (s *Semaphore) wait(ctx context.Context, own store.Node, kids []store.Child) error {
-	waited := false
 	for {
 		leases := semLeases(s.path, kids)
 		i := dbIndex(leases, own.Path)
@@ -244,9 +243,9 @@ func (s *Semaphore) wait(ctx context.Context, own store.Node, kids []store.Child
 			if s.st.Context().Err() != nil {
 				return s.ownGone(own.Path)
 			}
-			if waited && i+1 < len(leases) {
-				// The next waiter watched this node: touch it, so that it
-				// moves up and watches the holders in its turn.
+			if i+1 < len(leases) {
+				// The next in line may be watching this node: touch it, so
+				// that it moves up and watches the holders in its turn.
 				if _, err := s.st.Set(ctx, own.Path, s.opts.data, store.AnyVersion); err != nil {
 					return err
 				}
@@ -255,14 +254,13 @@ func (s *Semaphore) wait(ctx context.Context, own store.Node, kids []store.Child
 		}
 		// The first waiter waits for any holder to go; the others for the
 		// waiter before them to go or move up.
-		blockers := leases[i-1 : i]
-		if i == s.n {
-			blockers = leases[:s.n]
+		blockers, moved := leases[:s.n], false
+		if i > s.n {
+			blockers, moved = leases[i-1:i], true
 		}
-		if err := s.retry(ctx, func() error { return semAwait(ctx, s.st, blockers) }); err != nil {
+		if err := s.retry(ctx, func() error { return semAwait(ctx, s.st, blockers, moved) }); err != nil {
 			return err
 		}
-		waited = true
 		if err := s.retry(ctx, func() (err error) { kids, err = s.st.Children(ctx, s.path); return err }); err != nil {
 			return err
 		}
@@ -281,8 +279,9 @@ func (s *Semaphore) retry(ctx context.Context, fn func() error) error {
 }
 
 // semAwait waits until one of nodes changes (goes, or has its data set),
-// returning at once if one of them is gone already.
-func semAwait(ctx context.Context, st store.Store, nodes []dbNode) error {
+// returning at once if one of them is gone already or, with moved, has been
+// touched already (a lease node's version is 0 until its holder touches it).
+func semAwait(ctx context.Context, st store.Store, nodes []dbNode, moved bool) error {
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel() // drops the watches that did not fire
 	cases := make([]reflect.SelectCase, 0, len(nodes)+2)
@@ -295,6 +294,13 @@ func semAwait(ctx context.Context, st store.Store, nodes []dbNode) error {
 			return nil
 		}
 		cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ev)})
+		if moved {
+			// The touch may have come between the list and the watch.
+			node, err := st.Get(ctx, m.path)
+			if err != nil || node.Version > 0 {
+				return semIgnoreNoNode(err)
+			}
+		}
 	}
 	cases = append(cases,
 		reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ctx.Done())},
@@ -307,6 +313,13 @@ func semAwait(ctx context.Context, st store.Store, nodes []dbNode) error {
 		return ctx.Err()
 	}
 	return context.Cause(st.Context())
+}
+
+func semIgnoreNoNode(err error) error {
+	if errors.Is(err, store.ErrNoNode) {
+		return nil
+	}
+	return err
 }
 
 // semLeases returns the lease nodes among the children of dir, by Seq.
