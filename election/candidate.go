@@ -62,8 +62,9 @@ func (e *Election) Candidate(ctx context.Context, value []byte) *Candidate {
 func (c *Candidate) Terms() <-chan *Leadership { return c.terms }
 
 // Close stops the candidate: it resigns the current term, if any, removes
-// its node and waits for its goroutine to exit. It is idempotent and
-// returns nil.
+// its node and waits for its goroutine to exit. While the connection is lost
+// the removal is retried for a bounded time (seconds), which bounds Close.
+// It is idempotent and returns nil.
 func (c *Candidate) Close() error {
 	c.cancel(errClosed)
 	<-c.exited

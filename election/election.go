@@ -23,11 +23,25 @@
 // is the whole leadership loop. [Election.Observe] reports the current leader
 // and every change of leader, including "no leader", to any session.
 //
-// Before reporting leadership, a candidate that had to wait re-checks that its
-// own node still exists and belongs to its live session, so a candidate whose
-// session died while it waited never believes it leads. Every grant carries a
-// fencing token, the Seq of the leader's node, which grows with every new
-// term of the same election.
+// Before reporting leadership, a candidate that had to wait lists the
+// candidates again and checks that its own node is still among them while its
+// session lives (and, under LoseOnDisconnect, that it is connected), so a
+// candidate whose session died while it waited never believes it leads.
+// Every grant carries a fencing token, the Seq of the leader's node, which
+// grows with every new term of the same election.
+//
+// # Who knows first
+//
+// When a leader resigns, closes its session, or loses its connection under
+// LoseOnDisconnect, its Done channel is closed before its node goes, so the
+// next leader is never told before the old one knows. When someone else
+// ends the term (deletes the node, or has the server end the session, as
+// ZooKeeper's session takeover and etcd's lease revocation do), the old and
+// the new leader learn it from the same change and nothing orders the two:
+// that is what the fencing token is for. A session that expires because the
+// client stopped reaching the server is the first case under
+// LoseOnDisconnect: the client sees its connection fail before the server
+// gives up on the session.
 //
 // # Interoperability
 //

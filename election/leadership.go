@@ -44,7 +44,8 @@ func (l *Leadership) Context() context.Context { return l.hold.Context() }
 // Token returns the fencing token of this term: the Seq of the leader's
 // node. Each new term of the election has a greater token than every
 // earlier one, so storage that remembers the greatest token it has seen can
-// reject a deposed leader's writes.
+// reject a deposed leader's writes. Tokens compare only within one election
+// path, and may start at 0 (ZooKeeper's first sequence number).
 func (l *Leadership) Token() int64 { return l.hold.Token() }
 
 // Path returns the path of the leader's node.
