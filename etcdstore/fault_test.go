@@ -445,3 +445,63 @@ func TestInteropConcurrencyMutex(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A watch served by a member cut off from the majority of its cluster
+// fails with ErrDisconnected (the member cancels require-leader watches
+// once it has had no leader for three election timeouts) instead of
+// hanging; the session is reported disconnected, and survives once the
+// quorum is back within its TTL.
+func TestMemberWithoutQuorum(t *testing.T) {
+	c := etcdserver.Start(t, 3)
+	var m *etcdserver.Member
+	var others []*etcdserver.Member
+	for _, x := range c.Members {
+		if m == nil && !x.IsLeader() {
+			m = x
+		} else {
+			others = append(others, x)
+		}
+	}
+	cli := c.Client(t, m.ClientURL)
+	ctx := ctxFor(t)
+	s, err := etcdstore.Open(ctx, cli, etcdstore.WithTTL(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	_, ch, err := s.ExistsW(ctx, "/quorum/w")
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	for _, x := range others {
+		x.Kill()
+	}
+	ev := waitEvent(t, "watch on a member without quorum", ch)
+	t.Logf("watch failed after %v", time.Since(start))
+	if !errors.Is(ev.Err, store.ErrDisconnected) {
+		t.Errorf("event = %+v; want ErrDisconnected", ev)
+	}
+	waitDone(t, "Disconnected", s.Disconnected())
+	t.Logf("disconnected after %v", time.Since(start))
+	for _, x := range others {
+		if err := x.Restart(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Logf("restarted after %v", time.Since(start))
+	retry(t, ctx, "ExistsW after the quorum is back", func() error {
+		_, ch, err = s.ExistsW(ctx, "/quorum/w")
+		return err
+	})
+	t.Logf("watching again after %v", time.Since(start))
+	if _, err := c.Client(t).Put(ctx, "/quorum/w", ""); err != nil {
+		t.Fatal(err)
+	}
+	if ev := waitEvent(t, "watch after the quorum is back", ch); ev.Type != store.EventCreated {
+		t.Errorf("event = %+v; want created", ev)
+	}
+	if err := s.Context().Err(); err != nil {
+		t.Errorf("session ended: %v", context.Cause(s.Context()))
+	}
+}

@@ -295,6 +295,7 @@ func (s *Store) serve(ctx context.Context, spec *watchSpec, w watcher, last *cli
 				send(store.EventNone, s.sessionErr())
 				return
 			case !ok:
+				s.probe()
 				send(store.EventNone, fmt.Errorf("%w: watch closed", store.ErrDisconnected))
 				return
 			case wr.CompactRevision != 0:
@@ -312,6 +313,9 @@ func (s *Store) serve(ctx context.Context, spec *watchSpec, w watcher, last *cli
 				last = cur
 				continue
 			case wr.Err() != nil:
+				// No leader, most likely: find out whether the
+				// session can still be renewed.
+				s.probe()
 				send(store.EventNone, fmt.Errorf("%w: %w", store.ErrDisconnected, wr.Err()))
 				return
 			}
