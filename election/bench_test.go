@@ -53,7 +53,8 @@ func BenchmarkFailover(b *testing.B) {
 // which may end its session; a new session then queues behind the new
 // leader.
 func failover(b *testing.B, be storetest.Backend, end func(store.Store, *election.Leadership)) {
-	ctx := ctxFor(b)
+	// Every wait below is bounded on its own; the whole run may be long.
+	ctx := b.Context()
 	path := dir(b)
 	leaderSt := open(b, be)
 	leader, err := election.New(leaderSt, path).Campaign(ctx, []byte("first"))

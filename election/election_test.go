@@ -445,3 +445,39 @@ func TestObserve(t *testing.T) {
 		expect("c resigns", election.Leader{})
 	})
 }
+
+// TestObserveEnds: an observer's channel is closed when its ctx ends or its
+// session does.
+func TestObserveEnds(t *testing.T) {
+	backends.Run(t, func(t *testing.T, b storetest.Backend) {
+		tests := []struct {
+			name string
+			end  func(t *testing.T, cancel context.CancelFunc, st store.Store)
+		}{
+			{"ctx", func(_ *testing.T, cancel context.CancelFunc, _ store.Store) { cancel() }},
+			{"close", func(_ *testing.T, _ context.CancelFunc, st store.Store) { _ = st.Close() }},
+			{"expire", func(t *testing.T, _ context.CancelFunc, st store.Store) { b.Expire(t, st) }},
+		}
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				st := open(t, b)
+				ctx, cancel := context.WithCancel(t.Context())
+				defer cancel()
+				ch := election.New(st, dir(t)).Observe(ctx)
+				if l, ok := next(t, "first report", ch); !ok || !l.IsZero() {
+					t.Fatalf("first report = %v, %v; want no leader", l, ok)
+				}
+				tt.end(t, cancel, st)
+				for {
+					l, ok := next(t, "end", ch)
+					if !ok {
+						break
+					}
+					if !l.IsZero() {
+						t.Errorf("report after the end = %v; want none", l)
+					}
+				}
+			})
+		}
+	})
+}
