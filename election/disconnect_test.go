@@ -5,9 +5,13 @@ import (
 	"errors"
 	gosync "sync"
 	"testing"
+	"time"
 
 	"github.com/corral-go/corral/election"
 	"github.com/corral-go/corral/internal/backends"
+	"github.com/corral-go/corral/internal/etcdserver/etcdbackend"
+	"github.com/corral-go/corral/internal/zkserver/zkbackend"
+	"github.com/corral-go/corral/zkstore"
 	"github.com/corral-go/corral/store"
 	"github.com/corral-go/corral/store/storetest"
 )
@@ -185,6 +189,67 @@ func TestLostCreateReply(t *testing.T) {
 		}
 		if err := l.Resign(ctx); err != nil {
 			t.Errorf("Resign() = %v", err)
+		}
+	})
+}
+
+// partitionable opens a leader session that a partition can expire
+// naturally within a few seconds: ZooKeeper's is opened with a short
+// session timeout, etcd's has the backend's short TTL. memstore has no
+// clock, so its "server" expiry is forced once the client has noticed.
+func partitionable(t *testing.T, b storetest.Backend) (store.Store, func()) {
+	switch be := b.(type) {
+	case *zkbackend.Backend:
+		st, _ := be.OpenWithProxies(t, zkstore.WithSessionTimeout(2*time.Second))
+		return st, func() {}
+	case *etcdbackend.Backend:
+		return open(t, b), func() {}
+	}
+	st := open(t, b)
+	return st, func() { b.Expire(t, st) }
+}
+
+// TestPartitionedLeader: a leader cut off from the servers stops leading
+// (LoseOnDisconnect) before the servers expire its session and elect the
+// next candidate — the old leader knows first when the expiry is natural.
+func TestPartitionedLeader(t *testing.T) {
+	backends.Run(t, func(t *testing.T, b storetest.Backend) {
+		d := disconnector(t, b)
+		path := dir(t)
+		ctx := ctxFor(t)
+		sa, expire := partitionable(t, b)
+		a, err := election.New(sa, path).Campaign(ctx, []byte("a"))
+		if err != nil {
+			t.Fatalf("Campaign(a) = %v", err)
+		}
+		told := make(chan bool, 1)
+		ch := make(chan result, 1)
+		go func() {
+			l, err := election.New(open(t, b), path).Campaign(ctx, []byte("b"))
+			told <- closed(a.Done())
+			ch <- result{l, err}
+		}()
+		waitCandidates(t, sa, path, 2)
+
+		start := time.Now()
+		d.Disconnect(t, sa)
+		defer d.Reconnect(t, sa) // so that closing it does not wait for a timeout
+		waitDone(t, "a, partitioned", a)
+		t.Logf("a stopped leading %v after the partition", time.Since(start))
+		expire()
+		if !recv(t, "b", told) {
+			t.Error("b was elected while a's Done was open")
+		}
+		bl := elected(t, "b", ch)
+		t.Logf("b elected %v after the partition", time.Since(start))
+		if cause := context.Cause(a.Context()); !errors.Is(cause, election.ErrDisconnected) {
+			t.Errorf("cause of a's end = %v; want %v", cause, election.ErrDisconnected)
+		}
+		if bl.Token() <= a.Token() {
+			t.Errorf("b.Token() = %d after a.Token() = %d; want greater", bl.Token(), a.Token())
+		}
+		if err := bl.Resign(ctx); err != nil {
+			t.Errorf("Resign(b) = %v", err)
 		}
 	})
 }
