@@ -11,9 +11,9 @@ import (
 	"github.com/corral-go/corral/internal/backends"
 	"github.com/corral-go/corral/internal/etcdserver/etcdbackend"
 	"github.com/corral-go/corral/internal/zkserver/zkbackend"
-	"github.com/corral-go/corral/zkstore"
 	"github.com/corral-go/corral/store"
 	"github.com/corral-go/corral/store/storetest"
+	"github.com/corral-go/corral/zkstore"
 )
 
 func disconnector(t *testing.T, b storetest.Backend) storetest.Disconnector {
