@@ -79,6 +79,11 @@ func (e *Election) Leader(ctx context.Context) (Leader, error) {
 // is replaced by the newer one, so a leader already known to be gone is
 // never sent, and changes faster than a round trip may be merged.
 //
+// The leader reported is the candidate with the lowest node: it may not have
+// been told yet, and a leader that lost its connection under
+// LoseOnDisconnect is still reported until its node goes, since nobody else
+// can lead meanwhile.
+//
 // Observe returns at once. The channel is closed, and the goroutine that
 // feeds it exits, when ctx ends or the session ends; until then a lost
 // connection is waited out. Observe is safe for concurrent use and needs no
