@@ -250,8 +250,12 @@ func (sm *semMachine) waitNodes(t *rapid.T) {
 			return
 		}
 		if err != nil {
-			if _, ev, err = st.ExistsW(sm.ctx, sm.path); err != nil {
+			var exists bool
+			if exists, ev, err = st.ExistsW(sm.ctx, sm.path); err != nil {
 				t.Fatalf("watching %q: %v", sm.path, err)
+			}
+			if exists {
+				continue // created meanwhile: list it
 			}
 		}
 		select {
