@@ -110,8 +110,11 @@ const semPrefix = "lease-"
 // in line, first come first served. No release wakes a herd: the first
 // waiter in line watches the n holders' nodes and is the only one a release
 // wakes; every later waiter watches the waiter just before it, which, once
-// it holds a lease, touches its node to hand that duty down the line. A
-// waiter that gives up or dies wakes only the waiter behind it.
+// it holds a lease, touches its node (sets its data again) to hand that duty
+// down the line. A release thus wakes one waiter, whose grant wakes the next
+// in line, and a waiter that gives up or dies wakes only the waiter behind
+// it. The first waiter sets one watch per holder, so a large n makes its
+// waits dearer, and nobody else's.
 //
 // The limit n is stored in the semaphore's node by the first participant,
 // and Acquire and TryAcquire with another n fail with a *LimitError
@@ -246,7 +249,11 @@ func (s *Semaphore) wait(ctx context.Context, own store.Node, kids []store.Child
 			if i+1 < len(leases) {
 				// The next in line may be watching this node: touch it, so
 				// that it moves up and watches the holders in its turn.
-				if _, err := s.st.Set(ctx, own.Path, s.opts.data, store.AnyVersion); err != nil {
+				touch := func() error {
+					_, err := s.st.Set(ctx, own.Path, s.opts.data, store.AnyVersion)
+					return err
+				}
+				if err := s.retry(ctx, touch); err != nil {
 					return err
 				}
 			}
