@@ -19,10 +19,11 @@ type HoldOptions struct {
 	// survives disconnections and ends only when the session does or the
 	// node goes.
 	Disconnected error
-	// Lazy defers the watch of the own node (one round trip) to the first
-	// call of Context, so that a holder who never looks at its context
-	// pays only for the create, the listing and the delete. Release still
-	// reports a node found deleted as lost.
+	// Lazy defers the watches (one round trip and two goroutines) to the
+	// first call of Context, so that a holder who never looks at its
+	// context pays only for the create, the listing and the delete.
+	// Release still reports as lost a node found deleted, an ended
+	// session, and a disconnection under the Disconnected policy.
 	Lazy bool
 }
 
@@ -35,30 +36,26 @@ type Hold struct {
 	ctx    context.Context
 	cancel context.CancelCauseFunc
 
+	// disc is the Disconnected channel of the grant's time when
+	// opts.Disconnected is set, nil otherwise: it stays closed once a
+	// disconnection happened, so even an unwatched hold can tell.
+	disc <-chan struct{}
+
 	mu       gosync.Mutex
-	watching bool // the node's watch was started
+	watching bool // the watches were started
 	stopped  bool // Stop was called: start nothing more
 	wg       gosync.WaitGroup
 }
 
 // NewHold starts holding node, a granted contender of st's session. The
-// hold's context is derived from st.Context(). NewHold starts a goroutine
-// that watches the node (unless opts.Lazy), and one that watches the
+// hold's context is derived from st.Context(). Unless opts.Lazy, NewHold
+// starts a goroutine that watches the node, and one that watches the
 // connection when opts.Disconnected is set; Release (or Stop) ends them.
 func NewHold(st store.Store, node store.Node, opts HoldOptions) *Hold {
 	ctx, cancel := context.WithCancelCause(st.Context())
 	h := &Hold{st: st, node: node, opts: opts, ctx: ctx, cancel: cancel}
 	if opts.Disconnected != nil {
-		// Apart from the node's watch, which may be blocked in a call
-		// that waits for the connection to come back.
-		disc := st.Disconnected()
-		h.wg.Go(func() {
-			select {
-			case <-disc:
-				h.lose(opts.Disconnected)
-			case <-ctx.Done():
-			}
-		})
+		h.disc = st.Disconnected()
 	}
 	if !opts.Lazy {
 		h.startWatch()
@@ -66,7 +63,7 @@ func NewHold(st store.Store, node store.Node, opts HoldOptions) *Hold {
 	return h
 }
 
-// startWatch starts the node's watch once, unless the hold was stopped.
+// startWatch starts the watches once, unless the hold was stopped.
 func (h *Hold) startWatch() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -74,11 +71,22 @@ func (h *Hold) startWatch() {
 		return
 	}
 	h.watching = true
+	if h.disc != nil {
+		// Apart from the node's watch, which may be blocked in a call
+		// that waits for the connection to come back.
+		h.wg.Go(func() {
+			select {
+			case <-h.disc:
+				h.lose(h.opts.Disconnected)
+			case <-h.ctx.Done():
+			}
+		})
+	}
 	h.wg.Go(h.watch)
 }
 
 // Context returns the hold's context, cancelled with a cause when the hold
-// ends. Under HoldOptions.Lazy the first call starts the node's watch.
+// ends. Under HoldOptions.Lazy the first call starts the watches.
 func (h *Hold) Context() context.Context {
 	h.startWatch()
 	return h.ctx
@@ -98,6 +106,13 @@ func (h *Hold) Token() int64 { return h.node.Seq }
 // and err, the failure to remove the node. A second Release reports the
 // first one's cause as lost and removes nothing new.
 func (h *Hold) Release(ctx context.Context, cause error) (lost, err error) {
+	if h.ctx.Err() == nil && h.disc != nil {
+		select {
+		case <-h.disc: // a disconnection nobody watched for
+			h.lose(h.opts.Disconnected)
+		default:
+		}
+	}
 	if h.ctx.Err() != nil {
 		lost = context.Cause(h.ctx)
 	}

@@ -458,3 +458,32 @@ func waitDone(t *testing.T, ctx context.Context) context.Context {
 	}
 	return ctx
 }
+
+func TestLazyHoldDisconnected(t *testing.T) {
+	backends.Run(t, func(t *testing.T, b storetest.Backend) {
+		d, ok := b.(storetest.Disconnector)
+		if !ok {
+			t.Skip("backend cannot disconnect")
+		}
+		st := b.Open(t)
+		defer st.Close()
+		n, err := recipe.Acquire(t.Context(), st, dir(t), recipe.LockPrefix, nil, recipe.Predecessor)
+		if err != nil {
+			t.Fatalf("Acquire = %v", err)
+		}
+		h := recipe.NewHold(st, n, recipe.HoldOptions{Deleted: errDeleted, Disconnected: errDisconnected, Lazy: true})
+		disc := st.Disconnected()
+		d.Disconnect(t, st)
+		select {
+		case <-disc:
+		case <-time.After(timeout):
+			t.Fatal("Disconnected() not closed")
+		}
+		d.Reconnect(t, st)
+		// Nobody watched, and the connection is back: Release still knows.
+		lost, err := h.Release(t.Context(), errReleased)
+		if !errors.Is(lost, errDisconnected) || err != nil {
+			t.Errorf("Release() = %v, %v; want %v, nil", lost, err, errDisconnected)
+		}
+	})
+}
