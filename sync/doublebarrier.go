@@ -17,8 +17,10 @@ var (
 	// ErrNotEntered: Leave was called on a DoubleBarrier that is not
 	// entered.
 	ErrNotEntered = errors.New("sync: double barrier not entered")
-	// ErrMemberLost: the participant's node was deleted by someone else
-	// while its session lived.
+	// ErrMemberLost: the participant's node was deleted while its session
+	// lived, as far as the client knows: by someone else, or by the server
+	// expiring the session before the client learnt of the expiry (etcd's
+	// client can learn it late).
 	ErrMemberLost = errors.New("sync: double barrier member node deleted")
 )
 
@@ -123,8 +125,9 @@ func (b *DoubleBarrier) Path() string { return b.path }
 // semaphore. Should the release and the deletion cross, the others are
 // released counting it, and it counts as having left at once, like a
 // participant that crashed. When the session ends Enter returns an error
-// wrapping its cause; when the node is deleted by someone else,
-// ErrMemberLost.
+// wrapping its cause, or ErrMemberLost when the store reports the node gone
+// before the session's end (or someone else deleted it); the participant is
+// then out of the barrier.
 func (b *DoubleBarrier) Enter(ctx context.Context) error {
 	if b.n < 1 {
 		return fmt.Errorf("%w: double barrier %q of %d", ErrInvalidLimit, b.path, b.n)
@@ -398,6 +401,7 @@ func (b *DoubleBarrier) drop(ctx context.Context, me dbNode) {
 }
 
 func (b *DoubleBarrier) lostErr() error {
+	b.st.Disconnected() // waits for an adapter that is reporting the session's end
 	if b.st.Context().Err() != nil {
 		return context.Cause(b.st.Context())
 	}

@@ -166,7 +166,11 @@ func TestDoubleBarrierSessionExpires(t *testing.T) {
 			p.startEnter(ctx, 0, nil)
 			p.startEnter(ctx, 1, nil)
 			p.expire(1)
-			p.want("Enter", p.enter, store.ErrSessionExpired, 1)
+			// The store may report the node's deletion before the
+			// session's end.
+			if err := bresult(t, p.enter[1], "Enter #1"); !errors.Is(err, store.ErrSessionExpired) && !errors.Is(err, sync.ErrMemberLost) {
+				t.Errorf("Enter #1 = %v; want %v or %v", err, store.ErrSessionExpired, sync.ErrMemberLost)
+			}
 			p.members(1)
 			p.startEnter(ctx, 2, nil)
 			p.pending("Enter", p.enter, 0, 2)
