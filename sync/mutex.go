@@ -94,7 +94,8 @@ var notHeld = func() context.Context {
 // goroutines that share it too: while one goroutine holds or acquires it,
 // the others' Lock waits. It is not associated with a goroutine: one may
 // Lock and another Unlock. A Mutex must not be copied after first use; the
-// zero value is not usable, make one with NewMutex.
+// zero value is not usable (its methods fail with store.ErrInvalidArgument),
+// make one with NewMutex.
 //
 // A held Mutex is lost when its session ends, when its node is deleted by
 // someone else, or (under the default LoseOnDisconnect policy) when the
@@ -192,7 +193,19 @@ func newExclusive(st store.Store, path, prefix string, opts lockOptions) exclusi
 	return exclusive{st: st, path: path, prefix: prefix, opts: opts, local: make(chan struct{}, 1)}
 }
 
+// usable reports a Mutex or RWMutex that was not made by its constructor,
+// or with a nil store.
+func (x *exclusive) usable(op string) error {
+	if x.local == nil || x.st == nil {
+		return opErr(op, x.path, fmt.Errorf("%w: lock not made by NewMutex or NewRWMutex with a store", store.ErrInvalidArgument))
+	}
+	return nil
+}
+
 func (x *exclusive) lock(ctx context.Context, op string) error {
+	if err := x.usable(op); err != nil {
+		return err
+	}
 	if err := ctx.Err(); err != nil {
 		return opErr(op, x.path, err)
 	}
@@ -211,6 +224,9 @@ func (x *exclusive) lock(ctx context.Context, op string) error {
 }
 
 func (x *exclusive) tryLock(ctx context.Context, op string) (bool, error) {
+	if err := x.usable("try" + op); err != nil {
+		return false, err
+	}
 	select {
 	case x.local <- struct{}{}:
 	default:

@@ -18,6 +18,7 @@ import (
 	"github.com/corral-go/corral/internal/backends"
 	"github.com/corral-go/corral/internal/countstore"
 	"github.com/corral-go/corral/internal/etcdserver/etcdbackend"
+	"github.com/corral-go/corral/memstore"
 	"github.com/corral-go/corral/store"
 	"github.com/corral-go/corral/store/storetest"
 	"github.com/corral-go/corral/sync"
@@ -448,12 +449,47 @@ func TestMutexDisconnectPolicy(t *testing.T) {
 	}
 }
 
+func TestMutexMisuse(t *testing.T) {
+	ctx := testCtx(t)
+	var zero sync.Mutex
+	var zeroRW sync.RWMutex
+	nilStore := sync.NewMutex(nil, "/l")
+	mem := memstore.New()
+	defer mem.Close()
+	tests := []struct {
+		name string
+		call func() error
+		want error
+	}{
+		{"zero Lock", func() error { return zero.Lock(ctx) }, store.ErrInvalidArgument},
+		{"zero TryLock", func() error { _, err := zero.TryLock(ctx); return err }, store.ErrInvalidArgument},
+		{"zero Unlock", func() error { return zero.Unlock(ctx) }, sync.ErrNotLocked},
+		{"nil store Lock", func() error { return nilStore.Lock(ctx) }, store.ErrInvalidArgument},
+		{"zero RLock", func() error { return zeroRW.RLock(ctx) }, store.ErrInvalidArgument},
+		{"zero TryRLock", func() error { _, err := zeroRW.TryRLock(ctx); return err }, store.ErrInvalidArgument},
+		{"zero RUnlock", func() error { return zeroRW.RUnlock(ctx) }, sync.ErrNotLocked},
+		{"invalid path", func() error { return sync.NewMutex(mem, "no/slash").Lock(ctx) }, store.ErrInvalidPath},
+	}
+	for _, tt := range tests {
+		if err := tt.call(); !errors.Is(err, tt.want) {
+			t.Errorf("%s = %v; want %v", tt.name, err, tt.want)
+		}
+	}
+	if got := zero.Token(); got != -1 {
+		t.Errorf("zero Token() = %d; want -1", got)
+	}
+}
+
 func TestMutexLocker(t *testing.T) {
 	backends.Run(t, func(t *testing.T, b storetest.Backend) {
 		sts := open(t, b, 1)
 		p := lockPath(t)
-		l := sync.NewMutex(sts[0], p).Locker()
+		m := sync.NewMutex(sts[0], p)
+		l := m.Locker()
 		l.Lock()
+		if m.Token() < 0 {
+			t.Errorf("Token() after Locker().Lock() = %d; want a token", m.Token())
+		}
 		l.Unlock()
 		defer func() {
 			err, _ := recover().(error)

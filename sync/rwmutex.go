@@ -19,7 +19,8 @@ import (
 // RLock is a read hold of its own (its own contender node), so a reader that
 // asks after a waiting writer waits for it. It is not associated with a
 // goroutine. An RWMutex must not be copied after first use; the zero value
-// is not usable, make one with NewRWMutex.
+// is not usable (its methods fail with store.ErrInvalidArgument), make one
+// with NewRWMutex.
 //
 // Holds are lost as a Mutex's are (see Mutex); the write hold's context is
 // Context and that of a read hold RContext.
@@ -68,6 +69,9 @@ func (rw *RWMutex) Token() int64 { return rw.w.token() }
 // hold of its own, released by one RUnlock. On failure it returns an error
 // (ctx.Err() wrapped when ctx ended first) and has removed its node.
 func (rw *RWMutex) RLock(ctx context.Context) error {
+	if err := rw.w.usable("rlock"); err != nil {
+		return err
+	}
 	if err := ctx.Err(); err != nil {
 		return opErr("rlock", rw.w.path, err)
 	}
@@ -82,6 +86,9 @@ func (rw *RWMutex) RLock(ctx context.Context) error {
 // TryRLock tries to acquire a read hold without waiting. It reports whether
 // it got it, with a nil error when a writer holds or waits before it.
 func (rw *RWMutex) TryRLock(ctx context.Context) (bool, error) {
+	if err := rw.w.usable("tryrlock"); err != nil {
+		return false, err
+	}
 	n, ok, err := recipe.TryAcquire(ctx, rw.w.st, rw.w.path, recipe.ReadPrefix, rw.opts.data, recipe.LastWriter)
 	if err != nil {
 		return false, acquireErr(ctx, "tryrlock", rw.w.path, err)

@@ -307,9 +307,15 @@ func TestRWMutexRLocker(t *testing.T) {
 		rl, wl := rw.RLocker(), rw.Locker()
 		rl.Lock()
 		rl.Lock() // readers share
+		if got := len(children(t, sts[0], rw.Path())); got != 2 {
+			t.Errorf("nodes with two read holds = %d; want 2", got)
+		}
 		rl.Unlock()
 		rl.Unlock()
 		wl.Lock()
+		if rw.Token() < 0 {
+			t.Errorf("Token() after Locker().Lock() = %d; want a token", rw.Token())
+		}
 		wl.Unlock()
 		defer func() {
 			err, _ := recover().(error)
