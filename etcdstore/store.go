@@ -470,30 +470,40 @@ func listRange(p string) (string, []clientv3.OpOption) {
 }
 
 // children picks p and its direct children out of the keys of listRange(p).
+// etcd returns them sorted by key; they are usually sorted by create
+// revision too (names made in order), so the sort is most often a check.
 func children(p string, kvs []*mvccpb.KeyValue) (exists bool, kids []store.Child) {
 	prefix := p + "/"
 	if p == "/" {
 		exists, prefix = true, "/"
 	}
+	kids = make([]store.Child, 0, len(kvs))
 	for _, kv := range kvs {
-		k := string(kv.Key)
-		if k == p {
+		k := kv.Key
+		if string(k) == p {
 			exists = true
 			continue
 		}
-		name, ok := strings.CutPrefix(k, prefix)
-		if !ok || name == "" || strings.IndexByte(name, '/') >= 0 {
+		if len(k) <= len(prefix) || string(k[:len(prefix)]) != prefix {
 			continue
 		}
-		kids = append(kids, store.Child{Name: name, Seq: kv.CreateRevision})
-	}
-	slices.SortFunc(kids, func(a, b store.Child) int {
-		if a.Seq != b.Seq {
-			return cmpInt(a.Seq, b.Seq)
+		name := k[len(prefix):]
+		if bytes.IndexByte(name, '/') >= 0 {
+			continue
 		}
-		return strings.Compare(a.Name, b.Name)
-	})
+		kids = append(kids, store.Child{Name: string(name), Seq: kv.CreateRevision})
+	}
+	if !slices.IsSortedFunc(kids, cmpChild) {
+		slices.SortFunc(kids, cmpChild)
+	}
 	return exists, kids
+}
+
+func cmpChild(a, b store.Child) int {
+	if a.Seq != b.Seq {
+		return cmpInt(a.Seq, b.Seq)
+	}
+	return strings.Compare(a.Name, b.Name)
 }
 
 func cmpInt(a, b int64) int {
