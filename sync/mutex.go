@@ -293,10 +293,11 @@ func releaseErr(ctx context.Context, op, path string, h *recipe.Hold) error {
 	return nil
 }
 
-// acquireErr reports a failed acquisition, as ctx.Err() when ctx ended.
+// acquireErr reports a failed acquisition, matching ctx.Err() when ctx
+// ended (and keeping what else went wrong, such as a failed cleanup).
 func acquireErr(ctx context.Context, op, path string, err error) error {
-	if ctx.Err() != nil {
-		return opErr(op, path, ctx.Err())
+	if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
+		err = errors.Join(cerr, err)
 	}
 	return opErr(op, path, err)
 }
