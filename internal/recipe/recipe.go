@@ -47,8 +47,16 @@
 // the policy says so (HoldOptions.Disconnected), or the holder releases it
 // (the cause given to [Hold.Release]). Its [Hold.Token] is the node's Seq: a
 // fencing token that grows with every successive grant under the directory.
-// A Hold owns one goroutine (the watch of its own node); Release stops it
-// and waits for it.
+// A Hold owns a goroutine that watches its own node and, under the
+// disconnect policy, one that watches the connection; Release (or Stop)
+// ends them and waits for them. With HoldOptions.Lazy they start only at the
+// first call of Context, so a holder that never asks pays no watch; Release
+// then still reports a loss it finds (node gone, session ended, connection
+// lost since the grant).
+//
+// Cleanup of an abandoned create is the adapter's part of the contract: a
+// Create whose ctx ends may return before its node is undone (zkstore
+// deletes it when the late reply comes).
 //
 // Errors are the store's, wrapped; the caller wraps them again with its own
 // package prefix.
