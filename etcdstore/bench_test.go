@@ -341,3 +341,115 @@ func BenchmarkExistsWatch(b *testing.B) {
 		}},
 	)
 }
+
+// BenchmarkHandoff measures a lock handoff as the recipes make it: 8
+// sessions queue ephemeral sequential contenders, each but the first waits
+// for its predecessor's deletion, and each deletes its own node as soon as
+// its wait ends. It reports the median, 99th percentile and maximum of the
+// time from a Delete being sent to the successor's wake-up.
+//
+// etcdstore waits with ExistsW (a watch opened at the current revision).
+// read-rev waits as concurrency.Mutex's waitDelete does, with a raw watch
+// from the revision of its read: a start revision not above the store's
+// current one puts the watch in etcd's unsynced watcher group, caught up
+// every 100 ms (see DESIGN.md, "Measured facts"). A watch from the read's
+// revision + 1 is synced only while nothing was written since the read,
+// which on a busy lock is rarely so.
+func BenchmarkHandoff(b *testing.B) {
+	b.Run("etcdstore", func(b *testing.B) {
+		benchHandoff(b, func(s *etcdstore.Store, _ *clientv3.Client, p string) <-chan error {
+			exists, ch, err := s.ExistsW(b.Context(), p)
+			if err != nil || !exists {
+				b.Fatal(exists, err)
+			}
+			done := make(chan error, 1)
+			go func() {
+				ev := <-ch
+				if ev.Type != store.EventDeleted {
+					done <- fmt.Errorf("event %+v", ev)
+				}
+				close(done)
+			}()
+			return done
+		})
+	})
+	b.Run("read-rev", func(b *testing.B) {
+		benchHandoff(b, func(_ *etcdstore.Store, cli *clientv3.Client, p string) <-chan error {
+			ctx := b.Context()
+			resp, err := cli.Get(ctx, p)
+			if err != nil || len(resp.Kvs) != 1 {
+				b.Fatal(err)
+			}
+			wctx, cancel := context.WithCancel(ctx)
+			wch := cli.Watch(wctx, p, clientv3.WithRev(resp.Header.Revision), clientv3.WithFilterPut())
+			done := make(chan error, 1)
+			go func() {
+				defer cancel()
+				for wr := range wch {
+					for _, ev := range wr.Events {
+						if ev.Type == clientv3.EventTypeDelete {
+							close(done)
+							return
+						}
+					}
+				}
+				done <- fmt.Errorf("watch closed")
+			}()
+			return done
+		})
+	})
+}
+
+func benchHandoff(b *testing.B, wait func(s *etcdstore.Store, cli *clientv3.Client, p string) <-chan error) {
+	const sessions = 8
+	cli, _ := benchSetup(b)
+	ctx := b.Context()
+	var ss []*etcdstore.Store
+	for range sessions {
+		s, err := etcdstore.Open(ctx, cli)
+		check(b, err)
+		b.Cleanup(func() { s.Close() })
+		ss = append(ss, s)
+	}
+	var lat []time.Duration
+	for i := 0; b.Loop(); i++ {
+		dir := fmt.Sprintf("/bench/handoff/%d-%d", runs.Add(1), i)
+		nodes := make([]store.Node, sessions)
+		for k, s := range ss {
+			n, err := s.Create(ctx, dir+"/lock-", nil, store.EphemeralSequential)
+			check(b, err)
+			nodes[k] = n
+		}
+		var waits []<-chan error
+		for k := 1; k < sessions; k++ {
+			waits = append(waits, wait(ss[k], cli, nodes[k-1].Path))
+		}
+		sent := make([]time.Time, sessions)
+		errs := make(chan error, 1)
+		sent[0] = time.Now()
+		go func() {
+			defer close(errs)
+			for k := 1; k < sessions; k++ {
+				if err := <-waits[k-1]; err != nil {
+					errs <- err
+					return
+				}
+				now := time.Now()
+				lat = append(lat, now.Sub(sent[k-1]))
+				sent[k] = now
+				if err := ss[k].Delete(ctx, nodes[k].Path); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+		check(b, ss[0].Delete(ctx, nodes[0].Path))
+		for err := range errs {
+			b.Fatal(err)
+		}
+	}
+	slices.Sort(lat)
+	b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")
+	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-µs")
+	b.ReportMetric(float64(lat[len(lat)-1].Microseconds()), "max-µs")
+}

@@ -78,6 +78,12 @@ func WithTTL(ttl time.Duration) Option {
 // [store.ChildrenWatcher] and [store.CreateLister]. It is safe for
 // concurrent use. Create it with [Open] or [Dial]; the zero Store is not
 // usable.
+//
+// A Store runs three goroutines until it is closed or its session ends: the
+// lease renewal loop, a watcher of the client's connection state, and one
+// standing watch that keeps the client's watch stream open (the server
+// holds one idle watcher for it). Each pending ExistsW or ChildrenW adds
+// one more until its event is delivered. Close waits for all of them.
 type Store struct {
 	cli       *clientv3.Client
 	ownClient bool
@@ -100,7 +106,6 @@ type Store struct {
 
 	wg        gosync.WaitGroup // background goroutines: keepalive, watches
 	closeOnce gosync.Once
-	closeErr  error
 }
 
 // Open starts a session on cli: it grants a lease and keeps it alive until
@@ -139,9 +144,6 @@ func Open(ctx context.Context, cli *clientv3.Client, opts ...Option) (*Store, er
 // Dial creates a client from cfg and opens a session on it as [Open] does.
 // The Store owns that client and closes it in Close.
 func Dial(ctx context.Context, cfg clientv3.Config, opts ...Option) (*Store, error) {
-	if cfg.Context == nil {
-		cfg.Context = context.Background()
-	}
 	cli, err := clientv3.New(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("etcdstore: dial: %w", err)
@@ -191,6 +193,7 @@ func (s *Store) Disconnected() <-chan struct{} {
 // Close is idempotent: later calls return nil, and every other method then
 // fails with [store.ErrClosed].
 func (s *Store) Close() error {
+	var err error
 	s.closeOnce.Do(func() {
 		s.mu.Lock()
 		s.closed = true
@@ -200,16 +203,14 @@ func (s *Store) Close() error {
 
 		ctx, cancel := context.WithTimeout(context.Background(), min(s.ttl, 5*time.Second))
 		defer cancel()
-		if _, err := s.cli.Revoke(ctx, s.lease); err != nil && !errors.Is(err, rpctypes.ErrLeaseNotFound) {
-			s.closeErr = fmt.Errorf("etcdstore: close: revoke lease %x: %w", int64(s.lease), classify(ctx, err))
+		if _, rerr := s.cli.Revoke(ctx, s.lease); rerr != nil && !errors.Is(rerr, rpctypes.ErrLeaseNotFound) {
+			err = fmt.Errorf("etcdstore: close: revoke lease %x: %w", int64(s.lease), classify(ctx, rerr))
 		}
 		s.wg.Wait()
 		if s.ownClient {
 			s.cli.Close()
 		}
 	})
-	err := s.closeErr
-	s.closeErr = nil
 	return err
 }
 
