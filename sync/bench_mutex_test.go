@@ -255,7 +255,7 @@ type quiet struct{}
 func (quiet) Printf(string, ...any) {}
 
 // waitZK waits until a go-zookeeper connection has a session.
-func waitZK(b *testing.B, events <-chan zk.Event) {
+func waitZK(b testing.TB, events <-chan zk.Event) {
 	timeout := time.After(30 * time.Second)
 	for {
 		select {

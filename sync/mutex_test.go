@@ -13,15 +13,18 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-zookeeper/zk"
 	"go.etcd.io/etcd/client/v3/concurrency"
 
 	"github.com/corral-go/corral/internal/backends"
 	"github.com/corral-go/corral/internal/countstore"
 	"github.com/corral-go/corral/internal/etcdserver/etcdbackend"
+	"github.com/corral-go/corral/internal/zkserver"
 	"github.com/corral-go/corral/memstore"
 	"github.com/corral-go/corral/store"
 	"github.com/corral-go/corral/store/storetest"
 	"github.com/corral-go/corral/sync"
+	"github.com/corral-go/corral/zkstore"
 )
 
 // timeout bounds every wait of these tests; real stores are slower than
@@ -693,4 +696,103 @@ func TestMutexEtcdConcurrency(t *testing.T) {
 			t.Error(err)
 		}
 	})
+}
+
+// TestMutexGoZookeeperLock: a Mutex and go-zookeeper's zk.Lock on the same
+// path exclude each other, both ways, on a ZooKeeper of the test's own
+// (zk.Lock needs a raw connection).
+func TestMutexGoZookeeperLock(t *testing.T) {
+	if !backends.Selected("zk") {
+		t.Skip("zk not in CORRAL_STORES")
+	}
+	srv := zkserver.ForTest(t, zkserver.Config{})
+	addrs := []string{srv.Addr()}
+	ctx := testCtx(t)
+	openZK := func() store.Store {
+		st, err := zkstore.Open(ctx, addrs, zkstore.WithLogger(nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { st.Close() })
+		return st
+	}
+	newZKLock := func(p string) *zk.Lock {
+		conn, events, err := zk.Connect(addrs, 15*time.Second, zk.WithLogger(quiet{}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(conn.Close)
+		waitZK(t, events)
+		return zk.NewLock(conn, p, zk.WorldACL(zk.PermAll))
+	}
+	p := lockPath(t)
+	zl, st := newZKLock(p), openZK()
+	m := sync.NewMutex(st, p)
+
+	// go-zookeeper holds, corral waits.
+	if err := zl.Lock(); err != nil {
+		t.Fatalf("zk.Lock.Lock = %v", err)
+	}
+	if ok, err := m.TryLock(ctx); ok || err != nil {
+		t.Fatalf("TryLock(%q) while zk.Lock holds = %v, %v; want false, nil", p, ok, err)
+	}
+	got := make(chan error, 1)
+	go func() { got <- m.Lock(ctx) }()
+	waitChildren(t, st, p, 2)
+	pending(t, got, "Lock")
+	if err := zl.Unlock(); err != nil {
+		t.Fatalf("zk.Lock.Unlock = %v", err)
+	}
+	if err := result(t, got, "Lock"); err != nil {
+		t.Fatalf("Lock(%q) = %v", p, err)
+	}
+
+	// corral holds, go-zookeeper waits.
+	go func() { got <- zl.Lock() }()
+	waitChildren(t, st, p, 2)
+	pending(t, got, "zk.Lock.Lock")
+	if err := m.Unlock(ctx); err != nil {
+		t.Fatalf("Unlock(%q) = %v", p, err)
+	}
+	if err := result(t, got, "zk.Lock.Lock"); err != nil {
+		t.Fatalf("zk.Lock.Lock = %v", err)
+	}
+	if err := zl.Unlock(); err != nil {
+		t.Fatalf("zk.Lock.Unlock = %v", err)
+	}
+
+	// Both kinds at once, never two holders.
+	var held atomic.Bool
+	var wg gosync.WaitGroup
+	errs := make(chan error, 64)
+	run := func(lock, unlock func() error) {
+		wg.Go(func() {
+			for range 5 {
+				if err := lock(); err != nil {
+					errs <- err
+					return
+				}
+				if !held.CompareAndSwap(false, true) {
+					errs <- errors.New("two holders at once")
+				}
+				runtime.Gosched()
+				held.Store(false)
+				if err := unlock(); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	for range 2 {
+		m := sync.NewMutex(openZK(), p)
+		run(func() error { return m.Lock(ctx) }, func() error { return m.Unlock(ctx) })
+		zl := newZKLock(p)
+		run(zl.Lock, zl.Unlock)
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
 }
