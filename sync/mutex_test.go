@@ -452,6 +452,26 @@ func TestMutexDisconnectPolicy(t *testing.T) {
 	}
 }
 
+func TestMutexWithData(t *testing.T) {
+	backends.Run(t, func(t *testing.T, b storetest.Backend) {
+		st := open(t, b, 1)[0]
+		p, ctx := lockPath(t), testCtx(t)
+		m := sync.NewMutex(st, p, sync.WithData([]byte("host-1:8080")))
+		if err := m.Lock(ctx); err != nil {
+			t.Fatalf("Lock(%q) = %v", p, err)
+		}
+		defer m.Unlock(ctx)
+		kids := children(t, st, p)
+		if len(kids) != 1 {
+			t.Fatalf("children = %q; want one", kids)
+		}
+		n, err := st.Get(ctx, p+"/"+kids[0])
+		if err != nil || string(n.Data) != "host-1:8080" || n.Owner != st.SessionID() {
+			t.Errorf("Get(lock node) = %q owner %d, %v; want %q owner %d", n.Data, n.Owner, err, "host-1:8080", st.SessionID())
+		}
+	})
+}
+
 func TestMutexMisuse(t *testing.T) {
 	ctx := testCtx(t)
 	var zero sync.Mutex
