@@ -45,7 +45,9 @@ func (rw *RWMutex) Path() string { return rw.w.path }
 
 // Lock acquires the write lock, blocking until no reader or writer holds
 // it, ctx is done or the session ends. On failure it returns an error
-// (ctx.Err() wrapped when ctx ended first) and has removed its node.
+// (ctx.Err() wrapped when ctx ended first) and has removed its node. As
+// with sync.RWMutex, a goroutine that calls Lock while holding a read hold
+// of the same lock waits for itself, until ctx ends.
 func (rw *RWMutex) Lock(ctx context.Context) error { return rw.w.lock(ctx, "lock") }
 
 // TryLock tries to acquire the write lock without waiting. It reports
