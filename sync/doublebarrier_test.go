@@ -361,3 +361,48 @@ func TestDoubleBarrierMisuse(t *testing.T) {
 		}
 	})
 }
+
+// TestDoubleBarrierLeaveWakesOne checks the recipe's lowest/highest
+// scheme: while members leave, each departure wakes at most one process
+// (the lowest, when the highest goes), until the lowest itself goes last.
+func TestDoubleBarrierLeaveWakesOne(t *testing.T) {
+	backends.Run(t, func(t *testing.T, b storetest.Backend) {
+		const n = 5
+		ctx, p := bctx(t), newParty(t, b, n, n)
+		for i := range n {
+			p.startEnter(ctx, i, nil)
+		}
+		p.want("Enter", p.enter, nil, 0, 1, 2, 3, 4)
+		// Members 1 and 2 leave and wait for the lowest; the lowest leaves
+		// and waits for the highest.
+		for _, i := range []int{1, 2} {
+			calls := p.sts[i].Counts().Calls["ExistsW"]
+			p.startLeave(ctx, i, nil)
+			p.watching(i, calls)
+		}
+		calls := p.sts[0].Counts().Calls["ExistsW"]
+		p.startLeave(ctx, 0, nil)
+		p.watching(0, calls)
+		p.members(3)
+		for _, st := range p.sts {
+			st.Reset()
+		}
+		// The highest goes: only the lowest wakes, and waits for the next
+		// highest.
+		p.startLeave(ctx, 4, nil)
+		p.watching(0, 0)
+		p.pending("Leave", p.leave, 0, 1, 2, 4)
+		for i, st := range p.sts {
+			want := 0
+			if i == 0 {
+				want = 1
+			}
+			if got := st.Counts().Wakeups; got != want {
+				t.Errorf("participant %d woken %d times by the highest's departure; want %d", i, got, want)
+			}
+		}
+		p.startLeave(ctx, 3, nil)
+		p.want("Leave", p.leave, nil, 0, 1, 2, 3, 4)
+		p.members(0)
+	})
+}
