@@ -26,6 +26,30 @@
 // A Children call reads every key under the node, not only its direct
 // children, so it costs in proportion to the node's whole subtree; the
 // recipes keep their directories flat.
+//
+// # Sessions
+//
+// The Store renews its lease every TTL/3. The session ends, and Context is
+// cancelled with [store.ErrSessionExpired], at the first of: a renewal
+// answered "lease not found" (revoked, or expired on the server), or TTL
+// elapsed since the sending of the last renewal the server acknowledged.
+// At that moment the server cannot have expired the lease yet, so no other
+// session can have been handed this one's locks while it still believed it
+// held them. A failed renewal closes the Disconnected channel and renewals
+// are then retried every 250 ms; meanwhile every call first renews the
+// lease (waiting for the connection within its ctx), so a call that
+// succeeds after a disconnection has seen its session alive.
+//
+// # Watches
+//
+// ExistsW and ChildrenW open an etcd watch at the current revision, with
+// require-leader, and read the watched keys beside it; changes the read
+// already saw are skipped, so there is no gap and no stale event. Such a
+// watch is served from etcd's synced watcher group and fires as soon as
+// the change commits (a watch from an older revision waits up to 100 ms
+// for the unsynced group's catch-up). A watch served by a member that lost
+// its leader fails with [store.ErrDisconnected]; one resumed after a broken
+// stream from a compacted revision re-reads and reports what changed.
 package etcdstore
 
 import (
