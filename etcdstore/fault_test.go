@@ -505,3 +505,54 @@ func TestMemberWithoutQuorum(t *testing.T) {
 		t.Errorf("session ended: %v", context.Cause(s.Context()))
 	}
 }
+
+// ChildrenW has no gap either: a child created while the watch is being
+// set is in the list or reported.
+func TestChildrenWatchNoGap(t *testing.T) {
+	c := etcdserver.Start(t, 1)
+	b := etcdbackend.New(c)
+	a, other := open(t, b), open(t, b)
+	ctx := ctxFor(t)
+	for i := range 40 {
+		dir := fmt.Sprintf("/nogap/%d", i)
+		must[store.Node](t)(a.Create(ctx, dir, nil, store.Persistent))
+		created := make(chan error, 1)
+		go func() {
+			_, err := other.Create(ctx, dir+"/kid", nil, store.Persistent)
+			created <- err
+		}()
+		kids, ch, err := a.ChildrenW(ctx, dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := <-created; err != nil {
+			t.Fatal(err)
+		}
+		if len(kids) == 1 {
+			continue
+		}
+		if ev := waitEvent(t, fmt.Sprintf("round %d", i), ch); ev.Type != store.EventChildrenChanged {
+			t.Errorf("round %d: event %+v; want children changed", i, ev)
+		}
+	}
+}
+
+// CreateAndList whose reply is lost yields one node, and its list.
+func TestCreateAndListLostReply(t *testing.T) {
+	c := etcdserver.Start(t, 1)
+	b := etcdbackend.New(c)
+	a := open(t, b)
+	ctx := ctxFor(t)
+	first := must[store.Node](t)(a.Create(ctx, "/lost/l/c-", nil, store.EphemeralSequential))
+	b.LoseNextCreateReply(t, a)
+	n, kids, err := a.CreateAndList(ctx, "/lost/l/c-", []byte("x"), store.EphemeralSequential)
+	if err != nil {
+		t.Fatalf("CreateAndList after a lost reply = %v", err)
+	}
+	if len(kids) != 2 || kids[0].Name != first.Name() || kids[1].Name != n.Name() || kids[1].Seq != n.Seq {
+		t.Errorf("CreateAndList = %+v, %v; want the node after %s", n, kids, first.Name())
+	}
+	if got := must[[]store.Child](t)(a.Children(ctx, "/lost/l")); len(got) != 2 {
+		t.Errorf("Children = %v; want 2 nodes", got)
+	}
+}
