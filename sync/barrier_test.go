@@ -346,3 +346,31 @@ func TestBarrierErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestBarrierDisconnect checks that a wait rides out a lost connection
+// while its session lives.
+func TestBarrierDisconnect(t *testing.T) {
+	backends.Run(t, func(t *testing.T, b storetest.Backend) {
+		d, ok := b.(storetest.Disconnector)
+		if !ok {
+			t.Skip("the backend cannot cut a connection")
+		}
+		sts := bcount(t, b, 2)
+		ctx, p := bctx(t), bpath(t)
+		if err := sync.NewBarrier(sts[0], p).Set(ctx); err != nil {
+			t.Fatalf("Set = %v", err)
+		}
+		d.Disconnect(t, sts[1].Unwrap())
+		errs := make(chan error, 1)
+		go func() { errs <- sync.NewBarrier(sts[1], p).Wait(ctx) }()
+		bcalls(t, sts[1:], "ExistsW", 1) // it tried while disconnected
+		d.Reconnect(t, sts[1].Unwrap())
+		bpending(t, errs, "Wait")
+		if err := sync.NewBarrier(sts[0], p).Remove(ctx); err != nil {
+			t.Fatalf("Remove = %v", err)
+		}
+		if err := bresult(t, errs, "Wait"); err != nil {
+			t.Errorf("Wait across a disconnection = %v; want nil", err)
+		}
+	})
+}

@@ -406,3 +406,30 @@ func TestDoubleBarrierLeaveWakesOne(t *testing.T) {
 		p.members(0)
 	})
 }
+
+// TestDoubleBarrierDisconnect checks that Enter and Leave ride out a lost
+// connection while the session lives.
+func TestDoubleBarrierDisconnect(t *testing.T) {
+	backends.Run(t, func(t *testing.T, b storetest.Backend) {
+		d, ok := b.(storetest.Disconnector)
+		if !ok {
+			t.Skip("the backend cannot cut a connection")
+		}
+		ctx, p := bctx(t), newParty(t, b, 2, 2)
+		calls := p.sts[0].Counts().Calls["ExistsW"]
+		p.startEnter(ctx, 0, nil)
+		p.watching(0, calls)
+		d.Disconnect(t, p.sts[0].Unwrap())
+		p.startEnter(ctx, 1, nil)
+		d.Reconnect(t, p.sts[0].Unwrap())
+		p.want("Enter", p.enter, nil, 0, 1)
+		calls = p.sts[1].Counts().Calls["ExistsW"]
+		p.startLeave(ctx, 1, nil)
+		p.watching(1, calls) // waits for the lowest
+		d.Disconnect(t, p.sts[1].Unwrap())
+		p.startLeave(ctx, 0, nil)
+		d.Reconnect(t, p.sts[1].Unwrap())
+		p.want("Leave", p.leave, nil, 0, 1)
+		p.members(0)
+	})
+}
