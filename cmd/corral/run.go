@@ -25,7 +25,9 @@ func supervise(hold context.Context, argv []string, grace time.Duration) (int, e
 	// Its own process group, so that a signal for the command reaches the
 	// processes it starts too, and a Ctrl-C reaches only corral, which then
 	// stops the command and cleans up in order.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// Pdeathsig: a corral killed outright takes its command with it, so a
+	// command never outlives the lock it ran under.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		return exitFailure, fmt.Errorf("start %s: %w", argv[0], err)
 	}

@@ -1,0 +1,115 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	corralsync "github.com/corral-go/corral/sync"
+)
+
+func init() {
+	commands["lock"] = command{summary: "run a command while holding a lock", run: runLock}
+}
+
+// releaseTimeout bounds the cleanup that runs after the work is done or
+// interrupted.
+const releaseTimeout = 10 * time.Second
+
+func runLock(ctx context.Context, e *env, args []string) error {
+	fs, sf := newFlagSet(e, "lock", "[flags] PATH -- CMD [ARGS]",
+		"Runs CMD while holding the lock at PATH and exits with CMD's exit status.\n"+
+			"If the lock is lost while CMD runs, CMD gets SIGTERM, then SIGKILL after --grace,\n"+
+			"and corral exits with status 4. Locks exclude Curator, go-zookeeper and etcd\n"+
+			"concurrency.Mutex clients on the same path.")
+	timeout := fs.Duration("timeout", 0, "give up acquiring after this long (exit 3); 0 waits forever")
+	shared := fs.Bool("shared", false, "take a shared (read) lock: shared holders run together, exclusive ones alone")
+	grace := fs.Duration("grace", 10*time.Second, "time between SIGTERM and SIGKILL when the lock is lost")
+	keep := fs.Bool("keep-on-disconnect", false, "keep running through a lost connection until the session expires (default: stop CMD at once, since ownership is unknown)")
+	pos, argv, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if err := wantArgs(pos, 1, "PATH"); err != nil {
+		return err
+	}
+	if len(argv) == 0 {
+		return fmt.Errorf("%w: no command after --", errUsage)
+	}
+	if err := checkPath(pos[0]); err != nil {
+		return err
+	}
+	st, err := sf.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+
+	policy := corralsync.LoseOnDisconnect
+	if *keep {
+		policy = corralsync.KeepOnDisconnect
+	}
+	var l locker
+	if *shared {
+		rw := corralsync.NewRWMutex(st, pos[0], corralsync.WithDisconnectPolicy(policy))
+		l = locker{rw.RLock, rw.RUnlock, rw.RContext, rw.RToken}
+	} else {
+		m := corralsync.NewMutex(st, pos[0], corralsync.WithDisconnectPolicy(policy))
+		l = locker{m.Lock, m.Unlock, m.Context, m.Token}
+	}
+	return holdAndRun(ctx, e, l, *timeout, *grace, argv)
+}
+
+// locker is the part of a Mutex or a shared RWMutex that lock needs.
+type locker struct {
+	lock, unlock func(context.Context) error
+	context      func() context.Context
+	token        func() int64
+}
+
+func holdAndRun(ctx context.Context, e *env, l locker, timeout, grace time.Duration, argv []string) error {
+	actx := ctx
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		actx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
+	}
+	if err := l.lock(actx); err != nil {
+		if ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
+			return fmt.Errorf("lock not acquired within %v: %w", timeout, err)
+		}
+		return err
+	}
+	fmt.Fprintf(e.stderr, "corral: lock held, fencing token %d\n", l.token())
+	return runHeld(ctx, l.context(), grace, argv, "lock", func(c context.Context) error { return l.unlock(c) })
+}
+
+// runHeld runs argv while held lasts and ctx is not interrupted, then
+// releases. It is shared by lock and elect.
+func runHeld(ctx, held context.Context, grace time.Duration, argv []string, what string, release func(context.Context) error) error {
+	both, cancel := context.WithCancelCause(held)
+	defer cancel(nil)
+	stop := context.AfterFunc(ctx, func() { cancel(context.Cause(ctx)) })
+	defer stop()
+
+	status, serr := supervise(both, argv, grace)
+	rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
+	defer rcancel()
+	rerr := release(rctx)
+	switch {
+	case serr != nil && held.Err() != nil:
+		return &exitError{exitLost, fmt.Errorf("%w: %s lost while the command ran (%v); command stopped", errLost, what, context.Cause(held))}
+	case serr != nil && ctx.Err() != nil:
+		return &exitError{exitInterrupted, fmt.Errorf("interrupted; command stopped and %s released", what)}
+	case serr != nil:
+		return serr
+	case held.Err() != nil && rerr != nil:
+		// The command finished, but the hold had ended under it.
+		return &exitError{exitLost, fmt.Errorf("%w: %s lost before the command finished (%v)", errLost, what, context.Cause(held))}
+	}
+	if status != 0 {
+		return &exitError{code: status}
+	}
+	return nil
+}
