@@ -10,6 +10,7 @@ import (
 
 	"github.com/corral-go/corral/internal/backends"
 	"github.com/corral-go/corral/internal/countstore"
+	"github.com/corral-go/corral/store"
 	"github.com/corral-go/corral/store/storetest"
 	"github.com/corral-go/corral/sync"
 )
@@ -324,5 +325,28 @@ func TestRWMutexRLocker(t *testing.T) {
 			}
 		}()
 		rl.Unlock()
+	})
+}
+
+// TestRWMutexForeignReader: a reader node laid out as Curator's
+// InterProcessReadWriteLock writes it shares with corral's readers and
+// excludes corral's writers.
+func TestRWMutexForeignReader(t *testing.T) {
+	backends.Run(t, func(t *testing.T, b storetest.Backend) {
+		sts := open(t, b, 2)
+		p, ctx := lockPath(t), testCtx(t)
+		if _, err := sts[0].Create(ctx, p+"/_c_0f8a3c1e-7d2b-4c55-9a1e-3b2f6d8e9c10-__READ__", nil, store.EphemeralSequential); err != nil {
+			t.Fatal(err)
+		}
+		rw := sync.NewRWMutex(sts[1], p)
+		if ok, err := rw.TryLock(ctx); ok || err != nil {
+			t.Errorf("TryLock(%q) beside a Curator reader = %v, %v; want false, nil", p, ok, err)
+		}
+		if ok, err := rw.TryRLock(ctx); !ok || err != nil {
+			t.Fatalf("TryRLock(%q) beside a Curator reader = %v, %v; want true, nil", p, ok, err)
+		}
+		if err := rw.RUnlock(ctx); err != nil {
+			t.Errorf("RUnlock(%q) = %v", p, err)
+		}
 	})
 }
