@@ -248,15 +248,24 @@ func (b *DoubleBarrier) roundMembers(ctx context.Context) ([]dbNode, error) {
 
 // awaitRound waits until the participant me is in a released round.
 func (b *DoubleBarrier) awaitRound(ctx context.Context, me dbNode) (dbRound, error) {
-	for attempt := 0; ; attempt++ {
+	waited, attempt := false, 0
+	for {
+		if waited {
+			// After a wait the release is the likely news: one read,
+			// without a watch, tells.
+			if r, err := b.getRound(ctx); err == nil && r.has(me.seq) {
+				return r, nil
+			}
+		}
 		r, in, err := b.enterStep(ctx, me)
 		if err != nil && barrierRetry(ctx, b.st, err, attempt) {
+			attempt++
 			continue
 		}
 		if err != nil || in {
 			return r, err
 		}
-		attempt = -1
+		waited, attempt = true, 0
 	}
 }
 
