@@ -18,7 +18,8 @@ import (
 //
 // A Barrier is a handle holding a store and a path; it keeps no other state,
 // so it is safe for concurrent use and any number of handles, on any number
-// of sessions, may name the same barrier.
+// of sessions, may name the same barrier. The zero value is not usable;
+// make one with NewBarrier.
 type Barrier struct {
 	st   store.Store
 	path string

@@ -57,7 +57,9 @@ const (
 // node, which every other member watches. Leave uses the recipe's
 // lowest/highest scheme: the lowest member waits for the highest one to go,
 // and every other member deletes its node and waits for the lowest one to
-// go, so each departure wakes at most one process until the last.
+// go, so each departure wakes at most one process until the last. The
+// barrier's node and its "ready" node stay after use, ready for the next
+// round; delete them only when no participant is left.
 //
 // # Failures
 //
@@ -72,7 +74,9 @@ const (
 // A DoubleBarrier is safe for concurrent use, though one participant enters
 // and leaves once at a time: its calls are serialized, Enter on an entered
 // participant fails with ErrEntered and Leave on one that is not entered with
-// ErrNotEntered. After Leave it may Enter again, into a later round.
+// ErrNotEntered. After Leave it may Enter again, into a later round. A
+// DoubleBarrier must not be copied after first use; the zero value is not
+// usable, make one with NewDoubleBarrier.
 type DoubleBarrier struct {
 	st   store.Store
 	path string

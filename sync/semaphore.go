@@ -121,9 +121,14 @@ const semPrefix = "lease-"
 // (ErrLimitMismatch); an n under 1 fails with ErrInvalidLimit.
 //
 // A Semaphore is safe for concurrent use: its goroutines acquire leases
-// independently, each counting against n. The zero value is not usable;
-// make one with NewSemaphore. The LockOptions are those of Mutex: the
-// disconnection policy of the leases, and the data of their nodes.
+// independently, each counting against n. A Semaphore must not be copied
+// after first use; the zero value is not usable, make one with
+// NewSemaphore. The LockOptions are those of Mutex: the disconnection
+// policy of the leases, and the data of their nodes.
+//
+// When the session ends, a waiting Acquire returns an error wrapping the
+// session's cause, and every lease held through it ends (see Lease): its
+// node is gone, and the first waiter in line gets its place.
 type Semaphore struct {
 	st   store.Store
 	path string
