@@ -556,3 +556,36 @@ func TestCreateAndListLostReply(t *testing.T) {
 		t.Errorf("Children = %v; want 2 nodes", got)
 	}
 }
+
+// A Store made by Dial owns its client and closes it; one made by Open
+// leaves its client alone.
+func TestDialOwnsClient(t *testing.T) {
+	c := etcdserver.Start(t, 1)
+	ctx := ctxFor(t)
+	s, err := etcdstore.Dial(ctx, c.ClientConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	must[store.Node](t)(s.Create(ctx, "/dial/e", nil, store.Ephemeral))
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if s.Client().Ctx().Err() == nil {
+		t.Errorf("Dial's client still open after Close")
+	}
+	cli := c.Client(t)
+	o, err := etcdstore.Open(ctx, cli)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Close(); err != nil {
+		t.Errorf("second Close = %v; want nil", err)
+	}
+	resp, err := cli.Get(ctx, "/dial/e")
+	if err != nil || resp.Count != 0 {
+		t.Errorf("Get(ephemeral of a closed session) = %v, %v; want no key, and Open's client still usable", resp, err)
+	}
+}
