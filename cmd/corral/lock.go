@@ -94,19 +94,25 @@ func runHeld(ctx, held context.Context, grace time.Duration, argv []string, what
 	defer stop()
 
 	status, serr := supervise(both, argv, grace)
+	// Whether the hold ended under the command, read before the release
+	// ends it anyway.
+	lost := held.Err() != nil && ctx.Err() == nil
+	cause := context.Cause(held)
 	rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
 	defer rcancel()
 	rerr := release(rctx)
 	switch {
-	case serr != nil && held.Err() != nil:
-		return &exitError{exitLost, fmt.Errorf("%w: %s lost while the command ran (%v); command stopped", errLost, what, context.Cause(held))}
-	case serr != nil && ctx.Err() != nil:
-		return &exitError{exitInterrupted, fmt.Errorf("interrupted; command stopped and %s released", what)}
+	case lost && serr != nil:
+		return &exitError{exitLost, fmt.Errorf("%w: %s lost while the command ran (%v); command stopped", errLost, what, cause)}
+	case lost:
+		// The command finished, but the hold had ended under it.
+		return &exitError{exitLost, fmt.Errorf("%w: %s lost before the command finished (%v)", errLost, what, cause)}
+	case ctx.Err() != nil && rerr != nil:
+		return &exitError{exitInterrupted, fmt.Errorf("interrupted; command stopped; release failed: %w", rerr)}
+	case ctx.Err() != nil:
+		return &exitError{exitInterrupted, fmt.Errorf("interrupted; command stopped, %s released", what)}
 	case serr != nil:
 		return serr
-	case held.Err() != nil && rerr != nil:
-		// The command finished, but the hold had ended under it.
-		return &exitError{exitLost, fmt.Errorf("%w: %s lost before the command finished (%v)", errLost, what, context.Cause(held))}
 	}
 	if status != 0 {
 		return &exitError{code: status}

@@ -1,0 +1,414 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/corral-go/corral/etcdstore"
+	"github.com/corral-go/corral/internal/etcdserver"
+	"github.com/corral-go/corral/internal/zkserver"
+	"github.com/corral-go/corral/store"
+	"github.com/corral-go/corral/zkstore"
+)
+
+// bin is the corral binary the end-to-end tests run, built by TestMain.
+var bin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "corral-e2e")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	bin = filepath.Join(dir, "corral")
+	build := exec.Command("go", "build", "-o", bin, ".")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "build corral:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, "goleak:", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+const wait = 60 * time.Second // bounds every wait on a process
+
+// server is a real store for the processes under test, and a session of the
+// test's own on it.
+type server struct {
+	url string
+	st  store.Store
+}
+
+// servers starts a real ZooKeeper and a real etcd, each with 2 s sessions
+// for the processes, and runs fn on each.
+func servers(t *testing.T, fn func(t *testing.T, srv server)) {
+	t.Run("zk", func(t *testing.T) {
+		zkserver.Require(t)
+		zs := zkserver.ForTest(t, zkserver.Config{})
+		st, err := zkstore.Open(t.Context(), []string{zs.Addr()}, zkstore.WithLogger(nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { st.Close() })
+		fn(t, server{url: "zk://" + zs.Addr() + "?session=2s", st: st})
+	})
+	t.Run("etcd", func(t *testing.T) {
+		c := etcdserver.Start(t, 1)
+		st, err := etcdstore.Dial(t.Context(), c.ClientConfig())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { st.Close() })
+		host := strings.TrimPrefix(c.Endpoints()[0], "http://")
+		fn(t, server{url: "etcd://" + host + "?session=2s", st: st})
+	})
+}
+
+// proc is a running corral process whose stdout lines arrive on lines.
+type proc struct {
+	cmd    *exec.Cmd
+	lines  chan string
+	stderr *strings.Builder
+	done   chan struct{}
+	err    error
+}
+
+func start(t *testing.T, args ...string) *proc {
+	t.Helper()
+	p := &proc{cmd: exec.Command(bin, args...), lines: make(chan string, 100), stderr: &strings.Builder{}, done: make(chan struct{})}
+	out, err := p.cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.cmd.Stderr = p.stderr
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			p.lines <- sc.Text()
+		}
+		io.Copy(io.Discard, out)
+		p.err = p.cmd.Wait()
+		close(p.lines)
+		close(p.done)
+	}()
+	t.Cleanup(func() {
+		p.cmd.Process.Kill()
+		<-p.done
+	})
+	return p
+}
+
+// line waits for the next stdout line.
+func (p *proc) line(t *testing.T) string {
+	t.Helper()
+	select {
+	case l, ok := <-p.lines:
+		if !ok {
+			t.Fatalf("corral %v exited without output: %v\n%s", p.cmd.Args[1:], p.err, p.stderr)
+		}
+		return l
+	case <-time.After(wait):
+		t.Fatalf("corral %v: no output in %v", p.cmd.Args[1:], wait)
+	}
+	return ""
+}
+
+// exit waits for the process and returns its exit code.
+func (p *proc) exit(t *testing.T) int {
+	t.Helper()
+	select {
+	case <-p.done:
+	case <-time.After(wait):
+		t.Fatalf("corral %v did not exit in %v", p.cmd.Args[1:], wait)
+	}
+	var ee *exec.ExitError
+	if errors.As(p.err, &ee) {
+		return ee.ExitCode()
+	}
+	if p.err != nil {
+		t.Fatal(p.err)
+	}
+	return 0
+}
+
+// TestLockExcludes: commands run by corral lock from several processes on
+// one path never overlap.
+func TestLockExcludes(t *testing.T) {
+	servers(t, func(t *testing.T, srv server) {
+		log := filepath.Join(t.TempDir(), "log")
+		script := fmt.Sprintf("echo start >> %s; sleep 0.2; echo end >> %s", log, log)
+		var ps []*proc
+		for range 3 {
+			ps = append(ps, start(t, "lock", "--store", srv.url, "/e2e/excl", "--", "sh", "-c", script))
+		}
+		for _, p := range ps {
+			if code := p.exit(t); code != 0 {
+				t.Fatalf("corral lock exit %d; want 0\n%s", code, p.stderr)
+			}
+		}
+		data, err := os.ReadFile(log)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := string(data), strings.Repeat("start\nend\n", 3); got != want {
+			t.Errorf("commands overlapped:\n%s", got)
+		}
+		assertNoContenders(t, srv, "/e2e/excl")
+	})
+}
+
+// assertNoContenders checks that no lock node is left under p.
+func assertNoContenders(t *testing.T, srv server, p string) {
+	t.Helper()
+	kids, err := srv.st.Children(t.Context(), p)
+	if err != nil && !errors.Is(err, store.ErrNoNode) {
+		t.Fatal(err)
+	}
+	if len(kids) != 0 {
+		t.Errorf("nodes left under %s: %v", p, kids)
+	}
+}
+
+// TestLockKilledHolder: the lock of a holder killed outright passes on
+// once its session times out, and its command dies with it.
+func TestLockKilledHolder(t *testing.T) {
+	servers(t, func(t *testing.T, srv server) {
+		holder := start(t, "lock", "--store", srv.url, "/e2e/killed", "--", "sh", "-c", "echo $$; exec sleep 600")
+		pid, err := strconv.Atoi(holder.line(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		begun := time.Now()
+		holder.cmd.Process.Kill()
+		holder.exit(t)
+		next := start(t, "lock", "--store", srv.url, "--timeout", "30s", "/e2e/killed", "--", "echo", "second")
+		if l := next.line(t); l != "second" {
+			t.Errorf("second holder printed %q", l)
+		}
+		if code := next.exit(t); code != 0 {
+			t.Fatalf("second corral lock exit %d; want 0\n%s", code, next.stderr)
+		}
+		t.Logf("lock passed on %v after the holder was killed", time.Since(begun).Round(time.Millisecond))
+		if err := waitGone(pid); err != nil {
+			t.Error(err)
+		}
+	})
+}
+
+// waitGone waits until no process has pid.
+func waitGone(pid int) error {
+	deadline := time.Now().Add(wait)
+	for {
+		if err := exec.Command("kill", "-0", strconv.Itoa(pid)).Run(); err != nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("command %d outlived its killed corral", pid)
+		}
+		time.Sleep(20 * time.Millisecond) // polling a process table: there is no event to wait on
+	}
+}
+
+// TestLockLost: when the holder's node is deleted under it, its command
+// is stopped and corral exits 4.
+func TestLockLost(t *testing.T) {
+	servers(t, func(t *testing.T, srv server) {
+		holder := start(t, "lock", "--store", srv.url, "--grace", "2s", "/e2e/lost", "--", "sh", "-c", "echo held; exec sleep 600")
+		holder.line(t)
+		kids, err := srv.st.Children(t.Context(), "/e2e/lost")
+		if err != nil || len(kids) != 1 {
+			t.Fatalf("Children = %v, %v; want the holder's node", kids, err)
+		}
+		if err := srv.st.Delete(t.Context(), store.Join("/e2e/lost", kids[0].Name)); err != nil {
+			t.Fatal(err)
+		}
+		if code := holder.exit(t); code != exitLost {
+			t.Errorf("corral lock exit %d; want %d\n%s", code, exitLost, holder.stderr)
+		}
+		if !strings.Contains(holder.stderr.String(), "lost") {
+			t.Errorf("stderr does not say the lock was lost:\n%s", holder.stderr)
+		}
+	})
+}
+
+// TestLockTimeout: --timeout gives up with exit 3 and leaves no node.
+func TestLockTimeout(t *testing.T) {
+	servers(t, func(t *testing.T, srv server) {
+		holder := start(t, "lock", "--store", srv.url, "/e2e/timeout", "--", "sh", "-c", "echo held; exec sleep 600")
+		holder.line(t)
+		waiter := start(t, "lock", "--store", srv.url, "--timeout", "300ms", "/e2e/timeout", "--", "echo", "never")
+		if code := waiter.exit(t); code != exitTimeout {
+			t.Errorf("corral lock --timeout exit %d; want %d\n%s", code, exitTimeout, waiter.stderr)
+		}
+		kids, err := srv.st.Children(t.Context(), "/e2e/timeout")
+		if err != nil || len(kids) != 1 {
+			t.Errorf("Children = %v, %v; want only the holder's node", kids, err)
+		}
+	})
+}
+
+// TestElectHandover: when the leader's process is killed, the other
+// candidate's command starts.
+func TestElectHandover(t *testing.T) {
+	servers(t, func(t *testing.T, srv server) {
+		ps := map[string]*proc{}
+		for _, v := range []string{"a", "b"} {
+			ps[v] = start(t, "elect", "--store", srv.url, "--value", v, "/e2e/elect", "--", "sh", "-c", "echo leader; exec sleep 600")
+		}
+		// The first to print leads; the other must not print until then.
+		var first, second string
+		select {
+		case <-ps["a"].lines:
+			first, second = "a", "b"
+		case <-ps["b"].lines:
+			first, second = "b", "a"
+		case <-time.After(wait):
+			t.Fatal("nobody was elected")
+		}
+		observer := start(t, "leader", "--store", srv.url, "/e2e/elect")
+		if l := observer.line(t); !strings.HasPrefix(l, first+"\t") {
+			t.Errorf("corral leader = %q; want %s", l, first)
+		}
+		select {
+		case l := <-ps[second].lines:
+			t.Fatalf("%s printed %q while %s led", second, l, first)
+		default:
+		}
+		ps[first].cmd.Process.Kill()
+		ps[first].exit(t)
+		if l := ps[second].line(t); l != "leader" {
+			t.Errorf("%s printed %q; want leader", second, l)
+		}
+	})
+}
+
+var tokenRE = regexp.MustCompile(`holds the mutex\s+token=(\d+)`)
+
+// TestDemo: the demo runs with nothing installed and its timeline shows
+// what it claims.
+func TestDemo(t *testing.T) {
+	out, err := exec.CommandContext(t.Context(), bin, "demo").CombinedOutput()
+	if err != nil {
+		t.Fatalf("corral demo: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "every invariant held") {
+		t.Errorf("demo output lacks its verdict:\n%s", out)
+	}
+	prev := int64(-1)
+	matches := tokenRE.FindAllStringSubmatch(string(out), -1)
+	if len(matches) != 8 {
+		t.Errorf("demo shows %d mutex grants; want 8", len(matches))
+	}
+	for _, m := range matches {
+		tok, _ := strconv.ParseInt(m[1], 10, 64)
+		if tok <= prev {
+			t.Errorf("demo token %d after %d", tok, prev)
+		}
+		prev = tok
+	}
+	for _, want := range []string{"leads", "knows it lost", "takes job-4 priority=10", "past Leave"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("demo output lacks %q", want)
+		}
+	}
+}
+
+// TestUsage: bad command lines and unreachable stores get clear messages
+// and their documented exit codes.
+func TestUsage(t *testing.T) {
+	tests := []struct {
+		args []string
+		code int
+		msg  string
+	}{
+		{nil, exitUsage, "Usage"},
+		{[]string{"help"}, exitOK, "Exit codes"},
+		{[]string{"frobnicate"}, exitUsage, "unknown command"},
+		{[]string{"lock", "/x", "--", "true"}, exitUsage, "no store"},
+		{[]string{"lock", "--store", "redis://h:1", "/x", "--", "true"}, exitUsage, "scheme"},
+		{[]string{"lock", "--store", "mem://", "x", "--", "true"}, exitUsage, "invalid path"},
+		{[]string{"lock", "--store", "mem://", "/x"}, exitUsage, "no command"},
+		{[]string{"lock", "--store", "zk://127.0.0.1:1", "--connect-timeout", "500ms", "/x", "--", "true"}, exitUnreachable, "unreachable"},
+		{[]string{"lock", "--store", "mem://", "/x", "--", "sh", "-c", "exit 7"}, 7, ""},
+		{[]string{"barrier", "enter", "0", "/b", "--", "true"}, exitUsage, "positive"},
+		{[]string{"queue", "pop", "/q"}, exitUsage, "unknown queue action"},
+		{[]string{"lock", "--help"}, exitOK, "Usage: corral lock"},
+	}
+	for _, tt := range tests {
+		ctx, cancel := context.WithTimeout(t.Context(), wait)
+		out, err := exec.CommandContext(ctx, bin, tt.args...).CombinedOutput()
+		cancel()
+		code := 0
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		if code != tt.code || !strings.Contains(string(out), tt.msg) {
+			t.Errorf("corral %q: exit %d, output %q; want exit %d and %q", tt.args, code, out, tt.code, tt.msg)
+		}
+	}
+}
+
+// TestInterrupt: Ctrl-C stops the command, releases the lock and exits 130;
+// a waiter interrupted while acquiring leaves no node either.
+func TestInterrupt(t *testing.T) {
+	servers(t, func(t *testing.T, srv server) {
+		holder := start(t, "lock", "--store", srv.url, "/e2e/intr", "--", "sh", "-c", "echo held; exec sleep 600")
+		holder.line(t)
+		waiter := start(t, "lock", "--store", srv.url, "/e2e/intr", "--", "echo", "never")
+		waitChildren(t, srv, "/e2e/intr", 2)
+		for _, p := range []*proc{waiter, holder} {
+			p.cmd.Process.Signal(os.Interrupt)
+			if code := p.exit(t); code != exitInterrupted {
+				t.Errorf("corral lock after Ctrl-C: exit %d; want %d\n%s", code, exitInterrupted, p.stderr)
+			}
+		}
+		assertNoContenders(t, srv, "/e2e/intr")
+	})
+}
+
+// waitChildren waits until p has n children, with a watch.
+func waitChildren(t *testing.T, srv server, p string, n int) {
+	t.Helper()
+	cw := srv.st.(store.ChildrenWatcher)
+	ctx, cancel := context.WithTimeout(t.Context(), wait)
+	defer cancel()
+	for {
+		kids, ev, err := cw.ChildrenW(ctx, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(kids) == n {
+			return
+		}
+		if e := <-ev; e.Err != nil {
+			t.Fatal(e.Err)
+		}
+	}
+}
