@@ -120,7 +120,9 @@ func (m *Mutex) Path() string { return m.x.path }
 // an error (ctx.Err() wrapped when ctx ended first) and has removed its
 // node, and the waiters behind it keep waiting for the real holder.
 // Calling Lock while this Mutex is held blocks, as sync.Mutex's does, until
-// an Unlock (or ctx).
+// an Unlock (or ctx). A wait rides out a lost connection while the session
+// lives; a create the store fails with store.ErrDisconnected fails the Lock
+// (with nothing left behind), and the caller may try again.
 func (m *Mutex) Lock(ctx context.Context) error { return m.x.lock(ctx, "lock") }
 
 // TryLock tries to acquire the lock without waiting for another holder. It
