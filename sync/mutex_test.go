@@ -320,6 +320,35 @@ func TestMutexWaiterExpires(t *testing.T) {
 	})
 }
 
+func TestMutexWaiterRidesOutDisconnect(t *testing.T) {
+	backends.Run(t, func(t *testing.T, b storetest.Backend) {
+		d, ok := b.(storetest.Disconnector)
+		if !ok {
+			t.Skip("backend cannot disconnect")
+		}
+		sts := open(t, b, 2)
+		p, ctx := lockPath(t), testCtx(t)
+		holder, waiter := sync.NewMutex(sts[0], p), sync.NewMutex(sts[1], p)
+		if err := holder.Lock(ctx); err != nil {
+			t.Fatalf("Lock(%q) = %v", p, err)
+		}
+		got := make(chan error, 1)
+		go func() { got <- waiter.Lock(ctx) }()
+		waitChildren(t, sts[0], p, 2)
+		d.Disconnect(t, sts[1])
+		if err := holder.Unlock(ctx); err != nil {
+			t.Fatalf("Unlock(%q) = %v", p, err)
+		}
+		d.Reconnect(t, sts[1])
+		if err := result(t, got, "waiter's Lock"); err != nil {
+			t.Fatalf("waiter's Lock(%q) across a disconnection = %v", p, err)
+		}
+		if err := waiter.Unlock(ctx); err != nil {
+			t.Errorf("Unlock(%q) = %v", p, err)
+		}
+	})
+}
+
 func TestMutexCancelLeavesNoNode(t *testing.T) {
 	backends.Run(t, func(t *testing.T, b storetest.Backend) {
 		sts := open(t, b, 3)
