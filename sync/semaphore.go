@@ -174,7 +174,8 @@ func (s *Semaphore) Acquire(ctx context.Context) (*Lease, error) {
 // TryAcquire acquires a lease if one is free now, without waiting. It
 // returns the lease and true when it got one, nil and false when all n are
 // held, and an error when the store failed. It costs the same round trips as
-// an uncontended Acquire, and one more when it has to give up.
+// an uncontended Acquire, and one more when it has to give up (or, on a
+// store without CreateLister, when a waiter has already lined up behind it).
 func (s *Semaphore) TryAcquire(ctx context.Context) (*Lease, bool, error) {
 	if err := s.prepare(ctx, "tryacquire"); err != nil {
 		return nil, false, err
@@ -183,18 +184,22 @@ func (s *Semaphore) TryAcquire(ctx context.Context) (*Lease, bool, error) {
 	if err != nil {
 		return nil, false, acquireErr(ctx, "tryacquire", s.path, err)
 	}
-	i := dbIndex(semLeases(s.path, kids), node.Path)
-	if i < 0 || i >= s.n {
-		var err error
-		if i < 0 {
-			err = s.ownGone(node.Path)
+	leases := semLeases(s.path, kids)
+	i := dbIndex(leases, node.Path)
+	switch {
+	case i < 0:
+		err = s.ownGone(node.Path)
+	case i < s.n:
+		// Without CreateLister a waiter that came later may have listed
+		// this node before it was granted, and watch it.
+		if err = s.handOn(ctx, node, len(leases)-i-1); err == nil {
+			return s.grant(node), true, nil
 		}
-		if err = errors.Join(err, recipe.Remove(ctx, s.st, node.Path)); err != nil {
-			return nil, false, acquireErr(ctx, "tryacquire", s.path, err)
-		}
-		return nil, false, nil
 	}
-	return s.grant(node), true, nil
+	if err = errors.Join(err, recipe.Remove(ctx, s.st, node.Path)); err != nil {
+		return nil, false, acquireErr(ctx, "tryacquire", s.path, err)
+	}
+	return nil, false, nil
 }
 
 // prepare checks the limit, and the stored one the first time.
@@ -251,18 +256,7 @@ func (s *Semaphore) wait(ctx context.Context, own store.Node, kids []store.Child
 			if s.st.Context().Err() != nil {
 				return s.ownGone(own.Path)
 			}
-			if i+1 < len(leases) {
-				// The next in line may be watching this node: touch it, so
-				// that it moves up and watches the holders in its turn.
-				touch := func() error {
-					_, err := s.st.Set(ctx, own.Path, s.opts.data, store.AnyVersion)
-					return err
-				}
-				if err := s.retry(ctx, touch); err != nil {
-					return err
-				}
-			}
-			return nil
+			return s.handOn(ctx, own, len(leases)-i-1)
 		}
 		// The first waiter waits for any holder to go; the others for the
 		// waiter before them to go or move up.
@@ -277,6 +271,19 @@ func (s *Semaphore) wait(ctx context.Context, own store.Node, kids []store.Child
 			return err
 		}
 	}
+}
+
+// handOn is the last step of a grant to own, followed in line by behind
+// leases: the next in line may be watching own, so touch it, and it moves
+// up and watches the holders in its turn.
+func (s *Semaphore) handOn(ctx context.Context, own store.Node, behind int) error {
+	if behind == 0 {
+		return nil
+	}
+	return s.retry(ctx, func() error {
+		_, err := s.st.Set(ctx, own.Path, s.opts.data, store.AnyVersion)
+		return err
+	})
 }
 
 // retry calls fn until it succeeds or fails with anything but a lost
