@@ -589,3 +589,44 @@ func TestDialOwnsClient(t *testing.T) {
 		t.Errorf("Get(ephemeral of a closed session) = %v, %v; want no key, and Open's client still usable", resp, err)
 	}
 }
+
+// A lock held only by etcd's concurrency.Mutex, which never writes its
+// prefix key, still lists as a directory of contenders, so that corral
+// waits behind it.
+func TestInteropPrefixWithoutKey(t *testing.T) {
+	c := etcdserver.Start(t, 1)
+	a := open(t, etcdbackend.New(c))
+	ctx := ctxFor(t)
+	sess, err := concurrency.NewSession(c.Client(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close()
+	m := concurrency.NewMutex(sess, "/interop/bare")
+	if err := m.Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	kids, err := a.Children(ctx, "/interop/bare")
+	if err != nil || len(kids) != 1 || kids[0].Name != fmt.Sprintf("%x", sess.Lease()) {
+		t.Errorf("Children(prefix with no key) = %v, %v; want etcd's contender", kids, err)
+	}
+	cw := any(a).(store.ChildrenWatcher)
+	kids, ev, err := cw.ChildrenW(ctx, "/interop/bare")
+	if err != nil || len(kids) != 1 {
+		t.Fatalf("ChildrenW(prefix with no key) = %v, %v; want etcd's contender", kids, err)
+	}
+	if err := m.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case e := <-ev:
+		if e.Type != store.EventChildrenChanged {
+			t.Errorf("event %+v; want children-changed", e)
+		}
+	case <-time.After(timeout):
+		t.Fatal("no event after etcd's contender left")
+	}
+	if _, err := a.Children(ctx, "/interop/bare"); !errors.Is(err, store.ErrNoNode) {
+		t.Errorf("Children after the last contender left = %v; want ErrNoNode", err)
+	}
+}

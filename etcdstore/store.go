@@ -462,6 +462,10 @@ func (s *Store) Delete(ctx context.Context, p string) error {
 
 // Children returns the direct children of p sorted by Seq (CreateRevision),
 // then name, or ErrNoNode. It reads p and its whole subtree in one range.
+// A path that is no key but has keys below it lists them as a directory
+// would, so that a corral observer sees the contenders of an election or
+// lock run only by etcd's concurrency package, which never writes its prefix
+// key; Get still reports such a path as missing.
 func (s *Store) Children(ctx context.Context, p string) ([]store.Child, error) {
 	if err := store.ValidatePath(p); err != nil {
 		return nil, err
@@ -512,6 +516,9 @@ func children(p string, kvs []*mvccpb.KeyValue) (exists bool, kids []store.Child
 		if len(k) <= len(prefix) || string(k[:len(prefix)]) != prefix {
 			continue
 		}
+		// A key below p makes p a directory even when p is no key:
+		// etcd's own concurrency recipes never write their prefix key.
+		exists = true
 		name := k[len(prefix):]
 		if bytes.IndexByte(name, '/') >= 0 {
 			continue
