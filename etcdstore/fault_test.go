@@ -630,3 +630,41 @@ func TestInteropPrefixWithoutKey(t *testing.T) {
 		t.Errorf("Children after the last contender left = %v; want ErrNoNode", err)
 	}
 }
+
+// Creates abandoned at every moment of their flight leave no node once
+// their outcome is known: the server may apply a cancelled request after
+// anything sent behind it, so the undo must wait for the answer.
+func TestAbandonedCreatesLeaveNoNode(t *testing.T) {
+	c := etcdserver.Start(t, 1)
+	a := open(t, etcdbackend.New(c))
+	ctx := ctxFor(t)
+	const dir = "/abandon"
+	if _, err := a.Create(ctx, dir, nil, store.Persistent); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 60 {
+		cctx, cancel := context.WithTimeout(ctx, time.Duration(i%12)*100*time.Microsecond)
+		mode := []store.Mode{store.EphemeralSequential, store.Sequential, store.Ephemeral}[i%3]
+		n, err := a.Create(cctx, fmt.Sprintf("%s/n%d-", dir, i), nil, mode)
+		cancel()
+		if err == nil {
+			if err := a.Delete(ctx, n.Path); err != nil {
+				t.Fatal(err)
+			}
+		} else if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("Create = %v; want success or DeadlineExceeded", err)
+		}
+	}
+	for {
+		kids, ev, err := a.ChildrenW(ctx, dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(kids) == 0 {
+			return
+		}
+		if e := <-ev; e.Err != nil {
+			t.Fatalf("abandoned nodes left: %v (%v)", kids, e.Err)
+		}
+	}
+}

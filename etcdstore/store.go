@@ -581,8 +581,8 @@ func ancestors(p string) []string {
 // with the same unique name until it gets an answer, ctx ends or the session
 // ends; the node it then finds under that name with this session's lease is
 // the one it created, so a lost reply never makes a duplicate. When ctx ends
-// first, Create deletes the node if it was made (an ephemeral node, or any
-// sequential one), on a context of its own bounded by 5 s.
+// first, Create returns at once and the transaction finishes in the
+// background; the node it made, if any, is then deleted.
 func (s *Store) Create(ctx context.Context, p string, data []byte, mode store.Mode) (store.Node, error) {
 	n, _, err := s.create(ctx, p, data, mode, false)
 	return n, err
@@ -622,8 +622,7 @@ func (s *Store) create(ctx context.Context, p string, data []byte, mode store.Mo
 	retried := false
 	backoff := 10 * time.Millisecond
 	for {
-		cmps, then, els := r.txn(full)
-		resp, err := s.cli.Txn(octx).If(cmps...).Then(then...).Else(els...).Commit()
+		resp, err := s.commitCreate(ctx, r, full)
 		if err == nil {
 			n, kids, err := r.result(resp, full, retried)
 			if errors.Is(err, errNoParent) {
@@ -633,9 +632,6 @@ func (s *Store) create(ctx context.Context, p string, data []byte, mode store.Mo
 			return n, kids, err
 		}
 		err = s.fail(ctx, "create", name, err)
-		if ctx.Err() != nil && (mode&store.Sequential != 0 || lease != 0) {
-			s.abandon(name, data, lease)
-		}
 		if mode&store.Sequential == 0 || !errors.Is(err, store.ErrDisconnected) {
 			return store.Node{}, nil, err
 		}
@@ -651,6 +647,50 @@ func (s *Store) create(ctx context.Context, p string, data []byte, mode store.Mo
 			return store.Node{}, nil, s.fail(ctx, "create", name, context.Cause(octx))
 		}
 		backoff = min(2*backoff, time.Second)
+	}
+}
+
+// createBound bounds a create transaction that its caller has left.
+const createBound = 10 * time.Second
+
+// commitCreate sends r's transaction on a context of the session's, not
+// ctx's: a create cancelled in flight can still be applied by the server
+// after a delete sent behind it, so a caller that leaves must not cancel it.
+// When ctx ends first, commitCreate returns ctx's error at once and the
+// transaction goes on in a goroutine of the Store's, which undoes the node
+// once the server's answer says it was made (or, with no answer, deletes it
+// if it is there).
+func (s *Store) commitCreate(ctx context.Context, r *createReq, full bool) (*clientv3.TxnResponse, error) {
+	type result struct {
+		resp *clientv3.TxnResponse
+		err  error
+	}
+	res := make(chan result) // unbuffered: either the caller takes it or the goroutine undoes
+	left := make(chan struct{})
+	cmps, then, els := r.txn(full)
+	started := s.goWatch(func() {
+		tctx, cancel := context.WithTimeout(s.ctx, createBound)
+		defer cancel()
+		resp, err := s.cli.Txn(tctx).If(cmps...).Then(then...).Else(els...).Commit()
+		select {
+		case res <- result{resp, err}:
+		case <-left:
+			undo := err == nil && resp.Succeeded
+			unknown := err != nil && (r.mode&store.Sequential != 0 || r.lease != 0)
+			if undo || unknown {
+				s.abandon(r.name, r.data, r.lease)
+			}
+		}
+	})
+	if !started {
+		return nil, s.sessionErr()
+	}
+	select {
+	case out := <-res:
+		return out.resp, out.err
+	case <-ctx.Done():
+		close(left)
+		return nil, ctx.Err()
 	}
 }
 
