@@ -115,21 +115,7 @@ func closed(ch <-chan struct{}) bool {
 // waitCandidates waits until the election directory holds n children.
 func waitCandidates(t testing.TB, st store.Store, path string, n int) []store.Child {
 	t.Helper()
-	ctx := ctxFor(t)
-	for {
-		kids, ch, err := st.(store.ChildrenWatcher).ChildrenW(ctx, path)
-		if err == nil && len(kids) == n {
-			return kids
-		}
-		if err != nil {
-			if _, ch, err = st.ExistsW(ctx, path); err != nil {
-				t.Fatalf("waiting for %d candidates under %q: %v", n, path, err)
-			}
-		}
-		if ev := recv(t, fmt.Sprintf("waiting for %d candidates under %q", n, path), ch); ev.Err != nil {
-			t.Fatalf("waiting for %d candidates under %q: %v", n, path, ev.Err)
-		}
-	}
+	return backends.WaitChildren(t, st, path, backends.Count(n))
 }
 
 // children lists the election directory; a missing directory is empty.

@@ -259,32 +259,9 @@ func dbMembers(kids []store.Child) int {
 
 // waitNodes waits until the store holds exactly the model's member nodes.
 func (dm *dbMachine) waitNodes(t *rapid.T) {
-	st := dm.srv.Open()
-	defer st.Close()
-	deadline := time.After(dbTimeout)
-	for {
-		kids, ev, err := st.ChildrenW(dm.ctx, dm.path)
-		if errors.Is(err, store.ErrNoNode) && len(dm.present) == 0 {
-			return
-		}
-		if err == nil && dbMembers(kids) == len(dm.present) {
-			return
-		}
-		if err != nil {
-			var exists bool
-			if exists, ev, err = st.ExistsW(dm.ctx, dm.path); err != nil {
-				t.Fatalf("watching %q: %v", dm.path, err)
-			}
-			if exists {
-				continue // created meanwhile: list it
-			}
-		}
-		select {
-		case <-ev:
-		case <-deadline:
-			t.Fatalf("store has %v; model has present %v; returned calls: %s", kids, dm.present, dm.returned())
-		}
-	}
+	waitChildren(t, dm.ctx, dm.srv, dm.path, dbTimeout,
+		func(kids []store.Child) bool { return dbMembers(kids) == len(dm.present) },
+		func() string { return fmt.Sprintf("present %v; returned calls: %s", dm.present, dm.returned()) })
 }
 
 // check holds after every step: no pending Enter or Leave has returned

@@ -283,31 +283,11 @@ func (em *electMachine) disconnect(t *rapid.T) {
 	em.next(t, true)
 }
 
-// waitNodes waits until the store holds exactly the model's nodes: a
-// candidate's node appears after its Campaign started.
+// waitNodes waits until the store holds exactly the model's nodes.
 func (em *electMachine) waitNodes(t *rapid.T) {
-	st := em.srv.Open()
-	defer st.Close()
-	deadline := time.After(electTimeout)
-	for {
-		kids, ev, err := st.ChildrenW(em.ctx, em.path)
-		if errors.Is(err, store.ErrNoNode) && len(em.queue) == 0 {
-			return
-		}
-		if err == nil && len(kids) == len(em.queue) {
-			return
-		}
-		if err != nil {
-			if _, ev, err = st.ExistsW(em.ctx, em.path); err != nil {
-				t.Fatalf("watching %q: %v", em.path, err)
-			}
-		}
-		select {
-		case <-ev:
-		case <-deadline:
-			t.Fatalf("store has %v; model has %v", kids, em.queue)
-		}
-	}
+	waitChildren(t, em.ctx, em.srv, em.path, electTimeout,
+		func(kids []store.Child) bool { return len(kids) == len(em.queue) },
+		func() string { return fmt.Sprint(em.queue) })
 }
 
 // check holds after every step: exactly the model's leader leads, the store

@@ -214,31 +214,11 @@ func (mm *mutexMachine) nodes() int {
 	return n
 }
 
-// waitNodes waits until the store holds exactly the model's nodes: a
-// waiter's node appears after its Lock started.
+// waitNodes waits until the store holds exactly the model's nodes.
 func (mm *mutexMachine) waitNodes(t *rapid.T) {
-	st := mm.srv.Open()
-	defer st.Close()
-	deadline := time.After(mutexTimeout)
-	for {
-		kids, ev, err := st.ChildrenW(mm.ctx, mm.path)
-		if errors.Is(err, store.ErrNoNode) && mm.nodes() == 0 {
-			return
-		}
-		if err == nil && len(kids) == mm.nodes() {
-			return
-		}
-		if err != nil {
-			if _, ev, err = st.ExistsW(mm.ctx, mm.path); err != nil {
-				t.Fatalf("watching %q: %v", mm.path, err)
-			}
-		}
-		select {
-		case <-ev:
-		case <-deadline:
-			t.Fatalf("store has %d nodes; model has holder %d and waiters %v", len(kids), mm.holder, mm.waiters)
-		}
-	}
+	waitChildren(t, mm.ctx, mm.srv, mm.path, mutexTimeout,
+		func(kids []store.Child) bool { return len(kids) == mm.nodes() },
+		func() string { return fmt.Sprintf("holder %d and waiters %v", mm.holder, mm.waiters) })
 }
 
 // check holds after every step: exactly the model's holder holds, and the

@@ -234,36 +234,12 @@ func (sm *semMachine) leases(kids []store.Child) int {
 	return n
 }
 
-// waitNodes waits until the store holds exactly the model's lease nodes: a
-// waiter's node appears after its Acquire started, a cancelled one's goes.
+// waitNodes waits until the store holds exactly the model's lease nodes.
 func (sm *semMachine) waitNodes(t *rapid.T) {
-	st := sm.srv.Open()
-	defer st.Close()
 	want := len(sm.holders) + len(sm.waiters)
-	deadline := time.After(semTimeout)
-	for {
-		kids, ev, err := st.ChildrenW(sm.ctx, sm.path)
-		if errors.Is(err, store.ErrNoNode) && want == 0 {
-			return
-		}
-		if err == nil && sm.leases(kids) == want {
-			return
-		}
-		if err != nil {
-			var exists bool
-			if exists, ev, err = st.ExistsW(sm.ctx, sm.path); err != nil {
-				t.Fatalf("watching %q: %v", sm.path, err)
-			}
-			if exists {
-				continue // created meanwhile: list it
-			}
-		}
-		select {
-		case <-ev:
-		case <-deadline:
-			t.Fatalf("store has %v; model has holders %v and waiters %v", kids, sm.holders, sm.waiters)
-		}
-	}
+	waitChildren(t, sm.ctx, sm.srv, sm.path, semTimeout,
+		func(kids []store.Child) bool { return sm.leases(kids) == want },
+		func() string { return fmt.Sprintf("holders %v and waiters %v", sm.holders, sm.waiters) })
 }
 
 // check holds after every step: never more than n holders, every model

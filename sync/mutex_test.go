@@ -73,24 +73,7 @@ func children(t *testing.T, st store.Store, p string) []string {
 // waitChildren waits until p has n children.
 func waitChildren(t *testing.T, st store.Store, p string, n int) {
 	t.Helper()
-	ctx := testCtx(t)
-	for {
-		kids, ev, err := st.(store.ChildrenWatcher).ChildrenW(ctx, p)
-		if err == nil && len(kids) == n {
-			return
-		}
-		if errors.Is(err, store.ErrNoNode) {
-			_, ev, err = st.ExistsW(ctx, p)
-		}
-		if err != nil {
-			t.Fatalf("waiting for %d children of %q: %v", n, p, err)
-		}
-		select {
-		case <-ev:
-		case <-ctx.Done():
-			t.Fatalf("waiting for %d children of %q: got %q", n, p, children(t, st, p))
-		}
-	}
+	backends.WaitChildren(t, st, p, backends.Count(n))
 }
 
 // settle waits until the children of p are exactly want, after a create

@@ -18,6 +18,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/corral-go/corral/etcdstore"
+	"github.com/corral-go/corral/internal/backends"
 	"github.com/corral-go/corral/internal/etcdserver"
 	"github.com/corral-go/corral/internal/zkserver"
 	"github.com/corral-go/corral/store"
@@ -393,22 +394,8 @@ func TestInterrupt(t *testing.T) {
 	})
 }
 
-// waitChildren waits until p has n children, with a watch.
+// waitChildren waits until p has n children.
 func waitChildren(t *testing.T, srv server, p string, n int) {
 	t.Helper()
-	cw := srv.st.(store.ChildrenWatcher)
-	ctx, cancel := context.WithTimeout(t.Context(), wait)
-	defer cancel()
-	for {
-		kids, ev, err := cw.ChildrenW(ctx, p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(kids) == n {
-			return
-		}
-		if e := <-ev; e.Err != nil {
-			t.Fatal(e.Err)
-		}
-	}
+	backends.WaitChildren(t, srv.st, p, backends.Count(n))
 }

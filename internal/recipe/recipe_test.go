@@ -186,26 +186,7 @@ func TestAcquireOrder(t *testing.T) {
 // waitChildren waits until d has n children.
 func waitChildren(t *testing.T, st store.Store, d string, n int) {
 	t.Helper()
-	cw := st.(store.ChildrenWatcher)
-	ctx, cancel := context.WithTimeout(t.Context(), timeout)
-	defer cancel()
-	for {
-		kids, ev, err := cw.ChildrenW(ctx, d)
-		if err == nil && len(kids) == n {
-			return
-		}
-		if errors.Is(err, store.ErrNoNode) {
-			_, ev, err = st.ExistsW(ctx, d)
-		}
-		if err != nil {
-			t.Fatalf("waiting for %d children of %q: %v", n, d, err)
-		}
-		select {
-		case <-ev:
-		case <-ctx.Done():
-			t.Fatalf("waiting for %d children of %q: %v", n, d, ctx.Err())
-		}
-	}
+	backends.WaitChildren(t, st, d, backends.Count(n))
 }
 
 func TestAcquireCancelLeavesNoNode(t *testing.T) {
