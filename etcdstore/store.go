@@ -581,8 +581,8 @@ func ancestors(p string) []string {
 // with the same unique name until it gets an answer, ctx ends or the session
 // ends; the node it then finds under that name with this session's lease is
 // the one it created, so a lost reply never makes a duplicate. When ctx ends
-// first, Create returns at once and the transaction finishes in the
-// background; the node it made, if any, is then deleted.
+// first, Create waits for the transaction's outcome (at most 5 s), deletes
+// the node if it was made, and returns ctx's error.
 func (s *Store) Create(ctx context.Context, p string, data []byte, mode store.Mode) (store.Node, error) {
 	n, _, err := s.create(ctx, p, data, mode, false)
 	return n, err
@@ -650,37 +650,29 @@ func (s *Store) create(ctx context.Context, p string, data []byte, mode store.Mo
 	}
 }
 
-// createBound bounds a create transaction that its caller has left.
-const createBound = 10 * time.Second
+// createBound bounds a create transaction, and so how long a caller that
+// left waits for its outcome.
+const createBound = 5 * time.Second
 
 // commitCreate sends r's transaction on a context of the session's, not
 // ctx's: a create cancelled in flight can still be applied by the server
-// after a delete sent behind it, so a caller that leaves must not cancel it.
-// When ctx ends first, commitCreate returns ctx's error at once and the
-// transaction goes on in a goroutine of the Store's, which undoes the node
-// once the server's answer says it was made (or, with no answer, deletes it
-// if it is there).
+// after a delete sent behind it, so it must not be cancelled. When ctx ends
+// first, commitCreate waits for the server's answer (within createBound),
+// undoes the node if it was made (or, with no answer, deletes it if it is
+// there) and returns ctx's error: a create abandoned by its caller leaves
+// no node once it has returned.
 func (s *Store) commitCreate(ctx context.Context, r *createReq, full bool) (*clientv3.TxnResponse, error) {
 	type result struct {
 		resp *clientv3.TxnResponse
 		err  error
 	}
-	res := make(chan result) // unbuffered: either the caller takes it or the goroutine undoes
-	left := make(chan struct{})
+	res := make(chan result, 1)
 	cmps, then, els := r.txn(full)
 	started := s.goWatch(func() {
 		tctx, cancel := context.WithTimeout(s.ctx, createBound)
 		defer cancel()
 		resp, err := s.cli.Txn(tctx).If(cmps...).Then(then...).Else(els...).Commit()
-		select {
-		case res <- result{resp, err}:
-		case <-left:
-			undo := err == nil && resp.Succeeded
-			unknown := err != nil && (r.mode&store.Sequential != 0 || r.lease != 0)
-			if undo || unknown {
-				s.abandon(r.name, r.data, r.lease)
-			}
-		}
+		res <- result{resp, err}
 	})
 	if !started {
 		return nil, s.sessionErr()
@@ -689,9 +681,14 @@ func (s *Store) commitCreate(ctx context.Context, r *createReq, full bool) (*cli
 	case out := <-res:
 		return out.resp, out.err
 	case <-ctx.Done():
-		close(left)
-		return nil, ctx.Err()
 	}
+	out := <-res
+	made := out.err == nil && out.resp.Succeeded
+	unknown := out.err != nil && (r.mode&store.Sequential != 0 || r.lease != 0)
+	if made || unknown {
+		s.abandon(r.name, r.data, r.lease)
+	}
+	return nil, ctx.Err()
 }
 
 // errNoParent says that a create's parent is missing: send the full
