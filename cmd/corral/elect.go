@@ -22,17 +22,8 @@ func runElect(ctx context.Context, e *env, args []string) error {
 	timeout := fs.Duration("timeout", 0, "give up campaigning after this long (exit 3); 0 waits forever")
 	grace := fs.Duration("grace", 10*time.Second, "time between SIGTERM and SIGKILL when leadership is lost")
 	keep := fs.Bool("keep-on-disconnect", false, "stay leader through a lost connection until the session expires (default: stop CMD at once)")
-	pos, argv, err := parse(fs, args)
+	path, argv, err := parsePathCmd(fs, args)
 	if err != nil {
-		return err
-	}
-	if err := wantArgs(pos, 1, "PATH"); err != nil {
-		return err
-	}
-	if len(argv) == 0 {
-		return fmt.Errorf("%w: no command after --", errUsage)
-	}
-	if err := checkPath(pos[0]); err != nil {
 		return err
 	}
 	st, err := sf.open(ctx)
@@ -44,7 +35,7 @@ func runElect(ctx context.Context, e *env, args []string) error {
 	if *keep {
 		policy = election.KeepOnDisconnect
 	}
-	el := election.New(st, pos[0], election.WithDisconnectPolicy(policy))
+	el := election.New(st, path, election.WithDisconnectPolicy(policy))
 	actx := ctx
 	if *timeout > 0 {
 		var cancel context.CancelFunc

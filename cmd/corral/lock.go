@@ -27,17 +27,8 @@ func runLock(ctx context.Context, e *env, args []string) error {
 	shared := fs.Bool("shared", false, "take a shared (read) lock: shared holders run together, exclusive ones alone")
 	grace := fs.Duration("grace", 10*time.Second, "time between SIGTERM and SIGKILL when the lock is lost")
 	keep := fs.Bool("keep-on-disconnect", false, "keep running through a lost connection until the session expires (default: stop CMD at once, since ownership is unknown)")
-	pos, argv, err := parse(fs, args)
+	path, argv, err := parsePathCmd(fs, args)
 	if err != nil {
-		return err
-	}
-	if err := wantArgs(pos, 1, "PATH"); err != nil {
-		return err
-	}
-	if len(argv) == 0 {
-		return fmt.Errorf("%w: no command after --", errUsage)
-	}
-	if err := checkPath(pos[0]); err != nil {
 		return err
 	}
 	st, err := sf.open(ctx)
@@ -52,10 +43,10 @@ func runLock(ctx context.Context, e *env, args []string) error {
 	}
 	var l locker
 	if *shared {
-		rw := corralsync.NewRWMutex(st, pos[0], corralsync.WithDisconnectPolicy(policy))
+		rw := corralsync.NewRWMutex(st, path, corralsync.WithDisconnectPolicy(policy))
 		l = locker{rw.RLock, rw.RUnlock, rw.RContext, rw.RToken}
 	} else {
-		m := corralsync.NewMutex(st, pos[0], corralsync.WithDisconnectPolicy(policy))
+		m := corralsync.NewMutex(st, path, corralsync.WithDisconnectPolicy(policy))
 		l = locker{m.Lock, m.Unlock, m.Context, m.Token}
 	}
 	return holdAndRun(ctx, e, l, *timeout, *grace, argv)

@@ -210,6 +210,21 @@ func (sf *storeFlags) open(ctx context.Context) (store.Store, error) {
 	return st, nil
 }
 
+// parsePathCmd parses the "[flags] PATH -- CMD [ARGS]" of lock and elect.
+func parsePathCmd(fs *flag.FlagSet, args []string) (string, []string, error) {
+	pos, argv, err := parse(fs, args)
+	if err != nil {
+		return "", nil, err
+	}
+	if err := wantArgs(pos, 1, "PATH"); err != nil {
+		return "", nil, err
+	}
+	if len(argv) == 0 {
+		return "", nil, fmt.Errorf("%w: no command after --", errUsage)
+	}
+	return pos[0], argv, checkPath(pos[0])
+}
+
 func checkPath(p string) error {
 	if err := store.ValidatePath(p); err != nil {
 		return fmt.Errorf("%w: %v", errUsage, err)
