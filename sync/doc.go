@@ -37,4 +37,18 @@
 // the contenders are ordered by create revision, as etcd's own
 // concurrency.Mutex orders its keys, so a corral Mutex and a
 // concurrency.Mutex on the same prefix exclude each other.
+//
+// # Semaphore and barriers
+//
+// Semaphore is the lock recipe with n holders: the n lowest "lease-" nodes
+// hold a Lease, which is a context and a token like a lock's, and a release
+// wakes one waiter. n is stored in the semaphore's node, and a participant
+// that disagrees gets a *LimitError.
+//
+// Barrier is a node: Set creates it, Remove deletes it, and Wait blocks until
+// it is gone. DoubleBarrier gathers n participants at Enter and lets them go
+// at Leave only once all have left; n is a limit (each round admits exactly
+// the first n), not Curator's threshold. A participant whose session ends
+// stops counting; see DoubleBarrier for the details. The barrier nodes stay
+// in the store after use, as Curator's do.
 package sync
