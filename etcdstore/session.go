@@ -34,8 +34,10 @@ import (
 // leader, timeout) reports a disconnection, and renewals are then retried
 // every 250 ms; the first one that succeeds reports the reconnection.
 
-// renew renews the lease once, within ctx, and records the outcome. It
-// returns nil, the session's end, or the renewal's error.
+// renew renews the lease once, within ctx, and records the outcome: a
+// success reports a reconnection, a failure a disconnection (unless a
+// renewal sent after it has succeeded). It returns nil, the session's end,
+// or the renewal's error.
 func (s *Store) renew(ctx context.Context) error {
 	sent := time.Now()
 	resp, err := s.cli.KeepAliveOnce(ctx, s.lease)
@@ -44,6 +46,9 @@ func (s *Store) renew(ctx context.Context) error {
 		s.mu.Lock()
 		if d := sent.Add(time.Duration(resp.TTL) * time.Second); d.After(s.deadline) {
 			s.deadline = d
+		}
+		if sent.After(s.lastRenewal) {
+			s.lastRenewal = sent
 		}
 		if s.discClosed && s.ctx.Err() == nil {
 			s.disc = make(chan struct{})
@@ -57,6 +62,13 @@ func (s *Store) renew(ctx context.Context) error {
 	case s.ctx.Err() != nil:
 		return s.sessionErr()
 	}
+	// A renewal that fails after a later one succeeded (it was sent into
+	// a connection that broke and has since come back) is old news.
+	s.mu.Lock()
+	if !s.lastRenewal.After(sent) {
+		s.setDisconnectedLocked()
+	}
+	s.mu.Unlock()
 	return err
 }
 
@@ -94,8 +106,7 @@ func (s *Store) keepAlive() {
 		case err == nil:
 			expiry.Reset(time.Until(s.leaseDeadline()))
 			next.Reset(interval)
-		default:
-			s.setDisconnected()
+		default: // renew reported the disconnection
 			next.Reset(retry)
 		}
 	}

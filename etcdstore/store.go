@@ -122,11 +122,12 @@ type Store struct {
 	// the connection state suggests the connection broke.
 	kick chan struct{}
 
-	mu         gosync.Mutex
-	closed     bool
-	deadline   time.Time     // the session ends then unless renewed; see session.go
-	disc       chan struct{} // the channel Disconnected returns now
-	discClosed bool
+	mu          gosync.Mutex
+	closed      bool
+	deadline    time.Time     // the session ends then unless renewed; see session.go
+	lastRenewal time.Time     // send time of the latest acknowledged renewal
+	disc        chan struct{} // the channel Disconnected returns now
+	discClosed  bool
 
 	wg        gosync.WaitGroup // background goroutines: keepalive, watches
 	closeOnce gosync.Once
@@ -266,12 +267,6 @@ func (s *Store) setDisconnectedLocked() {
 		close(s.disc)
 		s.discClosed = true
 	}
-}
-
-func (s *Store) setDisconnected() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.setDisconnectedLocked()
 }
 
 // probe asks the keepalive loop to renew the lease now.

@@ -319,6 +319,12 @@ func TestMutexWaiterRidesOutDisconnect(t *testing.T) {
 		go func() { got <- waiter.Lock(ctx) }()
 		waitChildren(t, sts[0], p, 2)
 		d.Disconnect(t, sts[1])
+		// The release must come while the waiter knows it is cut off.
+		select {
+		case <-sts[1].Disconnected():
+		case <-ctx.Done():
+			t.Fatal("the waiter's store never reported the disconnection")
+		}
 		if err := holder.Unlock(ctx); err != nil {
 			t.Fatalf("Unlock(%q) = %v", p, err)
 		}

@@ -292,7 +292,7 @@ func TryAcquire(ctx context.Context, st store.Store, dir, prefix string, data []
 // after every wait.
 func wait(ctx context.Context, st store.Store, n store.Node, cs []Contender, blocker Blocker) error {
 	dir, name := store.Parent(n.Path), n.Name()
-	for {
+	for attempt := 0; ; {
 		i := Index(cs, name)
 		if i < 0 {
 			return ownGone(st, n.Path)
@@ -304,9 +304,17 @@ func wait(ctx context.Context, st store.Store, n store.Node, cs []Contender, blo
 			if st.Context().Err() != nil {
 				return fmt.Errorf("contender %q: %w", n.Path, context.Cause(st.Context()))
 			}
-			return nil
-		}
-		if err := WaitGone(ctx, st, store.Join(dir, cs[b].Name)); err != nil {
+			if !disconnected(st) {
+				return nil
+			}
+			// Granted on a list read just as the store reported a lost
+			// connection: ownership is unknown, so no grant until the
+			// store is back; then list again.
+			if err := pause(ctx, st, attempt); err != nil {
+				return err
+			}
+			attempt++
+		} else if err := WaitGone(ctx, st, store.Join(dir, cs[b].Name)); err != nil {
 			return err
 		}
 		kids, err := retry(ctx, st, func() ([]store.Child, error) { return st.Children(ctx, dir) })
@@ -314,6 +322,16 @@ func wait(ctx context.Context, st store.Store, n store.Node, cs []Contender, blo
 			return err
 		}
 		cs = Contenders(kids)
+	}
+}
+
+// disconnected reports whether st reports a lost connection now.
+func disconnected(st store.Store) bool {
+	select {
+	case <-st.Disconnected():
+		return true
+	default:
+		return false
 	}
 }
 
