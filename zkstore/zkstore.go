@@ -341,10 +341,15 @@ func (s *Store) waitConnected() error {
 	}
 }
 
+// undoWait bounds how long a caller that left waits for the undo of its
+// call, so that a cancelled create returns with its node gone.
+const undoWait = 5 * time.Second
+
 // call runs f, one or more blocking client requests, and returns its result,
 // or ctx.Err() if ctx ends first. f then goes on in its goroutine and, if it
 // completes after the caller left, its result is passed to undo (if not
-// nil) to clean up.
+// nil) to clean up; the caller waits for that, up to undoWait, so that
+// whatever the abandoned call made is gone when it returns.
 func call[T any](s *Store, ctx context.Context, f func() (T, error), undo func(T, error)) (T, error) {
 	var zero T
 	if err := ctx.Err(); err != nil {
@@ -365,6 +370,7 @@ func call[T any](s *Store, ctx context.Context, f func() (T, error), undo func(T
 	const pending, done, abandoned = 0, 1, 2
 	var state atomic.Int32
 	ch := make(chan result, 1)
+	undone := make(chan struct{})
 	go func() {
 		defer s.calls.Done()
 		v, err := f()
@@ -375,12 +381,21 @@ func call[T any](s *Store, ctx context.Context, f func() (T, error), undo func(T
 		if undo != nil {
 			undo(v, err)
 		}
+		close(undone)
 	}()
 	select {
 	case r := <-ch:
 		return r.v, r.err
 	case <-ctx.Done():
 		if state.CompareAndSwap(pending, abandoned) {
+			if undo != nil {
+				t := time.NewTimer(undoWait)
+				defer t.Stop()
+				select {
+				case <-undone:
+				case <-t.C:
+				}
+			}
 			return zero, ctx.Err()
 		}
 		// The result won the race: keep it rather than undo it.
