@@ -393,12 +393,18 @@ func TestDoubleBarrierLeaveWakesOne(t *testing.T) {
 		p.watching(0, 0)
 		p.pending("Leave", p.leave, 0, 1, 2, 4)
 		for i, st := range p.sts {
+			if err := st.Flush(ctx); err != nil {
+				t.Fatal(err)
+			}
+			// The lowest wakes once, or not at all when its watch on the
+			// highest was set only after the highest had gone; nobody
+			// else wakes.
 			want := 0
 			if i == 0 {
 				want = 1
 			}
-			if got := st.Counts().Wakeups; got != want {
-				t.Errorf("participant %d woken %d times by the highest's departure; want %d", i, got, want)
+			if got := st.Counts().Wakeups; got > want {
+				t.Errorf("participant %d woken %d times by the highest's departure; want at most %d", i, got, want)
 			}
 		}
 		p.startLeave(ctx, 3, nil)
