@@ -87,7 +87,7 @@ const prefix = recipe.LatchPrefix
 // DisconnectPolicy says what a leader does when its connection to the store
 // is lost while its session may still be alive, so that nobody knows whether
 // its node, and so its leadership, still exists.
-type DisconnectPolicy int
+type DisconnectPolicy = recipe.DisconnectPolicy
 
 const (
 	// LoseOnDisconnect ends leadership the moment the connection is lost,
@@ -95,23 +95,13 @@ const (
 	// the old leader stops before a server could expire its session and
 	// elect another (Curator's standard policy). A Candidate campaigns
 	// again once the connection is back.
-	LoseOnDisconnect DisconnectPolicy = iota
+	LoseOnDisconnect = recipe.LoseOnDisconnect
 	// KeepOnDisconnect keeps leadership through a lost connection and ends
 	// it only when the session ends or the node is found gone. Use it only
 	// when two leaders for the length of a session timeout are harmless
 	// or fenced by the token.
-	KeepOnDisconnect
+	KeepOnDisconnect = recipe.KeepOnDisconnect
 )
-
-func (p DisconnectPolicy) String() string {
-	switch p {
-	case LoseOnDisconnect:
-		return "lose-on-disconnect"
-	case KeepOnDisconnect:
-		return "keep-on-disconnect"
-	}
-	return fmt.Sprintf("DisconnectPolicy(%d)", int(p))
-}
 
 // Option configures an Election.
 type Option func(*options)

@@ -12,7 +12,7 @@ import (
 
 // DisconnectPolicy says what losing the connection to the store does to a
 // held lock.
-type DisconnectPolicy int
+type DisconnectPolicy = recipe.DisconnectPolicy
 
 const (
 	// LoseOnDisconnect, the default, ends a hold (cancels its context with
@@ -22,22 +22,12 @@ const (
 	// would risk two holders; this is Curator's standard policy too
 	// (SUSPENDED counts as lost). The node stays until Unlock removes it,
 	// or the session ends.
-	LoseOnDisconnect DisconnectPolicy = iota
+	LoseOnDisconnect = recipe.LoseOnDisconnect
 	// KeepOnDisconnect keeps a hold across disconnections and ends it only
 	// when the session ends or the node goes. A holder that acts on
 	// external storage meanwhile must rely on the fencing token.
-	KeepOnDisconnect
+	KeepOnDisconnect = recipe.KeepOnDisconnect
 )
-
-func (p DisconnectPolicy) String() string {
-	switch p {
-	case LoseOnDisconnect:
-		return "lose-on-disconnect"
-	case KeepOnDisconnect:
-		return "keep-on-disconnect"
-	}
-	return fmt.Sprintf("DisconnectPolicy(%d)", int(p))
-}
 
 // LockOption configures a Mutex or an RWMutex.
 type LockOption func(*lockOptions)

@@ -3,6 +3,7 @@ package recipe
 import (
 	"context"
 	"errors"
+	"fmt"
 	gosync "sync"
 
 	"github.com/corral-go/corral/store"
@@ -187,4 +188,26 @@ func (h *Hold) lose(cause error) {
 		cause = c
 	}
 	h.cancel(cause)
+}
+
+// DisconnectPolicy says what a lost connection does to a hold. The sync and
+// election packages export it under their own names and documentation.
+type DisconnectPolicy int
+
+const (
+	// LoseOnDisconnect ends a hold when the connection is lost.
+	LoseOnDisconnect DisconnectPolicy = iota
+	// KeepOnDisconnect ends a hold only when the session ends or its node
+	// goes.
+	KeepOnDisconnect
+)
+
+func (p DisconnectPolicy) String() string {
+	switch p {
+	case LoseOnDisconnect:
+		return "lose-on-disconnect"
+	case KeepOnDisconnect:
+		return "keep-on-disconnect"
+	}
+	return fmt.Sprintf("DisconnectPolicy(%d)", int(p))
 }
