@@ -156,7 +156,7 @@ func (e *Election) current(ctx context.Context) (l Leader, ch <-chan store.Event
 			kids, err = e.st.Children(ctx, e.path)
 		}
 		if errors.Is(err, store.ErrNoNode) {
-			exists, ch, err := e.st.ExistsW(ctx, e.path)
+			exists, _, ch, err := e.st.ExistsW(ctx, e.path)
 			if err != nil || exists {
 				if err != nil {
 					return Leader{}, nil, false, err
@@ -175,15 +175,15 @@ func (e *Election) current(ctx context.Context) (l Leader, ch <-chan store.Event
 		// Watch before reading, so that a value proclaimed after the
 		// read always fires the watch.
 		p := store.Join(e.path, cs[0].Name)
-		exists, ch, err := e.st.ExistsW(ctx, p)
+		exists, stat, ch, err := e.st.ExistsW(ctx, p)
 		if err != nil {
 			return Leader{}, nil, false, err
 		}
-		if !exists {
-			continue
+		if !exists || stat.Seq != cs[0].Seq {
+			continue // gone, maybe made again under its name: list again
 		}
 		n, err := e.st.Get(ctx, p)
-		if errors.Is(err, store.ErrNoNode) {
+		if errors.Is(err, store.ErrNoNode) || err == nil && n.Seq != cs[0].Seq {
 			continue
 		}
 		if err != nil {

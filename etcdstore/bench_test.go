@@ -323,7 +323,7 @@ func BenchmarkExistsWatch(b *testing.B) {
 	compare(b,
 		variant{unit: "store-µs", do: func(r int64, i int) {
 			k := fmt.Sprintf("/bench/watch/s%d-%d", r, i)
-			exists, ch, err := s.ExistsW(ctx, k)
+			exists, _, ch, err := s.ExistsW(ctx, k)
 			if err != nil || exists {
 				b.Fatal(exists, err)
 			}
@@ -358,7 +358,7 @@ func BenchmarkExistsWatch(b *testing.B) {
 func BenchmarkHandoff(b *testing.B) {
 	b.Run("etcdstore", func(b *testing.B) {
 		benchHandoff(b, func(s *etcdstore.Store, _ *clientv3.Client, p string) <-chan error {
-			exists, ch, err := s.ExistsW(b.Context(), p)
+			exists, _, ch, err := s.ExistsW(b.Context(), p)
 			if err != nil || !exists {
 				b.Fatal(exists, err)
 			}

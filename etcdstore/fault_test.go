@@ -94,7 +94,7 @@ func TestLeaseRevoked(t *testing.T) {
 	a, other := open(t, b), open(t, b)
 	ctx := ctxFor(t)
 	n := must[store.Node](t)(a.Create(ctx, "/revoked/lock-", nil, store.EphemeralSequential))
-	_, gone, err := other.ExistsW(ctx, n.Path)
+	_, _, gone, err := other.ExistsW(ctx, n.Path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,7 +125,7 @@ func TestSessionEndsBeforeServerExpiry(t *testing.T) {
 	a, other := open(t, b), open(t, b)
 	ctx := ctxFor(t)
 	n := must[store.Node](t)(a.Create(ctx, "/partition/lock-", nil, store.EphemeralSequential))
-	_, gone, err := other.ExistsW(ctx, n.Path)
+	_, _, gone, err := other.ExistsW(ctx, n.Path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,7 +159,7 @@ func TestCutConnection(t *testing.T) {
 	a, other := open(t, b), open(t, b)
 	ctx := ctxFor(t)
 	e := must[store.Node](t)(a.Create(ctx, "/cut/e", nil, store.Ephemeral))
-	_, watch, err := a.ExistsW(ctx, "/cut/w")
+	_, _, watch, err := a.ExistsW(ctx, "/cut/w")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -227,7 +227,7 @@ func TestCompaction(t *testing.T) {
 
 	t.Run("while waiting", func(t *testing.T) {
 		a := open(t, b)
-		_, ch, err := a.ExistsW(ctx, "/compact/a")
+		_, _, ch, err := a.ExistsW(ctx, "/compact/a")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -240,7 +240,7 @@ func TestCompaction(t *testing.T) {
 
 	t.Run("change missed while disconnected", func(t *testing.T) {
 		a := open(t, b)
-		_, ch, err := a.ExistsW(ctx, "/compact/b")
+		_, _, ch, err := a.ExistsW(ctx, "/compact/b")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -255,7 +255,7 @@ func TestCompaction(t *testing.T) {
 
 	t.Run("no change while disconnected", func(t *testing.T) {
 		a := open(t, b)
-		_, ch, err := a.ExistsW(ctx, "/compact/c")
+		_, _, ch, err := a.ExistsW(ctx, "/compact/c")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -304,7 +304,7 @@ func TestKillLeader(t *testing.T) {
 		s := open(t, b)
 		sessions = append(sessions, s)
 		must[store.Node](t)(s.Create(ctx, fmt.Sprintf("/kill/e%d", i), nil, store.Ephemeral))
-		_, ch, err := s.ExistsW(ctx, "/kill/w")
+		_, _, ch, err := s.ExistsW(ctx, "/kill/w")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -343,9 +343,9 @@ func TestKillLeader(t *testing.T) {
 		case errors.Is(ev.Err, store.ErrDisconnected):
 			// Served by the killed member or cancelled for lack of a
 			// leader: the caller re-checks, as recipes do.
-			exists, _, err := sessions[i].ExistsW(ctx, "/kill/w")
+			exists, _, _, err := sessions[i].ExistsW(ctx, "/kill/w")
 			for errors.Is(err, store.ErrDisconnected) {
-				exists, _, err = sessions[i].ExistsW(ctx, "/kill/w")
+				exists, _, _, err = sessions[i].ExistsW(ctx, "/kill/w")
 			}
 			if err != nil || !exists {
 				t.Errorf("re-check after %v = %v, %v; want true", ev.Err, exists, err)
@@ -469,7 +469,7 @@ func TestMemberWithoutQuorum(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	_, ch, err := s.ExistsW(ctx, "/quorum/w")
+	_, _, ch, err := s.ExistsW(ctx, "/quorum/w")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -491,7 +491,7 @@ func TestMemberWithoutQuorum(t *testing.T) {
 	}
 	t.Logf("restarted after %v", time.Since(start))
 	retry(t, ctx, "ExistsW after the quorum is back", func() error {
-		_, ch, err = s.ExistsW(ctx, "/quorum/w")
+		_, _, ch, err = s.ExistsW(ctx, "/quorum/w")
 		return err
 	})
 	t.Logf("watching again after %v", time.Since(start))

@@ -55,19 +55,19 @@ type watchSpec struct {
 // the watch fails (ErrDisconnected), the event carries Err. It blocks for
 // about one round trip. The root always exists and never changes: its
 // channel only ever delivers an Err.
-func (s *Store) ExistsW(ctx context.Context, p string) (bool, <-chan store.Event, error) {
+func (s *Store) ExistsW(ctx context.Context, p string) (bool, store.Stat, <-chan store.Event, error) {
 	if err := store.ValidatePath(p); err != nil {
-		return false, nil, err
+		return false, store.Stat{}, nil, err
 	}
 	if p == "/" {
 		if err := s.sessionErr(); err != nil {
-			return false, nil, fmt.Errorf("etcdstore: exists %q: %w", p, err)
+			return false, store.Stat{}, nil, fmt.Errorf("etcdstore: exists %q: %w", p, err)
 		}
 		out := make(chan store.Event, 1)
 		if !s.goWatch(func() { s.idle(ctx, "exists", p, out) }) {
-			return false, nil, fmt.Errorf("etcdstore: exists %q: %w", p, s.sessionErr())
+			return false, store.Stat{}, nil, fmt.Errorf("etcdstore: exists %q: %w", p, s.sessionErr())
 		}
-		return true, out, nil
+		return true, store.Stat{}, out, nil
 	}
 	spec := &watchSpec{
 		op: "exists", path: p, key: p,
@@ -84,9 +84,12 @@ func (s *Store) ExistsW(ctx context.Context, p string) (bool, <-chan store.Event
 	}
 	kvs, out, err := s.watch(ctx, spec)
 	if err != nil {
-		return false, nil, err
+		return false, store.Stat{}, nil, err
 	}
-	return len(kvs) > 0, out, nil
+	if kv := find(p, kvs); kv != nil {
+		return true, node(kv).Stat(), out, nil
+	}
+	return false, store.Stat{}, out, nil
 }
 
 // ChildrenW returns the children of p as Children does and a one-shot

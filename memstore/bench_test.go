@@ -73,7 +73,7 @@ func BenchmarkWatchDelivery(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		_, ch, err := w.ExistsW(ctx, n.Path)
+		_, _, ch, err := w.ExistsW(ctx, n.Path)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -20,7 +20,7 @@ func Example() {
 	n, _ := a.Create(ctx, "/workers/w-", []byte("a"), store.EphemeralSequential)
 	fmt.Println("created", n.Path)
 
-	exists, ev, _ := b.ExistsW(ctx, n.Path)
+	exists, _, ev, _ := b.ExistsW(ctx, n.Path)
 	fmt.Println("b sees it:", exists)
 
 	a.Expire()

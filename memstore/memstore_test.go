@@ -31,7 +31,7 @@ func TestDisconnected(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, ev, err := a.ExistsW(ctx, n.Path)
+	_, _, ev, err := a.ExistsW(ctx, n.Path)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -159,13 +159,17 @@ func children(n *node) []store.Child {
 }
 
 // ExistsW implements store.Store.
-func (st *Store) ExistsW(ctx context.Context, p string) (bool, <-chan store.Event, error) {
+func (st *Store) ExistsW(ctx context.Context, p string) (bool, store.Stat, <-chan store.Event, error) {
 	if err := st.begin(ctx, "exists", p); err != nil {
-		return false, nil, err
+		return false, store.Stat{}, nil, err
 	}
 	defer st.srv.mu.Unlock()
-	exists := st.srv.lookup(p) != nil
-	return exists, st.srv.addWatch(ctx, st, st.srv.existsW, p), nil
+	var stat store.Stat
+	n := st.srv.lookup(p)
+	if n != nil {
+		stat = n.public(p).Stat()
+	}
+	return n != nil, stat, st.srv.addWatch(ctx, st, st.srv.existsW, p), nil
 }
 
 // ChildrenW implements store.ChildrenWatcher.

@@ -23,7 +23,7 @@ func waitChildren(t *rapid.T, ctx context.Context, srv *memstore.Server, p strin
 		kids, ev, err := st.ChildrenW(ctx, p)
 		if errors.Is(err, store.ErrNoNode) {
 			var exists bool
-			if exists, ev, err = st.ExistsW(ctx, p); err == nil && exists {
+			if exists, _, ev, err = st.ExistsW(ctx, p); err == nil && exists {
 				continue // made since the listing: list again
 			}
 		}

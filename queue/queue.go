@@ -555,7 +555,7 @@ func (q *Queue) watchDir(ctx context.Context, dir string) ([]store.Child, <-chan
 	if !errors.Is(err, store.ErrNoNode) {
 		return kids, ev, err
 	}
-	exists, ev, err := q.st.ExistsW(ctx, dir)
+	exists, _, ev, err := q.st.ExistsW(ctx, dir)
 	if err != nil || !exists {
 		return nil, ev, err
 	}

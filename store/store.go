@@ -47,6 +47,16 @@
 // ephemeral sequential names (Curator's protected form, see below); etcd
 // appends a unique hexadecimal suffix.
 //
+// # Identity
+//
+// A node is identified by its path and its Seq together, never by its path
+// alone. A name can be used again once its node is gone: etcd's own lock and
+// election clients name their key after their session's lease and use that
+// name for every acquisition, an operator can re-create a deleted node, and a
+// store may reuse names itself. So a recipe that waits for "the node in
+// front of me" to go waits for that path with that Seq: a node found at the
+// path with another Seq counts as gone (ExistsW returns the Seq it found).
+//
 // # Lost replies
 //
 // A connection can break after the server applied a request but before its
@@ -112,12 +122,16 @@ type Store interface {
 	// name, or ErrNoNode when path does not exist.
 	Children(ctx context.Context, path string) ([]Child, error)
 
-	// ExistsW reports whether path exists and returns a one-shot channel
-	// that delivers the next creation, deletion or data change of path. If
-	// the watch can no longer fire (ctx done, session ended, store closed)
-	// the event carries Err. There is no gap between the check and the
-	// watch. When err is non-nil no watch is set and the channel is nil.
-	ExistsW(ctx context.Context, path string) (exists bool, ev <-chan Event, err error)
+	// ExistsW reports whether path exists, with the node's Stat when it
+	// does, and returns a one-shot channel that delivers the next
+	// creation, deletion or data change of path. If the watch can no
+	// longer fire (ctx done, session ended, store closed) the event carries
+	// Err. There is no gap between the check and the watch. When err is
+	// non-nil no watch is set and the channel is nil.
+	//
+	// The Stat tells which node is there: a node at the same path with
+	// another Seq is another node (see Identity in the package doc).
+	ExistsW(ctx context.Context, path string) (exists bool, stat Stat, ev <-chan Event, err error)
 
 	// Delete deletes the node at path; ErrNoNode when it does not exist,
 	// ErrNotEmpty when it has children.
@@ -215,6 +229,17 @@ type Node struct {
 
 // Name returns the last segment of n.Path.
 func (n Node) Name() string { return Base(n.Path) }
+
+// Stat returns the metadata of n.
+func (n Node) Stat() Stat { return Stat{Seq: n.Seq, Version: n.Version, Owner: n.Owner} }
+
+// Stat is the metadata of a node, as ExistsW reports it: a Node without its
+// path and data.
+type Stat struct {
+	Seq     int64
+	Version int64
+	Owner   int64
+}
 
 // Child is one entry of a node's children list.
 type Child struct {

@@ -77,7 +77,7 @@ func (b *Barrier) Remove(ctx context.Context) error {
 // session ends: it never hangs on a lost session. Wait leaves nothing behind
 // in the store.
 func (b *Barrier) Wait(ctx context.Context) error {
-	err := recipe.WaitGone(ctx, b.st, b.path)
+	err := recipe.WaitAbsent(ctx, b.st, b.path)
 	switch {
 	case err == nil:
 		return nil

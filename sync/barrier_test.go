@@ -90,7 +90,7 @@ func bwaitKids(t testing.TB, st store.Store, p, marker string, ok func(n int) bo
 		kids, ev, err := st.(store.ChildrenWatcher).ChildrenW(wctx, p)
 		if errors.Is(err, store.ErrNoNode) {
 			var exists bool
-			exists, ev, err = st.ExistsW(wctx, p)
+			exists, _, ev, err = st.ExistsW(wctx, p)
 			if exists {
 				cancel()
 				continue // created meanwhile: list it

@@ -216,7 +216,7 @@ func (b *DoubleBarrier) leave(ctx context.Context) error {
 		case i == 0:
 			// Lowest: leave last, once the highest (and so, in turn,
 			// every other) member has gone.
-			err = recipe.WaitGone(ctx, b.st, members[len(members)-1].path)
+			err = recipe.WaitGone(ctx, b.st, members[len(members)-1].path, members[len(members)-1].seq)
 		default:
 			if i > 0 {
 				if err := b.deleteNode(ctx, b.me.path); err != nil {
@@ -224,7 +224,7 @@ func (b *DoubleBarrier) leave(ctx context.Context) error {
 				}
 				mine = false
 			}
-			err = recipe.WaitGone(ctx, b.st, members[0].path)
+			err = recipe.WaitGone(ctx, b.st, members[0].path, members[0].seq)
 		}
 		if err != nil {
 			return err
@@ -281,7 +281,7 @@ func (b *DoubleBarrier) awaitRound(ctx context.Context, me dbNode) (dbRound, err
 func (b *DoubleBarrier) enterStep(ctx context.Context, me dbNode) (dbRound, bool, error) {
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel() // drops the watch on ready if it did not fire
-	released, readyEv, err := b.st.ExistsW(wctx, b.readyPath())
+	released, _, readyEv, err := b.st.ExistsW(wctx, b.readyPath())
 	if err != nil {
 		return dbRound{}, false, err
 	}
@@ -322,7 +322,7 @@ func (b *DoubleBarrier) enterStep(ctx context.Context, me dbNode) (dbRound, bool
 		// The previous round is still inside; its lowest member leaves
 		// last.
 		cancel()
-		return dbRound{}, false, recipe.WaitGone(ctx, b.st, old[0].path)
+		return dbRound{}, false, recipe.WaitGone(ctx, b.st, old[0].path, old[0].seq)
 	}
 	if len(fresh) < b.n {
 		return dbRound{}, false, barrierAwait(ctx, b.st, readyEv)

@@ -83,7 +83,7 @@ func waitChildren(t *testing.T, st store.Store, p string, n int) {
 // going to, and the wait then sees it go.
 func settle(t *testing.T, quitter, st store.Store, p string, want []string) {
 	t.Helper()
-	if _, _, err := quitter.ExistsW(testCtx(t), p); err != nil {
+	if _, _, _, err := quitter.ExistsW(testCtx(t), p); err != nil {
 		t.Fatal(err)
 	}
 	ctx := testCtx(t)

@@ -142,7 +142,7 @@ func BenchmarkOps(b *testing.B) {
 			return conn.Delete(p, -1)
 		}, func(i int) error {
 			p := fmt.Sprintf("%s/w%d", d, i)
-			_, ch, err := st.ExistsW(ctx, p)
+			_, _, ch, err := st.ExistsW(ctx, p)
 			check(b, err)
 			_, err = st.Create(ctx, p, nil, store.Persistent)
 			check(b, err)

@@ -712,22 +712,27 @@ func (s *Store) Children(ctx context.Context, path string) ([]store.Child, error
 // creation, deletion or data change; see [store.Store]. The watch survives
 // reconnections: a change made while disconnected is delivered after the
 // reconnection. Its event carries Err when ctx ends or the session ends.
-func (s *Store) ExistsW(ctx context.Context, path string) (bool, <-chan store.Event, error) {
+func (s *Store) ExistsW(ctx context.Context, path string) (bool, store.Stat, <-chan store.Event, error) {
 	if err := store.ValidatePath(path); err != nil {
-		return false, nil, err
+		return false, store.Stat{}, nil, err
 	}
 	type result struct {
 		ok bool
+		st *zk.Stat
 		ch <-chan zk.Event
 	}
 	r, err := call(s, ctx, func() (result, error) {
-		ok, _, ch, err := s.conn.ExistsW(path)
-		return result{ok, ch}, err
+		ok, st, ch, err := s.conn.ExistsW(path)
+		return result{ok, st, ch}, err
 	}, nil)
 	if err != nil {
-		return false, nil, s.fail("exists", path, err)
+		return false, store.Stat{}, nil, s.fail("exists", path, err)
 	}
-	return r.ok, s.watch(ctx, path, r.ch), nil
+	var stat store.Stat
+	if r.ok {
+		stat = node(path, nil, r.st).Stat()
+	}
+	return r.ok, stat, s.watch(ctx, path, r.ch), nil
 }
 
 // ChildrenW returns the children of path as Children does and sets a

@@ -272,7 +272,7 @@ func TestWatchAcrossDisconnect(t *testing.T) {
 	st, other := b.Open(t), b.Open(t)
 	ctx, dir := ctxFor(t), dirFor(t)
 	p := must[store.Node](t)(other.Create(ctx, dir+"/w", nil, store.Persistent)).Path
-	ok, ch, err := st.ExistsW(ctx, p)
+	ok, _, ch, err := st.ExistsW(ctx, p)
 	if err != nil || !ok {
 		t.Fatalf("ExistsW = %v, %v; want true", ok, err)
 	}

@@ -26,7 +26,7 @@ func WaitChildren(t testing.TB, st store.Store, p string, done func([]store.Chil
 		kids, ev, err := cw.ChildrenW(ctx, p)
 		if errors.Is(err, store.ErrNoNode) {
 			var exists bool
-			if exists, ev, err = st.ExistsW(ctx, p); err == nil && exists {
+			if exists, _, ev, err = st.ExistsW(ctx, p); err == nil && exists {
 				continue // made since the listing: list again
 			}
 		}

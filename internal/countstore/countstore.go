@@ -231,13 +231,13 @@ func (s *Store) Children(ctx context.Context, path string) ([]store.Child, error
 }
 
 // ExistsW implements store.Store.
-func (s *Store) ExistsW(ctx context.Context, path string) (bool, <-chan store.Event, error) {
+func (s *Store) ExistsW(ctx context.Context, path string) (bool, store.Stat, <-chan store.Event, error) {
 	s.count("ExistsW")
-	ok, ev, err := s.inner.ExistsW(ctx, path)
+	ok, stat, ev, err := s.inner.ExistsW(ctx, path)
 	if err != nil {
-		return ok, nil, err
+		return ok, stat, nil, err
 	}
-	return ok, s.forward(path, ev), nil
+	return ok, stat, s.forward(path, ev), nil
 }
 
 // ChildrenW implements store.ChildrenWatcher; it fails with

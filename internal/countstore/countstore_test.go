@@ -29,11 +29,11 @@ func TestCounts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, evOwn, err := a.ExistsW(ctx, own.Path)
+	_, _, evOwn, err := a.ExistsW(ctx, own.Path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, evOther, err := a.ExistsW(ctx, other.Path)
+	_, _, evOther, err := a.ExistsW(ctx, other.Path)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -144,7 +144,7 @@ func (h *Hold) Stop(cause error) {
 func (h *Hold) watch() {
 	for attempt := 0; ; attempt++ {
 		wctx, stop := context.WithCancel(h.ctx)
-		exists, ev, err := h.st.ExistsW(wctx, h.node.Path)
+		exists, stat, ev, err := h.st.ExistsW(wctx, h.node.Path)
 		if err != nil {
 			stop()
 			if h.ctx.Err() != nil {
@@ -160,7 +160,9 @@ func (h *Hold) watch() {
 			h.lose(err)
 			return
 		}
-		if !exists {
+		if !exists || stat.Seq != h.node.Seq {
+			// Gone, or gone and made again under its name by someone
+			// else: not ours any more.
 			stop()
 			h.lose(h.opts.Deleted)
 			return

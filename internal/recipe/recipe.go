@@ -314,7 +314,7 @@ func wait(ctx context.Context, st store.Store, n store.Node, cs []Contender, blo
 				return err
 			}
 			attempt++
-		} else if err := WaitGone(ctx, st, store.Join(dir, cs[b].Name)); err != nil {
+		} else if err := WaitGone(ctx, st, store.Join(dir, cs[b].Name), cs[b].Seq); err != nil {
 			return err
 		}
 		kids, err := retry(ctx, st, func() ([]store.Child, error) { return st.Children(ctx, dir) })
@@ -351,14 +351,31 @@ func ownGone(st store.Store, path string) error {
 // Disconnected takes too.
 func syncSession(st store.Store) { st.Disconnected() }
 
-// WaitGone blocks until the node at path does not exist, ctx is done or the
-// session ends. It re-checks after every event, so a data change or a watch
-// that can no longer fire never passes for a deletion, and it retries across
-// a lost connection while the session lives.
-func WaitGone(ctx context.Context, st store.Store, path string) error {
+// WaitGone blocks until the node at path with Seq seq does not exist, ctx
+// is done or the session ends. A node found at path with another Seq is
+// another node (the name was used again, as etcd's own clients do for every
+// acquisition of a session), so it counts as gone: waiting for it could close
+// a cycle with a contender that waits for us. WaitGone re-checks after every
+// event, so a data change or a watch that can no longer fire never passes for
+// a deletion, and it retries across a lost connection while the session
+// lives.
+func WaitGone(ctx context.Context, st store.Store, path string, seq int64) error {
+	return waitGone(ctx, st, path, func(s store.Stat) bool { return s.Seq == seq })
+}
+
+// WaitAbsent blocks until no node exists at path, whichever node it is (a
+// barrier's node removed and set again holds the caller back again), ctx is
+// done or the session ends; otherwise it is WaitGone.
+func WaitAbsent(ctx context.Context, st store.Store, path string) error {
+	return waitGone(ctx, st, path, func(store.Stat) bool { return true })
+}
+
+// waitGone waits until the node at path is missing or is not the one same
+// picks out.
+func waitGone(ctx context.Context, st store.Store, path string, same func(store.Stat) bool) error {
 	for attempt := 0; ; attempt++ {
 		wctx, stop := context.WithCancel(ctx)
-		exists, ev, err := st.ExistsW(wctx, path)
+		exists, stat, ev, err := st.ExistsW(wctx, path)
 		if err != nil {
 			stop()
 			if !errors.Is(err, store.ErrDisconnected) || ctx.Err() != nil {
@@ -369,7 +386,7 @@ func WaitGone(ctx context.Context, st store.Store, path string) error {
 			}
 			continue
 		}
-		if !exists {
+		if !exists || !same(stat) {
 			stop()
 			return nil
 		}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/corral-go/corral/internal/backends"
 	"github.com/corral-go/corral/internal/recipe"
+	"github.com/corral-go/corral/memstore"
 	"github.com/corral-go/corral/store"
 	"github.com/corral-go/corral/store/storetest"
 )
@@ -228,14 +229,19 @@ func TestWaitGone(t *testing.T) {
 		p := dir(t) + "/node"
 		ctx, cancel := context.WithTimeout(t.Context(), timeout)
 		defer cancel()
-		if err := recipe.WaitGone(ctx, st, p); err != nil {
+		if err := recipe.WaitGone(ctx, st, p, 0); err != nil {
 			t.Fatalf("WaitGone(missing) = %v; want nil", err)
 		}
-		if _, err := st.Create(ctx, p, nil, store.Persistent); err != nil {
+		n, err := st.Create(ctx, p, nil, store.Persistent)
+		if err != nil {
 			t.Fatal(err)
 		}
+		// Another node under the same name counts as gone.
+		if err := recipe.WaitGone(ctx, st, p, n.Seq+1); err != nil {
+			t.Fatalf("WaitGone(Seq %d) of the node with Seq %d = %v; want nil", n.Seq+1, n.Seq, err)
+		}
 		got := make(chan error, 1)
-		go func() { got <- recipe.WaitGone(ctx, st, p) }()
+		go func() { got <- recipe.WaitGone(ctx, st, p, n.Seq) }()
 		// A data change must not pass for a deletion. Setting it until
 		// WaitGone has surely watched once is not observable, so set it
 		// twice around the start and then check WaitGone still waits.
@@ -261,12 +267,12 @@ func TestWaitGone(t *testing.T) {
 			t.Fatal("WaitGone did not return after the delete")
 		}
 
-		if _, err := st.Create(ctx, p, nil, store.Persistent); err != nil {
+		if n, err = st.Create(ctx, p, nil, store.Persistent); err != nil {
 			t.Fatal(err)
 		}
 		cctx, ccancel := context.WithCancel(ctx)
 		ccancel()
-		if err := recipe.WaitGone(cctx, st, p); !errors.Is(err, context.Canceled) {
+		if err := recipe.WaitGone(cctx, st, p, n.Seq); !errors.Is(err, context.Canceled) {
 			t.Errorf("WaitGone(cancelled) = %v; want context.Canceled", err)
 		}
 	})
@@ -467,4 +473,57 @@ func TestLazyHoldDisconnected(t *testing.T) {
 			t.Errorf("Release() = %v, %v; want %v, nil", lost, err, errDisconnected)
 		}
 	})
+}
+
+// staleLister is a store without CreateLister whose next Children call runs
+// before after, and returns what it read before after ran: a reply that
+// arrives after the tree changed.
+type staleLister struct {
+	store.Store
+	after func()
+}
+
+func (s *staleLister) Children(ctx context.Context, p string) ([]store.Child, error) {
+	kids, err := s.Store.Children(ctx, p)
+	if s.after != nil {
+		s.after()
+		s.after = nil
+	}
+	return kids, err
+}
+
+// TestAcquireWaitsForIdentity: the contender a waiter lists in front of it
+// is deleted and made again under the same name, behind the waiter, before
+// the waiter watches it (as etcd's own clients do on every Lock of a
+// session). The node at that name is another node, behind us: the waiter
+// must not wait for it, or the two wait for each other for ever.
+func TestAcquireWaitsForIdentity(t *testing.T) {
+	srv := memstore.NewServer()
+	other, own := srv.Open(), srv.Open()
+	defer other.Close()
+	defer own.Close()
+	ctx, cancel := context.WithTimeout(t.Context(), timeout)
+	defer cancel()
+	d := dir(t)
+	const lease = "694d7c1e8b3a2f04" // an etcd concurrency.Mutex key
+	first, err := other.Create(ctx, d+"/"+lease, nil, store.Ephemeral)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var again store.Node
+	st := &staleLister{Store: own, after: func() {
+		if err := other.Delete(ctx, first.Path); err != nil {
+			t.Error(err)
+		}
+		if again, err = other.Create(ctx, first.Path, nil, store.Ephemeral); err != nil {
+			t.Error(err)
+		}
+	}}
+	n, err := recipe.Acquire(ctx, st, d, recipe.LockPrefix, nil, recipe.Predecessor)
+	if err != nil {
+		t.Fatalf("Acquire = %v; want the lock, since %q is behind it now", err, first.Path)
+	}
+	if again.Seq <= n.Seq {
+		t.Fatalf("the node made again has Seq %d, not behind the waiter's %d", again.Seq, n.Seq)
+	}
 }

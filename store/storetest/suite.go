@@ -43,6 +43,7 @@ func Run(t *testing.T, b Backend) {
 		{"EphemeralGoneOnExpire", s.ephemeralGoneOnExpire},
 		{"ExistsWatch", s.existsWatch},
 		{"ExistsWatchOnce", s.existsWatchOnce},
+		{"ExistsWatchStat", s.existsWatchStat},
 		{"ExistsWatchNoGap", s.existsWatchNoGap},
 		{"WatchCancelled", s.watchCancelled},
 		{"WatchClosed", s.watchClosed},
@@ -115,7 +116,7 @@ func (m must) kids(kids []store.Child, err error) []store.Child {
 	return kids
 }
 
-func (m must) watch(exists bool, ch <-chan store.Event, err error) (bool, <-chan store.Event) {
+func (m must) watch(exists bool, _ store.Stat, ch <-chan store.Event, err error) (bool, <-chan store.Event) {
 	m.t.Helper()
 	m.ok(err)
 	return exists, ch
@@ -191,7 +192,7 @@ func calls(ctx context.Context, st store.Store, p string) map[string]error {
 	_, errs["Get"] = st.Get(ctx, p)
 	_, errs["Set"] = st.Set(ctx, p, nil, store.AnyVersion)
 	_, errs["Children"] = st.Children(ctx, p)
-	_, ch, err := st.ExistsW(ctx, p)
+	_, _, ch, err := st.ExistsW(ctx, p)
 	errs["ExistsW"] = err
 	if err == nil || ch != nil {
 		errs["ExistsW"] = fmt.Errorf("ExistsW returned channel %v with error %v", ch, err)
@@ -533,6 +534,31 @@ func (s *suite) existsWatch(t *testing.T) {
 	wantEvent(t, "delete", ch, store.EventDeleted)
 }
 
+// existsWatchStat checks that ExistsW reports the Stat of the node it found,
+// which tells a sequential node from one made later under the same name.
+func (s *suite) existsWatchStat(t *testing.T) {
+	a, b := s.open(t), s.open(t)
+	ctx, dir := ctxFor(t), ns(t)
+	n := req(t).node(a.Create(ctx, dir+"/c-", nil, store.EphemeralSequential))
+	ok, stat, _, err := b.ExistsW(ctx, n.Path)
+	req(t).ok(err)
+	if want := (store.Stat{Seq: n.Seq, Owner: a.SessionID()}); !ok || stat != want {
+		t.Fatalf("ExistsW(%q) = %v, %+v; want true, %+v", n.Path, ok, stat, want)
+	}
+	req(t).node(a.Set(ctx, n.Path, []byte("x"), store.AnyVersion))
+	ok, stat, _, err = b.ExistsW(ctx, n.Path)
+	req(t).ok(err)
+	if want := (store.Stat{Seq: n.Seq, Version: 1, Owner: a.SessionID()}); !ok || stat != want {
+		t.Fatalf("ExistsW(%q) after Set = %v, %+v; want true, %+v", n.Path, ok, stat, want)
+	}
+	req(t).ok(a.Delete(ctx, n.Path))
+	ok, stat, _, err = b.ExistsW(ctx, n.Path)
+	req(t).ok(err)
+	if ok || stat != (store.Stat{}) {
+		t.Fatalf("ExistsW(deleted) = %v, %+v; want false and a zero Stat", ok, stat)
+	}
+}
+
 func (s *suite) existsWatchOnce(t *testing.T) {
 	a, b := s.open(t), s.open(t)
 	ctx, dir := ctxFor(t), ns(t)
@@ -559,7 +585,7 @@ func (s *suite) existsWatchNoGap(t *testing.T) {
 			_, err := b.Create(ctx, p, nil, store.Persistent)
 			created <- err
 		}()
-		ok, ch, err := a.ExistsW(ctx, p)
+		ok, _, ch, err := a.ExistsW(ctx, p)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -60,6 +60,10 @@ type conn struct {
 	proxies []*tcpproxy.Proxy
 	cli     *clientv3.Client
 	lose    atomic.Bool
+	// delay, when set, holds back every unary reply for the time it
+	// returns: a slow link, on which what the reply says is stale by
+	// the time the caller reads it.
+	delay func() time.Duration
 }
 
 // New returns a Backend on c whose sessions are opened with opts (after a
@@ -79,7 +83,7 @@ func (b *Backend) Cluster() *etcdserver.Cluster { return b.cluster }
 // and its proxies are closed when the test ends.
 func (b *Backend) Open(t testing.TB) store.Store {
 	t.Helper()
-	s, err := b.open()
+	s, err := b.open(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,8 +91,21 @@ func (b *Backend) Open(t testing.TB) store.Store {
 	return s
 }
 
-func (b *Backend) open() (*etcdstore.Store, error) {
-	c := &conn{}
+// OpenDelayed is Open for a session whose every unary reply (reads,
+// transactions, lease renewals) reaches the store delay() after the server
+// sent it.
+func (b *Backend) OpenDelayed(t testing.TB, delay func() time.Duration) store.Store {
+	t.Helper()
+	s, err := b.open(delay)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.release(s) })
+	return s
+}
+
+func (b *Backend) open(delay func() time.Duration) (*etcdstore.Store, error) {
+	c := &conn{delay: delay}
 	var eps []string
 	for _, m := range b.cluster.Members {
 		u, err := url.Parse(m.ClientURL)
@@ -124,8 +141,19 @@ func (b *Backend) open() (*etcdstore.Store, error) {
 	return s, nil
 }
 
-// intercept loses the reply of the next Txn once armed.
+// intercept loses the reply of the next Txn once armed, and delays replies
+// when the session was opened with a delay.
 func (c *conn) intercept(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+	if c.delay != nil {
+		defer func() {
+			t := time.NewTimer(c.delay())
+			defer t.Stop()
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+			}
+		}()
+	}
 	if method != "/etcdserverpb.KV/Txn" || !c.lose.CompareAndSwap(true, false) {
 		return invoker(ctx, method, req, reply, cc, opts...)
 	}
