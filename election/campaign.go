@@ -61,8 +61,9 @@ func (e *Election) Campaign(ctx context.Context, value []byte) (*Leadership, err
 // ended, or ctx, the error says so.
 func (e *Election) campaignErr(ctx context.Context, err error) error {
 	e.st.Disconnected() // wait for a session end being published
-	if cause := e.alive(ctx); cause != nil && !errors.Is(err, cause) {
-		err = fmt.Errorf("%w (%w)", cause, err)
+	err = recipe.CtxErr(ctx, err)
+	if sctx := e.st.Context(); sctx.Err() != nil && !errors.Is(err, context.Cause(sctx)) {
+		err = fmt.Errorf("%w (%w)", context.Cause(sctx), err)
 	}
 	if errors.Is(err, store.ErrNoNode) && e.st.Context().Err() == nil {
 		return fmt.Errorf("election: campaign %q: %w: %w", e.path, ErrNodeDeleted, err)

@@ -40,8 +40,7 @@ var errClosed = errors.New("election: candidate closed")
 // Candidate starts campaigning with value, in the background, and returns at
 // once. Each term the candidate wins is sent on Terms; the candidate stops
 // when ctx ends, Close is called or the session ends, and then resigns any
-// term it holds and removes its node (on a context detached from ctx, within
-// a bound).
+// term it holds and removes its node (see Close).
 func (e *Election) Candidate(ctx context.Context, value []byte) *Candidate {
 	ctx, cancel := context.WithCancelCause(ctx)
 	c := &Candidate{
@@ -63,8 +62,9 @@ func (c *Candidate) Terms() <-chan *Leadership { return c.terms }
 
 // Close stops the candidate: it resigns the current term, if any, removes
 // its node and waits for its goroutine to exit. While the connection is lost
-// the removal is retried for a bounded time (seconds), which bounds Close.
-// It is idempotent and returns nil.
+// the removal is tried for a short grace (one second) and then left to the
+// session, which removes the node as soon as the connection allows; that
+// bounds Close. It is idempotent and returns nil.
 func (c *Candidate) Close() error {
 	c.cancel(errClosed)
 	<-c.exited
@@ -97,22 +97,12 @@ func (c *Candidate) run(ctx context.Context) {
 // loop campaigns until ctx or the session ends, and returns why.
 func (c *Candidate) loop(ctx context.Context) error {
 	var b backoff
-	stale := "" // the node of a lost term, when it could not be removed
 	for {
-		if stale != "" {
-			if err := recipe.Remove(ctx, c.e.st, stale); err == nil {
-				stale = ""
-			}
-		}
 		if err := c.e.alive(ctx); err != nil {
 			return c.stopped(ctx, err)
 		}
-		if stale != "" {
-			if b.wait(ctx) != nil {
-				return c.stopped(ctx, ctx.Err())
-			}
-			continue
-		}
+		// A term's node that Resign could not remove is left to the
+		// session, and the next campaign removes it before it lines up.
 		l, err := c.e.Campaign(ctx, c.value)
 		if err != nil {
 			if c.e.alive(ctx) != nil {
@@ -136,16 +126,14 @@ func (c *Candidate) loop(ctx context.Context) error {
 		case <-l.Done():
 		case <-ctx.Done():
 		}
-		if err := l.Resign(ctx); err != nil {
-			stale = l.Path()
-		}
+		_ = l.Resign(ctx)
 	}
 }
 
 // stopped returns the reason the candidate stops, given the error it met.
 func (c *Candidate) stopped(ctx context.Context, err error) error {
 	if ctx.Err() != nil {
-		return fmt.Errorf("election: candidate: %w", ctx.Err())
+		return fmt.Errorf("election: candidate: %w", recipe.CtxErr(ctx, nil))
 	}
 	if sctx := c.e.st.Context(); sctx.Err() != nil {
 		return context.Cause(sctx)

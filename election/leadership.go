@@ -63,12 +63,14 @@ func (l *Leadership) Value() []byte {
 // leads. Done is closed before the node is removed, so the next leader is
 // never told before the old one knows.
 //
-// Resign blocks until the node is gone. The removal runs on a context
-// detached from ctx and bounded by a few seconds, across a lost connection,
-// so that a cancelled ctx never leaves a node behind; Resign returns an
-// error only when the node could not be removed within that bound. It is
-// idempotent, and returns nil when the node is already gone, the session
-// having ended.
+// Resign blocks until the node is gone, across a lost connection, until ctx
+// ends; once ctx has ended it still tries for a short grace (one second,
+// recipe.CleanupGrace), so that a cancelled ctx still removes the node on a
+// working connection. If the node is still there then, Resign returns an
+// error wrapping store.ErrDisconnected and the session removes the node as
+// soon as the connection allows (while it lives; its end takes the node
+// with it). Resign is idempotent: a later call tries the removal again, and
+// returns nil once the node is gone or the session has ended.
 func (l *Leadership) Resign(ctx context.Context) error {
 	if _, err := l.hold.Release(ctx, ErrResigned); err != nil {
 		return fmt.Errorf("election: resign: %w", err)

@@ -39,31 +39,27 @@ func (b *Barrier) Path() string { return b.path }
 // does not wait for anything but the store. Setting a barrier that is already
 // set does nothing and returns nil, so a Set that failed with
 // store.ErrDisconnected (whose outcome is unknown) can simply be retried.
-// When ctx ends first it returns ctx.Err().
+// When ctx ends first it returns an error wrapping ctx.Err() and its cause.
 func (b *Barrier) Set(ctx context.Context) error {
 	_, err := b.st.Create(ctx, b.path, nil, store.Persistent)
 	switch {
 	case err == nil, errors.Is(err, store.ErrNodeExists):
 		return nil
-	case ctx.Err() != nil:
-		return ctx.Err()
 	}
-	return fmt.Errorf("sync: set barrier %q: %w", b.path, err)
+	return fmt.Errorf("sync: set barrier %q: %w", b.path, recipe.CtxErr(ctx, err))
 }
 
 // Remove lowers the barrier by deleting its node, which releases every
 // waiter. Removing a barrier that is not set does nothing and returns nil. It
 // fails with an error wrapping store.ErrNotEmpty if someone created children
-// under the barrier's node. When ctx ends first it returns ctx.Err().
+// under the barrier's node. When ctx ends first it returns an error wrapping ctx.Err() and its cause.
 func (b *Barrier) Remove(ctx context.Context) error {
 	err := b.st.Delete(ctx, b.path)
 	switch {
 	case err == nil, errors.Is(err, store.ErrNoNode):
 		return nil
-	case ctx.Err() != nil:
-		return ctx.Err()
 	}
-	return fmt.Errorf("sync: remove barrier %q: %w", b.path, err)
+	return fmt.Errorf("sync: remove barrier %q: %w", b.path, recipe.CtxErr(ctx, err))
 }
 
 // Wait blocks until the barrier is not set, and returns nil at once if it is
@@ -72,19 +68,16 @@ func (b *Barrier) Remove(ctx context.Context) error {
 // holds the caller back again. It rides out a lost connection while the
 // session lives.
 //
-// Wait returns ctx.Err() when ctx ends first, and an error wrapping the
+// Wait returns an error wrapping ctx.Err() (and its cause) when ctx ends first, and an error wrapping the
 // session's cause (store.ErrSessionExpired or store.ErrClosed) when the
 // session ends: it never hangs on a lost session. Wait leaves nothing behind
 // in the store.
 func (b *Barrier) Wait(ctx context.Context) error {
 	err := recipe.WaitAbsent(ctx, b.st, b.path)
-	switch {
-	case err == nil:
+	if err == nil {
 		return nil
-	case ctx.Err() != nil:
-		return ctx.Err()
 	}
-	return fmt.Errorf("sync: wait on barrier %q: %w", b.path, err)
+	return fmt.Errorf("sync: wait on barrier %q: %w", b.path, recipe.CtxErr(ctx, err))
 }
 
 // barrierAwait waits for the one event of a watch, for ctx and for the end of

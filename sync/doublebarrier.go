@@ -149,6 +149,9 @@ func (b *DoubleBarrier) Enter(ctx context.Context) error {
 		}
 		b.limitOK = true
 	}
+	if err := recipe.Flush(ctx, b.st, b.path); err != nil {
+		return b.fail(ctx, "enter", err)
+	}
 	node, err := b.st.Create(ctx, store.Join(b.path, dbMember), nil, store.EphemeralSequential)
 	if err != nil {
 		return b.fail(ctx, "enter", err)
@@ -159,8 +162,7 @@ func (b *DoubleBarrier) Enter(ctx context.Context) error {
 		r, err = b.lateRound(ctx, me)
 	}
 	if err != nil {
-		b.drop(ctx, me)
-		return b.fail(ctx, "enter", err)
+		return b.fail(ctx, "enter", errors.Join(err, recipe.Remove(ctx, b.st, me.path)))
 	}
 	b.entered, b.me, b.round = true, me, r
 	return nil
@@ -184,8 +186,7 @@ func (b *DoubleBarrier) Leave(ctx context.Context) error {
 	}
 	b.entered = false
 	if err := b.leave(ctx); err != nil {
-		b.drop(ctx, b.me)
-		return b.fail(ctx, "leave", err)
+		return b.fail(ctx, "leave", errors.Join(err, recipe.Remove(ctx, b.st, b.me.path)))
 	}
 	return nil
 }
@@ -341,7 +342,7 @@ func (b *DoubleBarrier) enterStep(ctx context.Context, me dbNode) (dbRound, bool
 // lateRound checks, after ctx ended, whether me's round was released all
 // the same, and returns it if so and ctx.Err() otherwise.
 func (b *DoubleBarrier) lateRound(ctx context.Context, me dbNode) (dbRound, error) {
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recipe.CleanupTimeout)
+	cctx, cancel := recipe.GraceContext(ctx)
 	defer cancel()
 	r, err := b.getRound(cctx)
 	if err == nil && r.has(me.seq) {
@@ -407,12 +408,6 @@ func (b *DoubleBarrier) deleteNode(ctx context.Context, path string) error {
 	return err
 }
 
-// drop removes the node me on a context that outlives ctx, with a bound.
-// Should it fail, the session's end removes the node.
-func (b *DoubleBarrier) drop(ctx context.Context, me dbNode) {
-	_ = recipe.Remove(ctx, b.st, me.path)
-}
-
 func (b *DoubleBarrier) lostErr() error {
 	b.st.Disconnected() // waits for an adapter that is reporting the session's end
 	if b.st.Context().Err() != nil {
@@ -422,10 +417,7 @@ func (b *DoubleBarrier) lostErr() error {
 }
 
 func (b *DoubleBarrier) fail(ctx context.Context, op string, err error) error {
-	if ctx.Err() != nil {
-		return ctx.Err()
-	}
-	return fmt.Errorf("sync: %s double barrier %q: %w", op, b.path, err)
+	return fmt.Errorf("sync: %s double barrier %q: %w", op, b.path, recipe.CtxErr(ctx, err))
 }
 
 // lock takes the participant's turn. A free turn is taken even when ctx

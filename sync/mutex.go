@@ -179,6 +179,10 @@ type exclusive struct {
 
 	mu   gosync.Mutex
 	hold *recipe.Hold // nil when not held
+	// pending is the node of the last release when its removal could
+	// not finish (the session's cleaner deletes it), "" otherwise; the
+	// next Unlock removes it rather than report ErrNotLocked.
+	pending string
 }
 
 func newExclusive(st store.Store, path, prefix string, opts lockOptions) exclusive {
@@ -198,13 +202,13 @@ func (x *exclusive) lock(ctx context.Context, op string) error {
 	if err := x.usable(op); err != nil {
 		return err
 	}
-	if err := ctx.Err(); err != nil {
-		return opErr(op, x.path, err)
+	if ctx.Err() != nil {
+		return acquireErr(ctx, op, x.path, nil)
 	}
 	select {
 	case x.local <- struct{}{}:
 	case <-ctx.Done():
-		return opErr(op, x.path, ctx.Err())
+		return acquireErr(ctx, op, x.path, nil)
 	}
 	n, err := recipe.Acquire(ctx, x.st, x.path, x.prefix, x.opts.data, recipe.Predecessor)
 	if err != nil {
@@ -240,19 +244,42 @@ func (x *exclusive) grant(n store.Node) {
 	h := recipe.NewHold(x.st, n, x.opts.hold())
 	x.mu.Lock()
 	x.hold = h
+	x.pending = "" // removed before the grant (recipe.Flush)
 	x.mu.Unlock()
 }
 
 func (x *exclusive) unlock(ctx context.Context, op string) error {
 	x.mu.Lock()
-	h := x.hold
+	h, pending := x.hold, x.pending
 	x.hold = nil
 	x.mu.Unlock()
 	if h == nil {
-		return opErr(op, x.path, ErrNotLocked)
+		if pending == "" {
+			return opErr(op, x.path, ErrNotLocked)
+		}
+		return x.removePending(ctx, op, pending)
 	}
 	defer func() { <-x.local }()
-	return releaseErr(ctx, op, x.path, h)
+	err := releaseErr(ctx, op, x.path, h)
+	if errors.Is(err, recipe.ErrRemovalPending) {
+		x.mu.Lock()
+		x.pending = h.Node().Path
+		x.mu.Unlock()
+	}
+	return err
+}
+
+// removePending removes the node of a release that could not remove it.
+func (x *exclusive) removePending(ctx context.Context, op, p string) error {
+	if err := recipe.Remove(ctx, x.st, p); err != nil {
+		return opErr(op, x.path, err)
+	}
+	x.mu.Lock()
+	if x.pending == p {
+		x.pending = ""
+	}
+	x.mu.Unlock()
+	return nil
 }
 
 func (x *exclusive) context() context.Context {
@@ -285,13 +312,11 @@ func releaseErr(ctx context.Context, op, path string, h *recipe.Hold) error {
 	return nil
 }
 
-// acquireErr reports a failed acquisition, matching ctx.Err() when ctx
-// ended (and keeping what else went wrong, such as a failed cleanup).
+// acquireErr reports a failed acquisition, matching ctx.Err() and its cause
+// when ctx ended (and keeping what else went wrong, such as a cleanup left
+// to the session).
 func acquireErr(ctx context.Context, op, path string, err error) error {
-	if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
-		err = errors.Join(cerr, err)
-	}
-	return opErr(op, path, err)
+	return opErr(op, path, recipe.CtxErr(ctx, err))
 }
 
 func opErr(op, path string, err error) error {

@@ -2,6 +2,8 @@ package sync
 
 import (
 	"context"
+	"errors"
+	"slices"
 	gosync "sync"
 
 	"github.com/corral-go/corral/internal/recipe"
@@ -30,6 +32,10 @@ type RWMutex struct {
 
 	mu     gosync.Mutex
 	rholds []*recipe.Hold // read holds, oldest first
+	// rpending are the nodes of read releases whose removal could not
+	// finish, oldest first: RUnlock removes them before it reports
+	// ErrNotLocked.
+	rpending []string
 }
 
 // NewRWMutex returns an RWMutex on the lock at path in st. It does no I/O;
@@ -74,8 +80,8 @@ func (rw *RWMutex) RLock(ctx context.Context) error {
 	if err := rw.w.usable("rlock"); err != nil {
 		return err
 	}
-	if err := ctx.Err(); err != nil {
-		return opErr("rlock", rw.w.path, err)
+	if ctx.Err() != nil {
+		return acquireErr(ctx, "rlock", rw.w.path, nil)
 	}
 	n, err := recipe.Acquire(ctx, rw.w.st, rw.w.path, recipe.ReadPrefix, rw.opts.data, recipe.LastWriter)
 	if err != nil {
@@ -105,6 +111,15 @@ func (rw *RWMutex) rgrant(n store.Node) {
 	h := recipe.NewHold(rw.w.st, n, rw.opts.hold())
 	rw.mu.Lock()
 	rw.rholds = append(rw.rholds, h)
+	// RLock removed this session's pending nodes before it contended.
+	rw.rpending = slices.DeleteFunc(rw.rpending, func(p string) bool {
+		select {
+		case <-recipe.Pending(rw.w.st, p):
+			return true
+		default:
+			return false
+		}
+	})
 	rw.mu.Unlock()
 }
 
@@ -115,14 +130,31 @@ func (rw *RWMutex) rgrant(n store.Node) {
 func (rw *RWMutex) RUnlock(ctx context.Context) error {
 	rw.mu.Lock()
 	if len(rw.rholds) == 0 {
+		if len(rw.rpending) == 0 {
+			rw.mu.Unlock()
+			return opErr("runlock", rw.w.path, ErrNotLocked)
+		}
+		p := rw.rpending[0]
 		rw.mu.Unlock()
-		return opErr("runlock", rw.w.path, ErrNotLocked)
+		if err := recipe.Remove(ctx, rw.w.st, p); err != nil {
+			return opErr("runlock", rw.w.path, err)
+		}
+		rw.mu.Lock()
+		rw.rpending = slices.DeleteFunc(rw.rpending, func(q string) bool { return q == p })
+		rw.mu.Unlock()
+		return nil
 	}
 	h := rw.rholds[0]
 	rw.rholds[0] = nil
 	rw.rholds = rw.rholds[1:]
 	rw.mu.Unlock()
-	return releaseErr(ctx, "runlock", rw.w.path, h)
+	err := releaseErr(ctx, "runlock", rw.w.path, h)
+	if errors.Is(err, recipe.ErrRemovalPending) {
+		rw.mu.Lock()
+		rw.rpending = append(rw.rpending, h.Node().Path)
+		rw.mu.Unlock()
+	}
+	return err
 }
 
 // RContext returns the context of the read hold the next RUnlock releases

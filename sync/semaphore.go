@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"strings"
 	gosync "sync"
-	"sync/atomic"
 
 	"github.com/corral-go/corral/internal/recipe"
 	"github.com/corral-go/corral/store"
@@ -207,8 +206,8 @@ func (s *Semaphore) prepare(ctx context.Context, op string) error {
 	if s.n < 1 {
 		return opErr(op, s.path, fmt.Errorf("%w: %d", ErrInvalidLimit, s.n))
 	}
-	if err := ctx.Err(); err != nil {
-		return opErr(op, s.path, err)
+	if ctx.Err() != nil {
+		return acquireErr(ctx, op, s.path, nil)
 	}
 	s.mu.Lock()
 	ok := s.limitOK
@@ -228,6 +227,9 @@ func (s *Semaphore) prepare(ctx context.Context, op string) error {
 // create makes the own lease node and lists the semaphore's children right
 // after, in one round trip when the store can.
 func (s *Semaphore) create(ctx context.Context) (store.Node, []store.Child, error) {
+	if err := recipe.Flush(ctx, s.st, s.path); err != nil {
+		return store.Node{}, nil, err
+	}
 	p := store.Join(s.path, semPrefix)
 	if cl, ok := s.st.(store.CreateLister); ok {
 		return cl.CreateAndList(ctx, p, s.opts.data, store.EphemeralSequential)
@@ -371,9 +373,12 @@ func (s *Semaphore) grant(node store.Node) *Lease {
 // connection is lost; Context is then cancelled with the reason, and
 // Release returns an error wrapping ErrLeaseLost.
 type Lease struct {
-	path     string
-	hold     *recipe.Hold
-	released atomic.Bool
+	path string
+	hold *recipe.Hold
+
+	mu       gosync.Mutex
+	released bool
+	pending  bool // the release could not remove the node yet
 }
 
 // Context returns a context that is cancelled the moment the lease ends,
@@ -387,15 +392,31 @@ func (l *Lease) Context() context.Context { return l.hold.Context() }
 func (l *Lease) Token() int64 { return l.hold.Token() }
 
 // Release gives the lease back and removes its node, which wakes the first
-// waiter in line. The removal runs on context.WithoutCancel(ctx), bounded, so
-// a cancelled ctx still releases. Releasing a lease that was lost returns an
-// error wrapping ErrLeaseLost and the cause; releasing it twice returns an
-// error wrapping ErrReleased, and touches nothing.
+// waiter in line. The lease ends at once; the removal is tried until ctx
+// ends, and for a short grace after (see the package doc, "Outages"), so a
+// cancelled ctx still releases. If the node could not be removed by then
+// (the connection is lost), Release returns an error wrapping
+// store.ErrDisconnected, the session removes the node as soon as the
+// connection allows, and a second Release waits for that removal as the
+// first did. Releasing a lease that was lost returns an error wrapping
+// ErrLeaseLost and the cause; releasing it again after a release that
+// removed its node returns an error wrapping ErrReleased, and touches
+// nothing.
 func (l *Lease) Release(ctx context.Context) error {
-	if l.released.Swap(true) {
+	l.mu.Lock()
+	again, pending := l.released, l.pending
+	l.released = true
+	l.mu.Unlock()
+	if again && !pending {
 		return opErr("release", l.path, ErrReleased)
 	}
 	lost, err := l.hold.Release(ctx, ErrReleased)
+	l.mu.Lock()
+	l.pending = errors.Is(err, recipe.ErrRemovalPending)
+	l.mu.Unlock()
+	if again {
+		lost = nil // reported by the first Release
+	}
 	if lost != nil {
 		return opErr("release", l.path, errors.Join(fmt.Errorf("%w: %w", ErrLeaseLost, lost), err))
 	}

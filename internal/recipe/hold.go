@@ -88,9 +88,35 @@ func (h *Hold) startWatch() {
 
 // Context returns the hold's context, cancelled with a cause when the hold
 // ends. Under HoldOptions.Lazy the first call starts the watches.
+//
+// Context first looks at what the store knows now: when the session has
+// ended (the adapters check their session deadline when asked) or, under
+// HoldOptions.Disconnected, the connection was lost since the grant, the
+// context it returns is cancelled already, whether or not a watch has
+// reported it yet.
 func (h *Hold) Context() context.Context {
+	h.check()
 	h.startWatch()
 	return h.ctx
+}
+
+// check ends the hold if the store reports, now, an end the watches may not
+// have delivered yet.
+func (h *Hold) check() {
+	if h.ctx.Err() != nil {
+		return
+	}
+	// Asking is what makes an adapter end a session whose deadline has
+	// passed; the hold's context is derived from the session's.
+	h.st.Context()
+	syncSession(h.st)
+	if h.disc != nil {
+		select {
+		case <-h.disc:
+			h.lose(h.opts.Disconnected)
+		default:
+		}
+	}
 }
 
 // Node returns the held node.
@@ -100,20 +126,15 @@ func (h *Hold) Node() store.Node { return h.node }
 // with every successive grant under the same directory.
 func (h *Hold) Token() int64 { return h.node.Seq }
 
-// Release ends the hold with cause and removes the node (on
-// context.WithoutCancel(ctx), bounded by CleanupTimeout). It returns lost,
+// Release ends the hold with cause and removes the node (see Remove: it
+// tries within ctx and CleanupGrace, then leaves the node to the session's
+// cleaner and reports ErrRemovalPending). It returns lost,
 // the cause of an end that came before the release (nil if the hold was
 // still live; HoldOptions.Deleted if the node was found already deleted),
 // and err, the failure to remove the node. A second Release reports the
 // first one's cause as lost and removes nothing new.
 func (h *Hold) Release(ctx context.Context, cause error) (lost, err error) {
-	if h.ctx.Err() == nil && h.disc != nil {
-		select {
-		case <-h.disc: // a disconnection nobody watched for
-			h.lose(h.opts.Disconnected)
-		default:
-		}
-	}
+	h.check() // an end nobody watched for
 	if h.ctx.Err() != nil {
 		lost = context.Cause(h.ctx)
 	}

@@ -72,9 +72,6 @@ import (
 	"github.com/corral-go/corral/store"
 )
 
-// CleanupTimeout bounds the removal of an abandoned contender node.
-const CleanupTimeout = 10 * time.Second
-
 // The name prefixes of contender nodes, as Curator writes them. A sequential
 // node is named by the store with a unique suffix after the prefix.
 const (
@@ -224,9 +221,14 @@ func LastWriter(cs []Contender, own int) int {
 
 // Create creates an ephemeral sequential contender node dir/prefix with
 // data and returns it with the contenders of dir right after the create. It
-// uses store.CreateLister for one round trip when st has it. On error no
-// node is left behind.
+// uses store.CreateLister for one round trip when st has it. It first
+// removes the session's own abandoned nodes in dir (Flush), so the new node
+// never queues behind one of them. On error no node is left behind, or the
+// error says it will be removed (ErrRemovalPending).
 func Create(ctx context.Context, st store.Store, dir, prefix string, data []byte) (store.Node, []Contender, error) {
+	if err := Flush(ctx, st, dir); err != nil {
+		return store.Node{}, nil, err
+	}
 	p := store.Join(dir, prefix)
 	if cl, ok := st.(store.CreateLister); ok {
 		n, kids, err := cl.CreateAndList(ctx, p, data, store.EphemeralSequential)
@@ -437,33 +439,23 @@ func retry[T any](ctx context.Context, st store.Store, fn func() (T, error)) (T,
 	}
 }
 
-// Remove deletes the contender node at path. It runs on
-// context.WithoutCancel(ctx) bounded by CleanupTimeout, so that a cancelled
-// caller still cleans up, and retries across a lost connection. A node
-// already gone, or a session that ended (taking its ephemeral nodes with
-// it), counts as removed.
-func Remove(ctx context.Context, st store.Store, path string) error {
-	_, err := remove(ctx, st, path)
-	return err
-}
-
-// remove is Remove that also reports whether the node was found gone on the
-// first try (a retry after a lost connection may find the node its own
-// earlier attempt deleted).
-func remove(ctx context.Context, st store.Store, path string) (gone bool, err error) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), CleanupTimeout)
-	defer cancel()
-	first := true
-	_, err = retry(ctx, st, func() (struct{}, error) {
-		err := st.Delete(ctx, path)
-		gone = first && errors.Is(err, store.ErrNoNode)
-		first = false
-		return struct{}{}, err
-	})
-	switch {
-	case err == nil, errors.Is(err, store.ErrNoNode),
-		errors.Is(err, store.ErrSessionExpired), errors.Is(err, store.ErrClosed):
-		return gone, nil
+// CtxErr returns err made to match ctx.Err() and the cause of ctx's end
+// (context.Cause) when ctx has ended, so that a caller who cancelled with a
+// cause (context.WithCancelCause) finds it in the error. It returns err
+// unchanged while ctx lives, and ctx's error when err is nil.
+func CtxErr(ctx context.Context, err error) error {
+	cerr := ctx.Err()
+	if cerr == nil {
+		return err
 	}
-	return gone, fmt.Errorf("remove contender %q: %w", path, err)
+	switch {
+	case err == nil:
+		err = cerr
+	case !errors.Is(err, cerr):
+		err = fmt.Errorf("%w: %w", cerr, err)
+	}
+	if cause := context.Cause(ctx); cause != cerr && !errors.Is(err, cause) {
+		err = fmt.Errorf("%w (%w)", err, cause)
+	}
+	return err
 }

@@ -1,0 +1,175 @@
+package sync_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/corral-go/corral/internal/backends"
+	"github.com/corral-go/corral/internal/recipe"
+	"github.com/corral-go/corral/store"
+	"github.com/corral-go/corral/store/storetest"
+	"github.com/corral-go/corral/sync"
+)
+
+// overrun is what a call may take beyond its ctx: the cleanup grace, and
+// scheduling slack on a loaded machine.
+const overrun = recipe.CleanupGrace + time.Second
+
+// within fails t unless a call that started at start with a ctx of d
+// returned within d plus the documented overrun.
+func within(t *testing.T, what string, start time.Time, d time.Duration) {
+	t.Helper()
+	if took := time.Since(start); took > d+overrun {
+		t.Errorf("%s took %v with a %v ctx; want at most %v", what, took.Round(time.Millisecond), d, d+overrun)
+	}
+}
+
+// TestMutexUnlockDuringOutage: an Unlock that cannot reach the store returns
+// within its ctx (plus the grace), says the node will be removed, and does
+// not forget it: Unlock does not claim ErrNotLocked while the node is there,
+// the session removes it as soon as the link is back, and another session
+// then gets the lock.
+func TestMutexUnlockDuringOutage(t *testing.T) {
+	backends.Run(t, func(t *testing.T, b storetest.Backend) {
+		d, ok := b.(storetest.Disconnector)
+		if !ok {
+			t.Skip("backend cannot disconnect")
+		}
+		sts := open(t, b, 2)
+		p, ctx := lockPath(t), testCtx(t)
+		m := sync.NewMutex(sts[0], p, sync.WithDisconnectPolicy(sync.KeepOnDisconnect))
+		if err := m.Lock(ctx); err != nil {
+			t.Fatalf("Lock(%q) = %v", p, err)
+		}
+		d.Disconnect(t, sts[0])
+		const short = 300 * time.Millisecond
+		for i := range 2 {
+			uctx, cancel := context.WithTimeout(ctx, short)
+			start := time.Now()
+			err := m.Unlock(uctx)
+			cancel()
+			within(t, "Unlock during an outage", start, short)
+			if !errors.Is(err, store.ErrDisconnected) || errors.Is(err, sync.ErrNotLocked) {
+				t.Fatalf("Unlock #%d during an outage = %v; want store.ErrDisconnected (node to be removed), not ErrNotLocked", i+1, err)
+			}
+		}
+		d.Reconnect(t, sts[0])
+		waitChildren(t, sts[1], p, 0)
+		if err := m.Unlock(ctx); err != nil {
+			t.Errorf("Unlock after the node was removed = %v; want nil (the pending release is done)", err)
+		}
+		if err := m.Unlock(ctx); !errors.Is(err, sync.ErrNotLocked) {
+			t.Errorf("Unlock again = %v; want ErrNotLocked", err)
+		}
+		other := sync.NewMutex(sts[1], p)
+		if ok, err := other.TryLock(ctx); !ok || err != nil {
+			t.Fatalf("TryLock from another session = %v, %v; want true", ok, err)
+		}
+		if err := other.Unlock(ctx); err != nil {
+			t.Errorf("Unlock = %v", err)
+		}
+	})
+}
+
+// TestMutexLockCancelledDuringOutage: a Lock whose ctx ends while the link
+// is down returns within its ctx (plus the grace) and leaves no node that
+// blocks anyone once the link is back.
+func TestMutexLockCancelledDuringOutage(t *testing.T) {
+	backends.Run(t, func(t *testing.T, b storetest.Backend) {
+		d, ok := b.(storetest.Disconnector)
+		if !ok {
+			t.Skip("backend cannot disconnect")
+		}
+		sts := open(t, b, 2)
+		p, ctx := lockPath(t), testCtx(t)
+		holder := sync.NewMutex(sts[1], p)
+		if err := holder.Lock(ctx); err != nil {
+			t.Fatalf("Lock(%q) = %v", p, err)
+		}
+		m := sync.NewMutex(sts[0], p)
+		const short = 500 * time.Millisecond
+		lctx, cancel := context.WithTimeout(ctx, short)
+		defer cancel()
+		got := make(chan error, 1)
+		start := time.Now()
+		go func() { got <- m.Lock(lctx) }()
+		waitChildren(t, sts[1], p, 2)
+		d.Disconnect(t, sts[0])
+		if err := result(t, got, "Lock"); !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("Lock during an outage = %v; want context.DeadlineExceeded", err)
+		}
+		within(t, "Lock during an outage", start, short)
+		d.Reconnect(t, sts[0])
+		waitChildren(t, sts[1], p, 1)
+		if err := holder.Unlock(ctx); err != nil {
+			t.Fatalf("Unlock(%q) = %v", p, err)
+		}
+		if ok, err := sync.NewMutex(sts[1], p).TryLock(ctx); !ok || err != nil {
+			t.Errorf("TryLock after the outage = %v, %v; want true: an orphan blocks the lock", ok, err)
+		}
+	})
+}
+
+// TestLazyHoldAfterDisconnect: a hold nobody watched is already cancelled
+// the first time its Context is read after the store reported a lost
+// connection (LoseOnDisconnect), not a moment later.
+func TestLazyHoldAfterDisconnect(t *testing.T) {
+	backends.Run(t, func(t *testing.T, b storetest.Backend) {
+		d, ok := b.(storetest.Disconnector)
+		if !ok {
+			t.Skip("backend cannot disconnect")
+		}
+		st := open(t, b, 1)[0]
+		p, ctx := lockPath(t), testCtx(t)
+		m := sync.NewMutex(st, p)
+		if err := m.Lock(ctx); err != nil {
+			t.Fatalf("Lock(%q) = %v", p, err)
+		}
+		d.Disconnect(t, st)
+		select {
+		case <-st.Disconnected():
+		case <-ctx.Done():
+			t.Fatal("the store never reported the disconnection")
+		}
+		d.Reconnect(t, st)
+		if err := m.Context().Err(); err == nil {
+			t.Fatalf("Context().Err() after a reported disconnection = nil; want it cancelled")
+		}
+		if cause := context.Cause(m.Context()); !errors.Is(cause, sync.ErrDisconnected) {
+			t.Errorf("cause = %v; want ErrDisconnected", cause)
+		}
+		if err := m.Unlock(ctx); !errors.Is(err, sync.ErrLockLost) {
+			t.Errorf("Unlock = %v; want ErrLockLost", err)
+		}
+	})
+}
+
+// TestLockKeepsCancelCause: a Lock cancelled with a cause returns an error
+// that matches both context.Canceled and the cause.
+func TestLockKeepsCancelCause(t *testing.T) {
+	backends.Run(t, func(t *testing.T, b storetest.Backend) {
+		sts := open(t, b, 2)
+		p, ctx := lockPath(t), testCtx(t)
+		holder := sync.NewMutex(sts[0], p)
+		if err := holder.Lock(ctx); err != nil {
+			t.Fatalf("Lock(%q) = %v", p, err)
+		}
+		defer holder.Unlock(ctx)
+		errShutdown := errors.New("test: shutting down")
+		lctx, cancel := context.WithCancelCause(ctx)
+		got := make(chan error, 1)
+		go func() { got <- sync.NewMutex(sts[1], p).Lock(lctx) }()
+		waitChildren(t, sts[0], p, 2)
+		cancel(errShutdown)
+		if err := result(t, got, "Lock"); !errors.Is(err, context.Canceled) || !errors.Is(err, errShutdown) {
+			t.Errorf("Lock cancelled with a cause = %v; want context.Canceled and the cause", err)
+		}
+		lctx, cancel = context.WithCancelCause(ctx)
+		cancel(errShutdown)
+		if err := sync.NewMutex(sts[1], p).Lock(lctx); !errors.Is(err, errShutdown) {
+			t.Errorf("Lock on a ctx cancelled with a cause = %v; want the cause", err)
+		}
+	})
+}
