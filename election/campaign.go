@@ -26,10 +26,7 @@ import (
 // Campaign is safe for concurrent use; concurrent campaigns through one
 // Election are distinct candidates of one session.
 func (e *Election) Campaign(ctx context.Context, value []byte) (*Leadership, error) {
-	if err := e.validate(); err != nil {
-		return nil, err
-	}
-	if err := store.ValidateData(value); err != nil {
+	if err := e.check(value); err != nil {
 		return nil, fmt.Errorf("election: campaign %q: %w", e.path, err)
 	}
 	if err := ctx.Err(); err != nil {
@@ -145,4 +142,12 @@ func (e *Election) alive(ctx context.Context) error {
 // out: ctx and the session are still alive.
 func (e *Election) transient(ctx context.Context, err error) bool {
 	return errors.Is(err, store.ErrDisconnected) && e.alive(ctx) == nil
+}
+
+// check reports an Election or a value a campaign cannot use.
+func (e *Election) check(value []byte) error {
+	if err := e.validate(); err != nil {
+		return err
+	}
+	return store.ValidateData(value)
 }

@@ -41,6 +41,10 @@ var errClosed = errors.New("election: candidate closed")
 // once. Each term the candidate wins is sent on Terms; the candidate stops
 // when ctx ends, Close is called or the session ends, and then resigns any
 // term it holds and removes its node (see Close).
+//
+// An Election that cannot be used (see New), or a value over
+// store.MaxDataSize, gives a Candidate that has stopped already: Terms is
+// closed and Err says why.
 func (e *Election) Candidate(ctx context.Context, value []byte) *Candidate {
 	ctx, cancel := context.WithCancelCause(ctx)
 	c := &Candidate{
@@ -50,6 +54,12 @@ func (e *Election) Candidate(ctx context.Context, value []byte) *Candidate {
 		cancel: cancel,
 		exited: make(chan struct{}),
 	}
+	if err := e.check(value); err != nil {
+		c.err = fmt.Errorf("election: candidate: %w", err)
+		close(c.terms)
+		close(c.exited)
+		return c
+	}
 	go c.run(ctx)
 	return c
 }
@@ -58,7 +68,19 @@ func (e *Election) Candidate(ctx context.Context, value []byte) *Candidate {
 // A term that is lost before it is received is never sent. Receive the next
 // term only after the last one is Done: the candidate campaigns again only
 // then. The channel is closed when the candidate stops.
-func (c *Candidate) Terms() <-chan *Leadership { return c.terms }
+func (c *Candidate) Terms() <-chan *Leadership {
+	if c.terms == nil {
+		return closedTerms
+	}
+	return c.terms
+}
+
+// closedTerms is the Terms of the zero Candidate.
+var closedTerms = func() chan *Leadership {
+	ch := make(chan *Leadership)
+	close(ch)
+	return ch
+}()
 
 // Close stops the candidate: it resigns the current term, if any, removes
 // its node and waits for its goroutine to exit. While the connection is lost
@@ -66,6 +88,9 @@ func (c *Candidate) Terms() <-chan *Leadership { return c.terms }
 // session, which removes the node as soon as the connection allows; that
 // bounds Close. It is idempotent and returns nil.
 func (c *Candidate) Close() error {
+	if c.cancel == nil {
+		return nil // the zero Candidate never ran
+	}
 	c.cancel(errClosed)
 	<-c.exited
 	return nil
@@ -77,6 +102,9 @@ func (c *Candidate) Close() error {
 // store.ErrClosed) when the session ended, or the error that made a campaign
 // fail for good.
 func (c *Candidate) Err() error {
+	if c.e == nil {
+		return fmt.Errorf("election: candidate: %w: not made by Election.Candidate", store.ErrInvalidArgument)
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.err

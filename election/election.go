@@ -78,6 +78,10 @@ var (
 	ErrNotLeader = errors.New("election: not the leader")
 	// ErrNoLeader is returned by Election.Leader when nobody leads.
 	ErrNoLeader = errors.New("election: no leader")
+	// ErrKindMismatch: the election's path holds the nodes of another
+	// kind of recipe (a corral Mutex's, say); a campaign there fails and
+	// leaves no node. It is the same error as sync.ErrKindMismatch.
+	ErrKindMismatch = recipe.ErrKindMismatch
 )
 
 // prefix starts the name of every candidate node (after the store's own
@@ -130,8 +134,10 @@ type Election struct {
 	opts options
 }
 
-// New returns the election at path on st. It does no I/O; an invalid path is
-// reported, wrapping store.ErrInvalidPath, by the first call that uses it.
+// New returns the election at path on st. It does no I/O; an invalid path
+// (or the root) is reported, wrapping store.ErrInvalidPath, by the first call
+// that uses it, and a nil st, wrapping store.ErrInvalidArgument. The zero
+// Election is not usable in the same way.
 func New(st store.Store, path string, opts ...Option) *Election {
 	e := &Election{st: st, path: path}
 	for _, o := range opts {
@@ -143,12 +149,17 @@ func New(st store.Store, path string, opts ...Option) *Election {
 // Path returns the path of the election's directory node.
 func (e *Election) Path() string { return e.path }
 
+// validate reports an Election that cannot be used: not made by New with a
+// store, or with a path or an option no election can have.
 func (e *Election) validate() error {
-	if err := store.ValidatePath(e.path); err != nil {
-		return fmt.Errorf("election: %w", err)
+	if e.st == nil {
+		return fmt.Errorf("%w: election not made by New with a store", store.ErrInvalidArgument)
+	}
+	if err := recipe.ValidateDir(e.path); err != nil {
+		return err
 	}
 	if e.opts.policy != LoseOnDisconnect && e.opts.policy != KeepOnDisconnect {
-		return fmt.Errorf("election: %w: %v", store.ErrInvalidArgument, e.opts.policy)
+		return fmt.Errorf("%w: %v", store.ErrInvalidArgument, e.opts.policy)
 	}
 	return nil
 }

@@ -229,7 +229,7 @@ func TestFiveCandidates(t *testing.T) {
 		)
 		obsSt := open(t, b)
 		obsCtx, stopObs := context.WithCancel(ctx)
-		observed := election.New(obsSt, path).Observe(obsCtx)
+		observed := election.New(obsSt, path).Observe(obsCtx).Leaders()
 
 		var wg gosync.WaitGroup
 		for i := range candidates {
@@ -389,7 +389,7 @@ func TestObserve(t *testing.T) {
 		const observers = 3
 		var chans []<-chan election.Leader
 		for range observers {
-			chans = append(chans, election.New(open(t, b), path).Observe(ctx))
+			chans = append(chans, election.New(open(t, b), path).Observe(ctx).Leaders())
 		}
 		// expect checks that every observer's next report is want.
 		expect := func(step string, want election.Leader) {
@@ -453,17 +453,19 @@ func TestObserveEnds(t *testing.T) {
 		tests := []struct {
 			name string
 			end  func(t *testing.T, cancel context.CancelFunc, st store.Store)
+			want error // Err after the end
 		}{
-			{"ctx", func(_ *testing.T, cancel context.CancelFunc, _ store.Store) { cancel() }},
-			{"close", func(_ *testing.T, _ context.CancelFunc, st store.Store) { _ = st.Close() }},
-			{"expire", func(t *testing.T, _ context.CancelFunc, st store.Store) { b.Expire(t, st) }},
+			{"ctx", func(_ *testing.T, cancel context.CancelFunc, _ store.Store) { cancel() }, context.Canceled},
+			{"close", func(_ *testing.T, _ context.CancelFunc, st store.Store) { _ = st.Close() }, store.ErrClosed},
+			{"expire", func(t *testing.T, _ context.CancelFunc, st store.Store) { b.Expire(t, st) }, store.ErrSessionExpired},
 		}
 		for _, tt := range tests {
 			t.Run(tt.name, func(t *testing.T) {
 				st := open(t, b)
 				ctx, cancel := context.WithCancel(t.Context())
 				defer cancel()
-				ch := election.New(st, dir(t)).Observe(ctx)
+				obs := election.New(st, dir(t)).Observe(ctx)
+				ch := obs.Leaders()
 				if l, ok := next(t, "first report", ch); !ok || !l.IsZero() {
 					t.Fatalf("first report = %v, %v; want no leader", l, ok)
 				}
@@ -477,7 +479,105 @@ func TestObserveEnds(t *testing.T) {
 						t.Errorf("report after the end = %v; want none", l)
 					}
 				}
+				recv(t, "Done", obs.Done())
+				if err := obs.Err(); !errors.Is(err, tt.want) {
+					t.Errorf("Err() = %v; want %v", err, tt.want)
+				}
 			})
 		}
 	})
+}
+
+// TestMisuse: nil stores, zero values, the root and closed stores give typed
+// errors, never a panic (from a background goroutine, which would crash the
+// process) and never a silently closed channel.
+func TestMisuse(t *testing.T) {
+	mem := memstore.New()
+	closed := memstore.New()
+	closed.Close()
+	defer mem.Close()
+	bg := context.Background()
+	var (
+		zeroElection   election.Election
+		zeroLeadership election.Leadership
+		zeroCandidate  election.Candidate
+		zeroObserver   election.Observer
+	)
+	tests := []struct {
+		name string
+		call func() error
+		want error
+	}{
+		{"nil store Campaign", func() error { _, err := election.New(nil, "/e").Campaign(bg, nil); return err }, store.ErrInvalidArgument},
+		{"nil store Leader", func() error { _, err := election.New(nil, "/e").Leader(bg); return err }, store.ErrInvalidArgument},
+		{"nil store Candidate", func() error {
+			c := election.New(nil, "/e").Candidate(bg, nil)
+			recv(t, "Done", closedAfter(c.Terms()))
+			return c.Err()
+		}, store.ErrInvalidArgument},
+		{"nil store Observe", func() error {
+			o := election.New(nil, "/e").Observe(bg)
+			recv(t, "Done", o.Done())
+			return o.Err()
+		}, store.ErrInvalidArgument},
+		{"zero Election Campaign", func() error { _, err := zeroElection.Campaign(bg, nil); return err }, store.ErrInvalidArgument},
+		{"root Campaign", func() error { _, err := election.New(mem, "/").Campaign(bg, nil); return err }, store.ErrInvalidPath},
+		{"empty Campaign", func() error { _, err := election.New(mem, "").Campaign(bg, nil); return err }, store.ErrInvalidPath},
+		{"invalid Observe", func() error {
+			o := election.New(mem, "no/slash").Observe(bg)
+			recv(t, "Done", o.Done())
+			return o.Err()
+		}, store.ErrInvalidPath},
+		{"closed store Observe", func() error {
+			o := election.New(closed, "/e").Observe(bg)
+			recv(t, "Done", o.Done())
+			return o.Err()
+		}, store.ErrClosed},
+		{"Campaign on a lock's path", func() error {
+			if _, err := mem.Create(bg, "/locked/lock-", nil, store.EphemeralSequential); err != nil {
+				return err
+			}
+			_, err := election.New(mem, "/locked").Campaign(bg, nil)
+			return err
+		}, election.ErrKindMismatch},
+		{"zero Leadership Resign", func() error { return zeroLeadership.Resign(bg) }, store.ErrInvalidArgument},
+		{"zero Leadership Proclaim", func() error { return zeroLeadership.Proclaim(bg, nil) }, store.ErrInvalidArgument},
+		{"zero Leadership Context", func() error { return context.Cause(zeroLeadership.Context()) }, election.ErrNotLeader},
+		{"zero Candidate Err", func() error { return zeroCandidate.Err() }, store.ErrInvalidArgument},
+		{"zero Observer Err", func() error { return zeroObserver.Err() }, store.ErrInvalidArgument},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if err := tt.call(); !errors.Is(err, tt.want) {
+				t.Errorf("%s = %v; want %v", tt.name, err, tt.want)
+			}
+		})
+	}
+	if zeroLeadership.Token() != -1 || zeroLeadership.Path() != "" {
+		t.Errorf("zero Leadership Token, Path = %d, %q; want -1, \"\"", zeroLeadership.Token(), zeroLeadership.Path())
+	}
+	if _, ok := <-zeroCandidate.Terms(); ok {
+		t.Error("zero Candidate sent a term")
+	}
+	if _, ok := <-zeroObserver.Leaders(); ok {
+		t.Error("zero Observer sent a leader")
+	}
+	if err := zeroCandidate.Close(); err != nil {
+		t.Errorf("zero Candidate Close = %v", err)
+	}
+	if err := zeroObserver.Close(); err != nil {
+		t.Errorf("zero Observer Close = %v", err)
+	}
+}
+
+// closedAfter returns a channel closed once ch is closed, dropping what ch
+// sends.
+func closedAfter[T any](ch <-chan T) <-chan struct{} {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for range ch {
+		}
+	}()
+	return done
 }

@@ -87,7 +87,7 @@ func ExampleElection_Observe() {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 
-	leaders := election.New(b, "/services/scheduler").Observe(ctx)
+	leaders := election.New(b, "/services/scheduler").Observe(ctx).Leaders()
 	fmt.Println(describe(<-leaders))
 
 	l, _ := election.New(a, "/services/scheduler").Campaign(ctx, []byte("host-a"))

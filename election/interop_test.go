@@ -82,7 +82,7 @@ func TestEtcdInterop(t *testing.T) {
 		if err != nil || string(got.Value) != "etcd" || got.Path != ee.Key() || got.Token != ee.Rev() {
 			t.Fatalf("Leader() = %v, %v; want %s (token %d, value %q)", got, err, ee.Key(), ee.Rev(), "etcd")
 		}
-		observed := election.New(st, path).Observe(ctx)
+		observed := election.New(st, path).Observe(ctx).Leaders()
 		if l, _ := next(t, "observe", observed); l.Path != ee.Key() {
 			t.Errorf("Observe saw %v; want %s", l, ee.Key())
 		}

@@ -26,6 +26,10 @@ import (
 // it. Call Resign when done with a Leadership in every case, even after it
 // was lost: a leader that lost its connection still has a node, which
 // blocks the others until it is removed or the session ends.
+//
+// Only a campaign makes a usable Leadership: the zero Leadership has ended
+// (its Context is cancelled with ErrNotLeader, its Token is -1) and its
+// Resign and Proclaim fail with store.ErrInvalidArgument.
 type Leadership struct {
 	e    *Election
 	hold *recipe.Hold
@@ -35,21 +39,43 @@ type Leadership struct {
 }
 
 // Done returns a channel that is closed when the leadership ends.
-func (l *Leadership) Done() <-chan struct{} { return l.hold.Context().Done() }
+func (l *Leadership) Done() <-chan struct{} { return l.Context().Done() }
 
 // Context returns a context that is cancelled when the leadership ends, with
 // the reason as its cause. Derive the contexts of leader-only work from it.
-func (l *Leadership) Context() context.Context { return l.hold.Context() }
+func (l *Leadership) Context() context.Context {
+	if l.hold == nil {
+		return notLeader
+	}
+	return l.hold.Context()
+}
+
+// notLeader is the Context of the zero Leadership.
+var notLeader = func() context.Context {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	cancel(ErrNotLeader)
+	return ctx
+}()
 
 // Token returns the fencing token of this term: the Seq of the leader's
 // node. Each new term of the election has a greater token than every
 // earlier one, so storage that remembers the greatest token it has seen can
 // reject a deposed leader's writes. Tokens compare only within one election
 // path, and may start at 0 (ZooKeeper's first sequence number).
-func (l *Leadership) Token() int64 { return l.hold.Token() }
+func (l *Leadership) Token() int64 {
+	if l.hold == nil {
+		return -1
+	}
+	return l.hold.Token()
+}
 
-// Path returns the path of the leader's node.
-func (l *Leadership) Path() string { return l.hold.Node().Path }
+// Path returns the path of the leader's node ("" for the zero Leadership).
+func (l *Leadership) Path() string {
+	if l.hold == nil {
+		return ""
+	}
+	return l.hold.Node().Path
+}
 
 // Value returns the value last proclaimed by this leader.
 func (l *Leadership) Value() []byte {
@@ -72,6 +98,9 @@ func (l *Leadership) Value() []byte {
 // with it). Resign is idempotent: a later call tries the removal again, and
 // returns nil once the node is gone or the session has ended.
 func (l *Leadership) Resign(ctx context.Context) error {
+	if l.hold == nil {
+		return fmt.Errorf("election: resign: %w: leadership not won by a campaign", store.ErrInvalidArgument)
+	}
 	if _, err := l.hold.Release(ctx, ErrResigned); err != nil {
 		return fmt.Errorf("election: resign: %w", err)
 	}
@@ -84,6 +113,9 @@ func (l *Leadership) Resign(ctx context.Context) error {
 // ErrNotLeader when the leadership has ended; the value may still have been
 // written if the leadership ended during the call.
 func (l *Leadership) Proclaim(ctx context.Context, value []byte) error {
+	if l.hold == nil {
+		return fmt.Errorf("election: proclaim: %w: leadership not won by a campaign", store.ErrInvalidArgument)
+	}
 	if err := store.ValidateData(value); err != nil {
 		return fmt.Errorf("election: proclaim: %w", err)
 	}

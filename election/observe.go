@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	gosync "sync"
 	"time"
 
 	"github.com/corral-go/corral/internal/recipe"
@@ -45,7 +46,7 @@ const pollInterval = 100 * time.Millisecond
 // when there is no candidate. It blocks for a few round trips at most.
 func (e *Election) Leader(ctx context.Context) (Leader, error) {
 	if err := e.validate(); err != nil {
-		return Leader{}, err
+		return Leader{}, fmt.Errorf("election: leader of %q: %w", e.path, err)
 	}
 	for {
 		kids, err := e.st.Children(ctx, e.path)
@@ -71,46 +72,140 @@ func (e *Election) Leader(ctx context.Context) (Leader, error) {
 	}
 }
 
-// Observe reports the leader of the election as it changes. The first value
-// sent is the leader now (the zero Leader when there is none); then every
-// change is sent in order: a new leader, a new value proclaimed by the
-// leader, and "no leader" (the zero Leader) when the last candidate leaves.
-// A value not yet received when the observer learns that it is out of date
-// is replaced by the newer one, so a leader already known to be gone is
-// never sent, and changes faster than a round trip may be merged.
+// Observe reports the leader of the election as it changes, on the
+// Observer's Leaders channel. The first value sent is the leader now (the
+// zero Leader when there is none); then every change is sent in order: a new
+// leader, a new value proclaimed by the leader, and "no leader" (the zero
+// Leader) when the last candidate leaves. A value not yet received when the
+// observer learns that it is out of date is replaced by the newer one, so a
+// leader already known to be gone is never sent, and changes faster than a
+// round trip may be merged.
 //
 // The leader reported is the candidate with the lowest node: it may not have
 // been told yet, and a leader that lost its connection under
 // LoseOnDisconnect is still reported until its node goes, since nobody else
 // can lead meanwhile.
 //
-// Observe returns at once. The channel is closed, and the goroutine that
-// feeds it exits, when ctx ends or the session ends; until then a lost
-// connection is waited out. Observe is safe for concurrent use and needs no
-// campaign: any session can observe.
-func (e *Election) Observe(ctx context.Context) <-chan Leader {
-	out := make(chan Leader)
-	go e.observe(ctx, out)
-	return out
+// Observe returns at once. The observer runs in a goroutine of its own until
+// ctx ends, the session ends, Close is called, or a read fails for a reason
+// other than a lost connection (which is waited out); then Leaders is closed
+// and Err says why. An Election that cannot be used (see New) gives an
+// Observer that has stopped already. Observe is safe for concurrent use and
+// needs no campaign: any session can observe.
+func (e *Election) Observe(ctx context.Context) *Observer {
+	octx, cancel := context.WithCancelCause(ctx)
+	o := &Observer{ch: make(chan Leader), cancel: cancel, done: make(chan struct{})}
+	if err := e.validate(); err != nil {
+		o.finish(octx, fmt.Errorf("election: observe %q: %w", e.path, err))
+		return o
+	}
+	go func() { o.finish(octx, e.observe(octx, o.ch)) }()
+	return o
 }
 
-func (e *Election) observe(ctx context.Context, out chan<- Leader) {
-	defer close(out)
-	if e.validate() != nil {
-		return
+// Observer follows the leader of an election; see Election.Observe. Its
+// methods are safe for concurrent use. The zero Observer has stopped.
+type Observer struct {
+	ch     chan Leader
+	cancel context.CancelCauseFunc
+	done   chan struct{}
+
+	mu  gosync.Mutex
+	err error
+}
+
+// ErrObserverClosed is the Err of an Observer after Close.
+var ErrObserverClosed = errors.New("election: observer closed")
+
+// Leaders returns the channel the observer sends the leader on. It is closed
+// when the observer has stopped; Err then says why.
+func (o *Observer) Leaders() <-chan Leader {
+	if o.ch == nil {
+		return closedLeaders
 	}
+	return o.ch
+}
+
+var closedLeaders = func() chan Leader {
+	ch := make(chan Leader)
+	close(ch)
+	return ch
+}()
+
+// Done returns a channel that is closed when the observer has stopped, after
+// its Leaders channel.
+func (o *Observer) Done() <-chan struct{} {
+	if o.done == nil {
+		return closedDone
+	}
+	return o.done
+}
+
+var closedDone = func() chan struct{} {
+	ch := make(chan struct{})
+	close(ch)
+	return ch
+}()
+
+// Err returns nil while the observer runs and, once it stopped, why: the
+// cause of its ctx (context.Canceled, context.DeadlineExceeded or the cause
+// given to a context.CancelCauseFunc), the end of the session
+// (store.ErrSessionExpired, store.ErrClosed), ErrObserverClosed after Close,
+// or the error that stopped it (store.ErrInvalidPath, say).
+func (o *Observer) Err() error {
+	if o.done == nil {
+		return fmt.Errorf("election: observer: %w: not made by Election.Observe", store.ErrInvalidArgument)
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.err
+}
+
+// Close stops the observer and waits until it has stopped. It does not need
+// the Leaders channel to be drained. It is idempotent and returns nil.
+func (o *Observer) Close() error {
+	if o.done == nil {
+		return nil
+	}
+	o.cancel(ErrObserverClosed)
+	<-o.done
+	return nil
+}
+
+// finish records why the observer stopped and closes its channels.
+func (o *Observer) finish(ctx context.Context, err error) {
+	if ctx.Err() != nil {
+		err = context.Cause(ctx)
+	}
+	o.mu.Lock()
+	o.err = err
+	o.mu.Unlock()
+	close(o.ch)
+	o.cancel(err)
+	close(o.done)
+}
+
+// observe sends the leader on out as it changes, until ctx or the session
+// ends or a read fails for good, and returns why.
+func (e *Election) observe(ctx context.Context, out chan<- Leader) error {
 	var (
 		b    backoff
 		last Leader
 		sent bool
 	)
-	for e.alive(ctx) == nil {
+	for {
+		if err := e.alive(ctx); err != nil {
+			return err
+		}
 		wctx, cancel := context.WithCancel(ctx)
 		cur, ch, poll, err := e.current(wctx)
 		if err != nil {
 			cancel()
-			if !e.transient(ctx, err) || b.wait(ctx) != nil {
-				return
+			if !e.transient(ctx, err) {
+				return e.observeErr(ctx, err)
+			}
+			if err := b.wait(ctx); err != nil {
+				return err
 			}
 			continue
 		}
@@ -131,7 +226,7 @@ func (e *Election) observe(ctx context.Context, out chan<- Leader) {
 				continue
 			case <-ctx.Done():
 				cancel()
-				return
+				return ctx.Err()
 			}
 		}
 		select {
@@ -141,6 +236,16 @@ func (e *Election) observe(ctx context.Context, out chan<- Leader) {
 		}
 		cancel()
 	}
+}
+
+// observeErr is the error an observer stops with after a failed read: the
+// session's end if it ended, else the read's error.
+func (e *Election) observeErr(ctx context.Context, err error) error {
+	e.st.Disconnected() // wait for a session end being published
+	if err := e.alive(ctx); err != nil {
+		return err
+	}
+	return fmt.Errorf("election: observe %q: %w", e.path, err)
 }
 
 // current returns the leader now and a watch, set on ctx, that fires when it

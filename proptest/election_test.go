@@ -70,7 +70,7 @@ func newElectMachine(ctx context.Context) *electMachine {
 		em.open(i)
 	}
 	em.observer = em.srv.Open()
-	em.observed = election.New(em.observer, em.path).Observe(ctx)
+	em.observed = election.New(em.observer, em.path).Observe(ctx).Leaders()
 	return em
 }
 

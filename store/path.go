@@ -13,6 +13,9 @@ func ValidatePath(p string) error {
 	if p == "/" {
 		return nil
 	}
+	if len(p) > MaxPathSize {
+		return fmt.Errorf("%w: %d bytes, at most %d (%.40q...)", ErrInvalidPath, len(p), MaxPathSize, p)
+	}
 	if p == "" || p[0] != '/' {
 		return pathErr(p, "not absolute")
 	}
@@ -28,11 +31,25 @@ func ValidatePath(p string) error {
 		}
 	}
 	for _, r := range p {
-		if r < 0x20 || (r >= 0x7f && r <= 0x9f) || r == 0xfffd {
-			return pathErr(p, "control or invalid character")
+		if !pathRune(r) {
+			return pathErr(p, "control, private-use or invalid character")
 		}
 	}
 	return nil
+}
+
+// pathRune reports whether r may appear in a path: not a control
+// character, not invalid UTF-8 (which ranges as U+FFFD), and none of the
+// characters ZooKeeper refuses (U+E000 to U+F8FF, U+FFF0 to U+FFFF), so
+// that every store accepts the same paths.
+func pathRune(r rune) bool {
+	switch {
+	case r < 0x20, r >= 0x7f && r <= 0x9f, r == 0xfffd:
+		return false
+	case r >= 0xe000 && r <= 0xf8ff, r >= 0xfff0 && r <= 0xffff:
+		return false
+	}
+	return true
 }
 
 func pathErr(p, why string) error {

@@ -145,9 +145,18 @@ func FuzzValidatePath(f *testing.F) {
 	for _, s := range []string{"/", "/a/b", "/a//b", "/a/../b", "a", "/a/", "/\x00", "/日本/x"} {
 		f.Add(s)
 	}
+	f.Add("/" + strings.Repeat("a", store.MaxPathSize-1))
+	f.Add("/" + strings.Repeat("a", store.MaxPathSize))
+	f.Add("/")
 	f.Fuzz(func(t *testing.T, p string) {
-		if store.ValidatePath(p) != nil {
+		if err := store.ValidatePath(p); err != nil {
+			if !errors.Is(err, store.ErrInvalidPath) {
+				t.Fatalf("ValidatePath(%q) = %v; want ErrInvalidPath", p, err)
+			}
 			return
+		}
+		if len(p) > store.MaxPathSize {
+			t.Fatalf("ValidatePath accepted a path of %d bytes, over MaxPathSize", len(p))
 		}
 		if !strings.HasPrefix(p, "/") || !utf8.ValidString(p) {
 			t.Fatalf("ValidatePath(%q) accepted a relative or non-UTF-8 path", p)
@@ -164,8 +173,8 @@ func FuzzValidatePath(f *testing.F) {
 			}
 		}
 		for _, r := range p {
-			if r < 0x20 || r == 0x7f {
-				t.Fatalf("ValidatePath(%q) accepted a control character", p)
+			if r < 0x20 || r == 0x7f || r >= 0xe000 && r <= 0xf8ff || r >= 0xfff0 && r <= 0xffff {
+				t.Fatalf("ValidatePath(%q) accepted a control or private-use character", p)
 			}
 		}
 		parent, base := store.Parent(p), store.Base(p)
@@ -193,6 +202,33 @@ func FuzzParseSeq(f *testing.F) {
 			if got < 0 || store.FormatSeq(got) != name[len(name)-store.SeqDigits:] {
 				t.Fatalf("ParseSeq(%q) = %d, but FormatSeq gives %q", name, got, store.FormatSeq(got))
 			}
+		}
+	})
+}
+
+// FuzzPathSize builds paths of many segments around MaxPathSize: a path is
+// valid exactly when it is at most MaxPathSize bytes (its segments being
+// valid), whatever its shape.
+func FuzzPathSize(f *testing.F) {
+	f.Add("a", 1)
+	f.Add("segment", 500)
+	f.Add("x", 2048)
+	f.Add("日本", 700)
+	f.Fuzz(func(t *testing.T, seg string, n int) {
+		if seg == "" || n <= 0 || n > 5000 || store.ValidatePath("/"+seg) != nil || strings.Contains(seg, "/") {
+			return
+		}
+		p := strings.Repeat("/"+seg, n)
+		err := store.ValidatePath(p)
+		if valid := len(p) <= store.MaxPathSize; valid != (err == nil) {
+			t.Fatalf("ValidatePath(%d bytes of %q) = %v; want valid: %v", len(p), seg, err, valid)
+		}
+		if err != nil && !errors.Is(err, store.ErrInvalidPath) {
+			t.Fatalf("ValidatePath(%d bytes) = %v; want ErrInvalidPath", len(p), err)
+		}
+		err = store.ValidateCreate(p, make([]byte, store.MaxDataSize), store.Persistent)
+		if (len(p) <= store.MaxPathSize) != (err == nil) {
+			t.Fatalf("ValidateCreate(%d bytes, MaxDataSize) = %v", len(p), err)
 		}
 	})
 }

@@ -11,10 +11,18 @@
 // # Paths
 //
 // A path is absolute, '/'-separated, with no trailing '/', no empty segment,
-// no "." or ".." segment and no NUL or control character (see [ValidatePath]).
-// The root "/" exists always; it can be read, listed and watched but not
-// created or deleted. Anything else is rejected with [ErrInvalidPath] before
-// any I/O.
+// no "." or ".." segment, no NUL, control or private-use character, and at
+// most [MaxPathSize] bytes (see [ValidatePath]). The root "/" exists always;
+// it can be read, listed and watched but not created or deleted. Anything
+// else is rejected with [ErrInvalidPath] before any I/O.
+//
+// # Limits
+//
+// A node's data is at most [MaxDataSize] bytes ([ErrTooLarge]) and its path
+// at most [MaxPathSize] bytes ([ErrInvalidPath]). Together, with a request's
+// own overhead, they stay under the smallest request any backend accepts
+// (ZooKeeper's 1 MiB jute.maxbuffer; etcd's 1.5 MiB), so every store
+// accepts exactly the same calls, and refuses the same ones before any I/O.
 //
 // # Parents
 //
@@ -250,10 +258,14 @@ type Child struct {
 // AnyVersion makes Set unconditional.
 const AnyVersion int64 = -1
 
-// MaxDataSize is the largest Data a node may hold. It keeps every request
-// under ZooKeeper's default 1 MiB packet limit (jute.maxbuffer) and etcd's
-// 1.5 MiB request limit, so that all adapters accept exactly the same data.
+// MaxDataSize is the largest Data a node may hold. With MaxPathSize it keeps
+// every request under ZooKeeper's default 1 MiB packet limit
+// (jute.maxbuffer) and etcd's 1.5 MiB request limit, so that all adapters
+// accept exactly the same data.
 const MaxDataSize = 1000 << 10
+
+// MaxPathSize is the longest path, in bytes, a node may have.
+const MaxPathSize = 4096
 
 // EventType says what a watch saw.
 type EventType int

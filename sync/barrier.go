@@ -26,10 +26,29 @@ type Barrier struct {
 }
 
 // NewBarrier returns a handle on the barrier whose node is at path in st. It
-// does no I/O; an invalid path is reported by the first call that uses it,
-// with an error wrapping store.ErrInvalidPath.
+// does no I/O; an invalid path (or the root, which cannot be created) is
+// reported by the first call that uses it, with an error wrapping
+// store.ErrInvalidPath, and a nil st with store.ErrInvalidArgument.
 func NewBarrier(st store.Store, path string) *Barrier {
 	return &Barrier{st: st, path: path}
+}
+
+// usable reports a Barrier without a store or with a path no barrier can
+// have.
+func (b *Barrier) usable(op string) error {
+	var err error
+	switch {
+	case b.st == nil:
+		err = fmt.Errorf("%w: barrier not made by NewBarrier with a store", store.ErrInvalidArgument)
+	case b.path == "/":
+		err = fmt.Errorf("%w %q: the root cannot be a barrier", store.ErrInvalidPath, b.path)
+	default:
+		err = store.ValidatePath(b.path)
+	}
+	if err != nil {
+		return fmt.Errorf("sync: %s barrier %q: %w", op, b.path, err)
+	}
+	return nil
 }
 
 // Path returns the path of the barrier's node.
@@ -41,6 +60,9 @@ func (b *Barrier) Path() string { return b.path }
 // store.ErrDisconnected (whose outcome is unknown) can simply be retried.
 // When ctx ends first it returns an error wrapping ctx.Err() and its cause.
 func (b *Barrier) Set(ctx context.Context) error {
+	if err := b.usable("set"); err != nil {
+		return err
+	}
 	_, err := b.st.Create(ctx, b.path, nil, store.Persistent)
 	switch {
 	case err == nil, errors.Is(err, store.ErrNodeExists):
@@ -54,6 +76,9 @@ func (b *Barrier) Set(ctx context.Context) error {
 // fails with an error wrapping store.ErrNotEmpty if someone created children
 // under the barrier's node. When ctx ends first it returns an error wrapping ctx.Err() and its cause.
 func (b *Barrier) Remove(ctx context.Context) error {
+	if err := b.usable("remove"); err != nil {
+		return err
+	}
 	err := b.st.Delete(ctx, b.path)
 	switch {
 	case err == nil, errors.Is(err, store.ErrNoNode):
@@ -73,6 +98,9 @@ func (b *Barrier) Remove(ctx context.Context) error {
 // session ends: it never hangs on a lost session. Wait leaves nothing behind
 // in the store.
 func (b *Barrier) Wait(ctx context.Context) error {
+	if err := b.usable("wait on"); err != nil {
+		return err
+	}
 	err := recipe.WaitAbsent(ctx, b.st, b.path)
 	if err == nil {
 		return nil

@@ -84,6 +84,7 @@ type DoubleBarrier struct {
 
 	// turn holds a token while no call is running; a call takes it.
 	turn chan struct{}
+	self *DoubleBarrier // b itself, unless b is a copy
 
 	// Guarded by turn.
 	limitOK bool // the stored limit was checked
@@ -112,8 +113,27 @@ func (r dbRound) has(seq int64) bool { return r.lo <= seq && seq <= r.hi }
 // Enter.
 func NewDoubleBarrier(st store.Store, path string, n int) *DoubleBarrier {
 	b := &DoubleBarrier{st: st, path: path, n: n, turn: make(chan struct{}, 1)}
+	b.self = b
 	b.turn <- struct{}{}
 	return b
+}
+
+// usable reports a DoubleBarrier that was not made by NewDoubleBarrier,
+// with a nil store or a path no barrier can have, or that was copied.
+func (b *DoubleBarrier) usable(op string) error {
+	var err error
+	switch {
+	case b.turn == nil || b.st == nil:
+		err = fmt.Errorf("%w: double barrier not made by NewDoubleBarrier with a store", store.ErrInvalidArgument)
+	case b.self != b:
+		err = fmt.Errorf("%w: double barrier copied after NewDoubleBarrier made it", store.ErrInvalidArgument)
+	default:
+		err = recipe.ValidateDir(b.path)
+	}
+	if err != nil {
+		return fmt.Errorf("sync: %s double barrier %q: %w", op, b.path, err)
+	}
+	return nil
 }
 
 // Path returns the path of the barrier's node.
@@ -133,6 +153,9 @@ func (b *DoubleBarrier) Path() string { return b.path }
 // before the session's end (or someone else deleted it); the participant is
 // then out of the barrier.
 func (b *DoubleBarrier) Enter(ctx context.Context) error {
+	if err := b.usable("enter"); err != nil {
+		return err
+	}
 	if b.n < 1 {
 		return fmt.Errorf("%w: double barrier %q of %d", ErrInvalidLimit, b.path, b.n)
 	}
@@ -177,6 +200,9 @@ func (b *DoubleBarrier) Enter(ctx context.Context) error {
 // ends it returns an error wrapping its cause. Either way the participant is
 // no longer entered.
 func (b *DoubleBarrier) Leave(ctx context.Context) error {
+	if err := b.usable("leave"); err != nil {
+		return err
+	}
 	if err := b.lock(ctx); err != nil {
 		return err
 	}
@@ -242,6 +268,9 @@ func (b *DoubleBarrier) roundMembers(ctx context.Context) ([]dbNode, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := recipe.CheckFamily(b.path, kids, recipe.Members); err != nil {
+		return nil, err
+	}
 	var members []dbNode
 	for _, m := range b.members(kids) {
 		if b.round.has(m.seq) {
@@ -304,6 +333,9 @@ func (b *DoubleBarrier) enterStep(ctx context.Context, me dbNode) (dbRound, bool
 	}
 	kids, err := b.st.Children(ctx, b.path)
 	if err != nil {
+		return dbRound{}, false, err
+	}
+	if err := recipe.CheckFamily(b.path, kids, recipe.Members); err != nil {
 		return dbRound{}, false, err
 	}
 	var old, fresh []dbNode
@@ -432,7 +464,7 @@ func (b *DoubleBarrier) lock(ctx context.Context) error {
 	case <-b.turn:
 		return nil
 	case <-ctx.Done():
-		return ctx.Err()
+		return recipe.CtxErr(ctx, nil)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/corral-go/corral/internal/recipe"
 	"github.com/corral-go/corral/store"
 )
 
@@ -29,3 +30,10 @@ var (
 	// store.ErrDisconnected.
 	ErrDisconnected = fmt.Errorf("sync: connection lost, ownership unknown: %w", store.ErrDisconnected)
 )
+
+// ErrKindMismatch: a lock, semaphore or double barrier found the nodes of
+// another kind of recipe under its path (a Mutex where a Semaphore holds its
+// leases, say: they would not exclude each other). The call fails, and
+// leaves no node behind. election.ErrKindMismatch and
+// queue.ErrKindMismatch are the same error.
+var ErrKindMismatch = recipe.ErrKindMismatch

@@ -99,7 +99,9 @@ type Mutex struct {
 // invalid path is reported by the first Lock, with an error wrapping
 // store.ErrInvalidPath.
 func NewMutex(st store.Store, path string, opts ...LockOption) *Mutex {
-	return &Mutex{x: newExclusive(st, path, recipe.LockPrefix, newLockOptions(opts))}
+	m := &Mutex{}
+	m.x.init(st, path, recipe.LockPrefix, newLockOptions(opts))
+	return m
 }
 
 // Path returns the path of the lock.
@@ -176,6 +178,7 @@ type exclusive struct {
 	// acquires the lock, so that they exclude each other without store
 	// round trips.
 	local chan struct{}
+	self  *exclusive // x itself, unless x is a copy
 
 	mu   gosync.Mutex
 	hold *recipe.Hold // nil when not held
@@ -185,15 +188,26 @@ type exclusive struct {
 	pending string
 }
 
-func newExclusive(st store.Store, path, prefix string, opts lockOptions) exclusive {
-	return exclusive{st: st, path: path, prefix: prefix, opts: opts, local: make(chan struct{}, 1)}
+// init sets x up in place: x remembers its own address, so that a copy can
+// tell it is one.
+func (x *exclusive) init(st store.Store, path, prefix string, opts lockOptions) {
+	*x = exclusive{st: st, path: path, prefix: prefix, opts: opts, local: make(chan struct{}, 1)}
+	x.self = x
 }
 
 // usable reports a Mutex or RWMutex that was not made by its constructor,
-// or with a nil store.
+// with a nil store, with a path no lock can have, or that was copied: a
+// copy shares the original's state, and an Unlock through it would leave
+// the original waiting for ever.
 func (x *exclusive) usable(op string) error {
-	if x.local == nil || x.st == nil {
+	switch {
+	case x.local == nil || x.st == nil:
 		return opErr(op, x.path, fmt.Errorf("%w: lock not made by NewMutex or NewRWMutex with a store", store.ErrInvalidArgument))
+	case x.self != x:
+		return opErr(op, x.path, fmt.Errorf("%w: lock copied after NewMutex or NewRWMutex made it; share the pointer instead", store.ErrInvalidArgument))
+	}
+	if err := recipe.ValidateDir(x.path); err != nil {
+		return opErr(op, x.path, err)
 	}
 	return nil
 }
@@ -249,6 +263,9 @@ func (x *exclusive) grant(n store.Node) {
 }
 
 func (x *exclusive) unlock(ctx context.Context, op string) error {
+	if err := x.usable(op); err != nil {
+		return err
+	}
 	x.mu.Lock()
 	h, pending := x.hold, x.pending
 	x.hold = nil

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"reflect"
 	"runtime"
 	"slices"
 	"strings"
@@ -504,12 +505,20 @@ func TestMutexMisuse(t *testing.T) {
 	}{
 		{"zero Lock", func() error { return zero.Lock(ctx) }, store.ErrInvalidArgument},
 		{"zero TryLock", func() error { _, err := zero.TryLock(ctx); return err }, store.ErrInvalidArgument},
-		{"zero Unlock", func() error { return zero.Unlock(ctx) }, sync.ErrNotLocked},
+		{"zero Unlock", func() error { return zero.Unlock(ctx) }, store.ErrInvalidArgument},
 		{"nil store Lock", func() error { return nilStore.Lock(ctx) }, store.ErrInvalidArgument},
 		{"zero RLock", func() error { return zeroRW.RLock(ctx) }, store.ErrInvalidArgument},
 		{"zero TryRLock", func() error { _, err := zeroRW.TryRLock(ctx); return err }, store.ErrInvalidArgument},
-		{"zero RUnlock", func() error { return zeroRW.RUnlock(ctx) }, sync.ErrNotLocked},
+		{"zero RUnlock", func() error { return zeroRW.RUnlock(ctx) }, store.ErrInvalidArgument},
 		{"invalid path", func() error { return sync.NewMutex(mem, "no/slash").Lock(ctx) }, store.ErrInvalidPath},
+		{"empty path", func() error { return sync.NewMutex(mem, "").Lock(ctx) }, store.ErrInvalidPath},
+		{"root", func() error { return sync.NewMutex(mem, "/").Lock(ctx) }, store.ErrInvalidPath},
+		{"root TryRLock", func() error { _, err := sync.NewRWMutex(mem, "/").TryRLock(ctx); return err }, store.ErrInvalidPath},
+		{"long path", func() error { return sync.NewMutex(mem, "/"+strings.Repeat("x", store.MaxPathSize)).Lock(ctx) }, store.ErrInvalidPath},
+		{"no room for names", func() error {
+			return sync.NewMutex(mem, "/"+strings.Repeat("x", store.MaxPathSize-100)).Lock(ctx)
+		}, store.ErrInvalidPath},
+		{"unheld Unlock", func() error { return sync.NewMutex(mem, "/l").Unlock(ctx) }, sync.ErrNotLocked},
 	}
 	for _, tt := range tests {
 		if err := tt.call(); !errors.Is(err, tt.want) {
@@ -518,6 +527,50 @@ func TestMutexMisuse(t *testing.T) {
 	}
 	if got := zero.Token(); got != -1 {
 		t.Errorf("zero Token() = %d; want -1", got)
+	}
+}
+
+// copyOf returns a copy of *v made behind vet's back: copying a lock is the
+// misuse under test.
+func copyOf[T any](v *T) *T {
+	cp := new(T)
+	reflect.ValueOf(cp).Elem().Set(reflect.ValueOf(v).Elem())
+	return cp
+}
+
+// TestMutexCopied: a Mutex copied after NewMutex shares the original's
+// state; using the copy is an error (it used to make the original's Unlock
+// wait for ever), and the original still works.
+func TestMutexCopied(t *testing.T) {
+	ctx := testCtx(t)
+	mem := memstore.New()
+	defer mem.Close()
+	m := sync.NewMutex(mem, "/copied")
+	if err := m.Lock(ctx); err != nil {
+		t.Fatalf("Lock = %v", err)
+	}
+	cp := copyOf(m)
+	if err := cp.Unlock(ctx); !errors.Is(err, store.ErrInvalidArgument) {
+		t.Errorf("Unlock of a copy = %v; want store.ErrInvalidArgument", err)
+	}
+	if err := cp.Lock(ctx); !errors.Is(err, store.ErrInvalidArgument) {
+		t.Errorf("Lock of a copy = %v; want store.ErrInvalidArgument", err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- m.Unlock(ctx) }()
+	if err := result(t, done, "Unlock of the original"); err != nil {
+		t.Errorf("Unlock of the original = %v", err)
+	}
+	rw := sync.NewRWMutex(mem, "/copied-rw")
+	if err := rw.RLock(ctx); err != nil {
+		t.Fatalf("RLock = %v", err)
+	}
+	rcp := copyOf(rw)
+	if err := rcp.RUnlock(ctx); !errors.Is(err, store.ErrInvalidArgument) {
+		t.Errorf("RUnlock of a copy = %v; want store.ErrInvalidArgument", err)
+	}
+	if err := rw.RUnlock(ctx); err != nil {
+		t.Errorf("RUnlock of the original = %v", err)
 	}
 }
 

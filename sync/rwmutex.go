@@ -43,7 +43,9 @@ type RWMutex struct {
 // store.ErrInvalidPath.
 func NewRWMutex(st store.Store, path string, opts ...LockOption) *RWMutex {
 	o := newLockOptions(opts)
-	return &RWMutex{w: newExclusive(st, path, recipe.WritePrefix, o), opts: o}
+	rw := &RWMutex{opts: o}
+	rw.w.init(st, path, recipe.WritePrefix, o)
+	return rw
 }
 
 // Path returns the path of the lock.
@@ -128,6 +130,9 @@ func (rw *RWMutex) rgrant(n store.Node) {
 // ErrNotLocked when no read hold is held, and one wrapping ErrLockLost and
 // the cause when that hold had already ended.
 func (rw *RWMutex) RUnlock(ctx context.Context) error {
+	if err := rw.w.usable("runlock"); err != nil {
+		return err
+	}
 	rw.mu.Lock()
 	if len(rw.rholds) == 0 {
 		if len(rw.rpending) == 0 {

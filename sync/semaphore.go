@@ -203,6 +203,12 @@ func (s *Semaphore) TryAcquire(ctx context.Context) (*Lease, bool, error) {
 
 // prepare checks the limit, and the stored one the first time.
 func (s *Semaphore) prepare(ctx context.Context, op string) error {
+	if s.st == nil {
+		return opErr(op, s.path, fmt.Errorf("%w: semaphore not made by NewSemaphore with a store", store.ErrInvalidArgument))
+	}
+	if err := recipe.ValidateDir(s.path); err != nil {
+		return opErr(op, s.path, err)
+	}
 	if s.n < 1 {
 		return opErr(op, s.path, fmt.Errorf("%w: %d", ErrInvalidLimit, s.n))
 	}
@@ -231,15 +237,23 @@ func (s *Semaphore) create(ctx context.Context) (store.Node, []store.Child, erro
 		return store.Node{}, nil, err
 	}
 	p := store.Join(s.path, semPrefix)
+	var (
+		node store.Node
+		kids []store.Child
+		err  error
+	)
 	if cl, ok := s.st.(store.CreateLister); ok {
-		return cl.CreateAndList(ctx, p, s.opts.data, store.EphemeralSequential)
+		node, kids, err = cl.CreateAndList(ctx, p, s.opts.data, store.EphemeralSequential)
+	} else if node, err = s.st.Create(ctx, p, s.opts.data, store.EphemeralSequential); err == nil {
+		kids, err = s.st.Children(ctx, s.path)
+		if err != nil {
+			return store.Node{}, nil, errors.Join(err, recipe.Remove(ctx, s.st, node.Path))
+		}
 	}
-	node, err := s.st.Create(ctx, p, s.opts.data, store.EphemeralSequential)
 	if err != nil {
 		return store.Node{}, nil, err
 	}
-	kids, err := s.st.Children(ctx, s.path)
-	if err != nil {
+	if err := recipe.CheckFamily(s.path, kids, recipe.Leases); err != nil {
 		return store.Node{}, nil, errors.Join(err, recipe.Remove(ctx, s.st, node.Path))
 	}
 	return node, kids, nil
@@ -270,6 +284,9 @@ func (s *Semaphore) wait(ctx context.Context, own store.Node, kids []store.Child
 			return err
 		}
 		if err := s.retry(ctx, func() (err error) { kids, err = s.st.Children(ctx, s.path); return err }); err != nil {
+			return err
+		}
+		if err := recipe.CheckFamily(s.path, kids, recipe.Leases); err != nil {
 			return err
 		}
 	}
@@ -366,7 +383,9 @@ func (s *Semaphore) grant(node store.Node) *Lease {
 }
 
 // Lease is one of a Semaphore's n leases, held from Acquire until Release.
-// Its methods are safe for concurrent use.
+// Its methods are safe for concurrent use. Only Acquire and TryAcquire make
+// usable leases: the zero Lease's Context is cancelled with ErrNotLocked,
+// its Token is -1 and its Release fails with store.ErrInvalidArgument.
 //
 // A lease is lost when its session ends, when its node is deleted by
 // someone else, or (under the default LoseOnDisconnect policy) when the
@@ -385,11 +404,21 @@ type Lease struct {
 // with the reason as its cause: ErrReleased, ErrNodeDeleted,
 // ErrDisconnected, store.ErrSessionExpired or store.ErrClosed. Do the work
 // the lease guards under it.
-func (l *Lease) Context() context.Context { return l.hold.Context() }
+func (l *Lease) Context() context.Context {
+	if l.hold == nil {
+		return notHeld
+	}
+	return l.hold.Context()
+}
 
 // Token returns the lease's node's Seq, which grows with every lease granted
 // by the semaphore: a fencing token that orders the grants.
-func (l *Lease) Token() int64 { return l.hold.Token() }
+func (l *Lease) Token() int64 {
+	if l.hold == nil {
+		return -1
+	}
+	return l.hold.Token()
+}
 
 // Release gives the lease back and removes its node, which wakes the first
 // waiter in line. The lease ends at once; the removal is tried until ctx
@@ -403,6 +432,9 @@ func (l *Lease) Token() int64 { return l.hold.Token() }
 // removed its node returns an error wrapping ErrReleased, and touches
 // nothing.
 func (l *Lease) Release(ctx context.Context) error {
+	if l.hold == nil {
+		return opErr("release", l.path, fmt.Errorf("%w: lease not granted by a Semaphore", store.ErrInvalidArgument))
+	}
 	l.mu.Lock()
 	again, pending := l.released, l.pending
 	l.released = true

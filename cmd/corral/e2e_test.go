@@ -355,6 +355,10 @@ func TestUsage(t *testing.T) {
 		{[]string{"lock", "--store", "mem://", "/x"}, exitUsage, "no command"},
 		{[]string{"lock", "--store", "zk://127.0.0.1:1", "--connect-timeout", "500ms", "/x", "--", "true"}, exitUnreachable, "unreachable"},
 		{[]string{"lock", "--store", "mem://", "/x", "--", "sh", "-c", "exit 7"}, 7, ""},
+		{[]string{"lock", "--store", "mem://", "/x", "--", "/nonexistent/corral-test-cmd"}, 127, "start"},
+		{[]string{"lock", "--store", "mem://", "/x", "--", "/dev/null"}, 126, "start"},
+		{[]string{"lock", "--store", "mem://", "/", "--", "true"}, exitFailure, "root"},
+		{[]string{"leader", "--store", "mem://", "/nobody"}, exitOK, "no leader"},
 		{[]string{"barrier", "enter", "0", "/b", "--", "true"}, exitUsage, "positive"},
 		{[]string{"queue", "pop", "/q"}, exitUsage, "unknown queue action"},
 		{[]string{"lock", "--help"}, exitOK, "Usage: corral lock"},
@@ -391,6 +395,22 @@ func TestInterrupt(t *testing.T) {
 			}
 		}
 		assertNoContenders(t, srv, "/e2e/intr")
+
+		// Commands that run until interrupted end with 130 too.
+		for _, args := range [][]string{{"queue", "consume"}, {"leader", "--watch"}} {
+			path := "/e2e/intr-" + args[0]
+			if args[0] == "queue" {
+				if code := start(t, "queue", "put", "--store", srv.url, path, "x").exit(t); code != 0 {
+					t.Fatalf("corral queue put: exit %d", code)
+				}
+			}
+			p := start(t, append(args, "--store", srv.url, path)...)
+			p.line(t) // "no leader", or the item: it is running
+			p.cmd.Process.Signal(os.Interrupt)
+			if code := p.exit(t); code != exitInterrupted {
+				t.Errorf("corral %s after Ctrl-C: exit %d; want %d\n%s", args[0], code, exitInterrupted, p.stderr)
+			}
+		}
 	})
 }
 

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -73,19 +74,23 @@ func runLeader(ctx context.Context, e *env, args []string) error {
 	el := election.New(st, pos[0])
 	if !*watch {
 		l, err := el.Leader(ctx)
-		if err != nil {
+		if err != nil && !errors.Is(err, election.ErrNoLeader) {
 			return err
 		}
 		fmt.Fprintln(e.stdout, describe(l))
 		return nil
 	}
-	for l := range el.Observe(ctx) {
+	obs := el.Observe(ctx)
+	for l := range obs.Leaders() {
 		fmt.Fprintln(e.stdout, describe(l))
 	}
 	if ctx.Err() != nil {
-		return nil // interrupted: the normal end of --watch
+		return errInterrupted // the normal end of --watch
 	}
-	return fmt.Errorf("%w: %v", errUnreachable, context.Cause(st.Context()))
+	if st.Context().Err() != nil {
+		return fmt.Errorf("%w: %v", errUnreachable, context.Cause(st.Context()))
+	}
+	return obs.Err()
 }
 
 func describe(l election.Leader) string {

@@ -148,6 +148,10 @@ func exitCode(ctx context.Context, err error) int {
 
 var errUnreachable = errors.New("store unreachable")
 
+// errInterrupted ends a command that runs until interrupted (consume,
+// leader --watch): exit 130, nothing more to say.
+var errInterrupted = &exitError{code: exitInterrupted}
+
 // storeFlags are the flags every command that talks to a store has.
 type storeFlags struct {
 	url     string

@@ -75,7 +75,7 @@ func runQueue(ctx context.Context, e *env, args []string) error {
 		}
 	}
 	if ctx.Err() != nil {
-		return nil // interrupted: the normal end of consume
+		return errInterrupted // the normal end of consume
 	}
 	return c.Err()
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"syscall"
@@ -29,7 +30,13 @@ func supervise(hold context.Context, argv []string, grace time.Duration) (int, e
 	// command never outlives the lock it ran under.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
-		return exitFailure, fmt.Errorf("start %s: %w", argv[0], err)
+		// As shells do: 127 when the command is not found, 126 when it
+		// cannot be run.
+		code := 126
+		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist) {
+			code = 127
+		}
+		return code, &exitError{code, fmt.Errorf("start %s: %w", argv[0], err)}
 	}
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()

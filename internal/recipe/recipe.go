@@ -230,20 +230,26 @@ func Create(ctx context.Context, st store.Store, dir, prefix string, data []byte
 		return store.Node{}, nil, err
 	}
 	p := store.Join(dir, prefix)
+	var (
+		n    store.Node
+		kids []store.Child
+		err  error
+	)
 	if cl, ok := st.(store.CreateLister); ok {
-		n, kids, err := cl.CreateAndList(ctx, p, data, store.EphemeralSequential)
-		if err != nil {
+		if n, kids, err = cl.CreateAndList(ctx, p, data, store.EphemeralSequential); err != nil {
 			return store.Node{}, nil, err
 		}
-		return n, Contenders(kids), nil
+	} else {
+		if n, err = st.Create(ctx, p, data, store.EphemeralSequential); err != nil {
+			return store.Node{}, nil, err
+		}
+		kids, err = retry(ctx, st, func() ([]store.Child, error) { return st.Children(ctx, dir) })
+		if err != nil {
+			return store.Node{}, nil, errors.Join(sessionErr(st, err), Remove(ctx, st, n.Path))
+		}
 	}
-	n, err := st.Create(ctx, p, data, store.EphemeralSequential)
-	if err != nil {
-		return store.Node{}, nil, err
-	}
-	kids, err := retry(ctx, st, func() ([]store.Child, error) { return st.Children(ctx, dir) })
-	if err != nil {
-		return store.Node{}, nil, errors.Join(sessionErr(st, err), Remove(ctx, st, n.Path))
+	if err := CheckFamily(dir, kids, FamilyOf(prefix)); err != nil {
+		return store.Node{}, nil, errors.Join(err, Remove(ctx, st, n.Path))
 	}
 	return n, Contenders(kids), nil
 }
@@ -321,6 +327,9 @@ func wait(ctx context.Context, st store.Store, n store.Node, cs []Contender, blo
 		}
 		kids, err := retry(ctx, st, func() ([]store.Child, error) { return st.Children(ctx, dir) })
 		if err != nil {
+			return err
+		}
+		if err := CheckFamily(dir, kids, FamilyOf(name)); err != nil {
 			return err
 		}
 		cs = Contenders(kids)
@@ -458,4 +467,26 @@ func CtxErr(ctx context.Context, err error) error {
 		err = fmt.Errorf("%w (%w)", err, cause)
 	}
 	return err
+}
+
+// NameRoom is the room a recipe keeps in a path for the names of the nodes
+// it makes below its directory: a directory may be at most
+// store.MaxPathSize - NameRoom bytes long.
+const NameRoom = 256
+
+// ValidateDir returns nil if dir can be a recipe's directory, and an error
+// wrapping store.ErrInvalidPath otherwise: dir must be a valid path, not
+// the root (which cannot be created or deleted, and is shared by
+// everything), and leave NameRoom bytes for the names below it.
+func ValidateDir(dir string) error {
+	if err := store.ValidatePath(dir); err != nil {
+		return err
+	}
+	if dir == "/" {
+		return fmt.Errorf("%w %q: a recipe cannot use the root", store.ErrInvalidPath, dir)
+	}
+	if max := store.MaxPathSize - NameRoom; len(dir) > max {
+		return fmt.Errorf("%w: %d bytes, at most %d for a recipe's path (%.40q...)", store.ErrInvalidPath, len(dir), max, dir)
+	}
+	return nil
 }
