@@ -28,7 +28,9 @@
 // counts as the answer to its connect request, so a reconnection within the
 // deadline keeps the session and moves the deadline on. The client pings
 // every third of the timeout, so on a working connection the deadline stays
-// at least two thirds of a timeout ahead.
+// at least two thirds of a timeout ahead. A server restart or a change of
+// leader only extends sessions (the server counts their timeouts afresh), so
+// the rule holds through them.
 //
 // Once the deadline has passed the session is over: [Store.Context] is
 // cancelled with [store.ErrSessionExpired], every later call fails with it,
