@@ -10,7 +10,7 @@ import (
 // and the direct path taken when ctx cannot be cancelled.
 func BenchmarkCallOverhead(b *testing.B) {
 	s := &Store{}
-	f := func() (int, error) { return 1, nil }
+	f := func(<-chan struct{}) (int, error) { return 1, nil }
 	b.Run("cancellable", func(b *testing.B) {
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()

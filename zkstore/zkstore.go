@@ -2,11 +2,6 @@
 // [store.Store] that is one ZooKeeper session, over the client
 // github.com/go-zookeeper/zk.
 //
-// Every method takes a ctx and returns when it ends, although the client
-// has no notion of one: the request goes on in a goroutine owned by the
-// Store, and a create that completes after its caller left is undone, so no
-// abandoned call leaves a node behind.
-//
 // Ephemeral sequential nodes are created in Curator's protected form,
 // "_c_<uuid>-<name><10 digits>": when the connection breaks before the reply
 // arrives, the Store looks for the uuid among the parent's children once it
@@ -15,12 +10,83 @@
 // suffix of a name ([store.ParseSeq]), so nodes written by Curator, kazoo and
 // go-zookeeper's own lock order correctly beside corral's.
 //
-// The client reconnects by itself within the session timeout; meanwhile
-// [Store.Disconnected] is closed and ownership of the session's ephemeral
-// nodes is unknown. When the server expires the session the client would
-// silently open a new one: the Store treats that as the end of its session,
-// cancels [Store.Context] with [store.ErrSessionExpired] and fails every
-// later call.
+// # Session deadline
+//
+// The server expires a session once it has received nothing from the client
+// for the session timeout it granted ([Store.SessionTimeout]; it clamps the
+// one asked for with [WithSessionTimeout] to its own bounds, by default 2 to
+// 20 ticks). The Store keeps a deadline that is never later than that:
+//
+//	deadline = when the latest request the server has answered began to be sent
+//	           + the negotiated session timeout
+//
+// The Store reads the client's connection both ways: the server answers
+// every request with exactly one reply, in order, so once k replies (watch
+// notifications aside) have arrived on a connection, the server has
+// received the first k requests sent on it, the last of them no earlier than
+// when it began to be sent. A connect response that accepts the session
+// counts as the answer to its connect request, so a reconnection within the
+// deadline keeps the session and moves the deadline on. The client pings
+// every third of the timeout, so on a working connection the deadline stays
+// at least two thirds of a timeout ahead. A server restart or a change of
+// leader only extends sessions (the server counts their timeouts afresh), so
+// the rule holds through them.
+//
+// Once the deadline has passed the session is over: [Store.Context] is
+// cancelled with [store.ErrSessionExpired], every later call fails with it,
+// and so does a call whose answer arrives only after the deadline (the
+// server may have applied it: its outcome is unknown, as with
+// [store.ErrDisconnected]); the client never connects again (it would make
+// a new session). The
+// Store checks the deadline whenever a call starts, a call's result or a
+// watch's event is delivered, Context or Disconnected is called, and from a
+// timer: a process that was stopped past its deadline (SIGSTOP, a VM pause)
+// sees its session over on its first read, before anything the connection
+// delivered meanwhile. So Context is cancelled before the server can expire
+// the session and let another session take over what its ephemeral nodes
+// held. The session also ends when the server says it expired, or when the
+// client finds itself on another session.
+//
+// While the connection is down, [Store.Disconnected] is closed and
+// ownership of the session's ephemeral nodes is unknown. Calls made
+// meanwhile wait for the reconnection, bounded by their ctx and by the
+// deadline; a request in flight when the connection broke fails with
+// [store.ErrDisconnected]. The client tries the servers in turn, pausing
+// between rounds (50 ms, doubling up to 1 s); it gives up a server that has
+// not completed the handshake within the session timeout divided by the
+// number of servers, as ZooKeeper's Java client does.
+//
+// # Cancellation and undo
+//
+// Every method takes a ctx and returns when it ends, although the client
+// has no notion of one: the request goes on in a goroutine owned by the
+// Store, until it completes or the session ends (Close waits for it).
+//
+// A create whose caller left is undone: the node, if the server makes it,
+// is deleted as soon as the connection allows, retrying across lost
+// connections for as long as the session lives, unless someone changed it
+// meanwhile. The caller waits up to [UndoWait] for that, so on a working
+// connection a cancelled Create returns with its node already gone, and in
+// an outage it returns at most UndoWait after its ctx ended while the undo
+// goes on. A protected create (ephemeral sequential) that has made nothing
+// yet is not retried once its caller has left. What cannot be undone: a
+// persistent or plain sequential create whose reply was lost has an
+// unknown outcome, as with [store.ErrDisconnected], and a persistent node
+// still to be undone when the session ends stays (ephemeral ones go with
+// the session).
+//
+// # Open and Close
+//
+// [Open] is bounded by its ctx, even against a peer that accepts the
+// connection and never answers, or that speaks another protocol: the Store
+// closes the connection under the client. [Store.Close] of a connected
+// session asks the server to close it and waits up to a second for the
+// answer; otherwise it returns at once, with the client shut down.
+//
+// # Logging
+//
+// A Store logs nothing unless given a logger with [WithLogger]; the
+// client's own messages then go to it too, at Debug or Warn.
 package zkstore
 
 import (
@@ -30,6 +96,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"math"
 	"net"
 	"slices"
@@ -49,8 +116,14 @@ var (
 
 // DefaultSessionTimeout is the session timeout asked of the server unless
 // WithSessionTimeout says otherwise. The server may grant another (by
-// default it clamps to 2 to 20 ticks).
+// default it clamps to 2 to 20 ticks); [Store.SessionTimeout] tells which.
 const DefaultSessionTimeout = 10 * time.Second
+
+// UndoWait bounds how long a call whose ctx ended waits for the undo of a
+// create it had sent (see the package doc): a cancelled Create returns at
+// most UndoWait after its ctx ended, with its node deleted if the
+// connection allowed that by then.
+const UndoWait = time.Second
 
 // protectedPrefix starts the names of ephemeral sequential nodes, as in
 // Curator: "_c_<uuid>-<name>".
@@ -58,74 +131,82 @@ const protectedPrefix = "_c_"
 
 var openACL = zk.WorldACL(zk.PermAll)
 
-// Logger receives the client's log messages. *log.Logger implements it.
-type Logger interface {
-	Printf(format string, args ...any)
-}
-
 type options struct {
 	sessionTimeout time.Duration
-	logger         Logger
+	logger         *slog.Logger
+	noTimer        bool // tests: end the session only when its state is read
 }
 
 // Option configures Open.
 type Option func(*options)
 
-// WithSessionTimeout sets the session timeout asked of the server.
+// WithSessionTimeout sets the session timeout asked of the server; it must
+// be positive. The server grants a timeout within its own bounds, which
+// [Store.SessionTimeout] returns.
 func WithSessionTimeout(d time.Duration) Option {
 	return func(o *options) { o.sessionTimeout = d }
 }
-
-// WithLogger sends the client's error messages to l instead of the standard
-// logger; a nil l discards them.
-func WithLogger(l Logger) Option {
-	return func(o *options) {
-		if l == nil {
-			l = discard{}
-		}
-		o.logger = l
-	}
-}
-
-type discard struct{}
-
-func (discard) Printf(string, ...any) {}
 
 // Store is one ZooKeeper session. Open one with [Open]; the zero value is
 // not usable. All methods are safe for concurrent use. A Store must not be
 // copied.
 type Store struct {
-	conn    *zk.Conn
-	events  <-chan zk.Event // closed when the client's goroutines have ended
-	id      atomic.Int64
-	ctx     context.Context
-	cancel  context.CancelCauseFunc
-	stop    chan struct{} // closed to make the monitor close the client
-	stopped chan struct{} // closed when the client has ended
+	conn      *zk.Conn
+	events    <-chan zk.Event // closed when the client's goroutines have ended
+	id        atomic.Int64
+	ctx       context.Context
+	cancel    context.CancelCauseFunc
+	stop      chan struct{} // closed to make the monitor close the client
+	stopped   chan struct{} // closed when the client has ended
+	log       *slog.Logger
+	requested time.Duration
+	nservers  int
+	over      atomic.Bool // the session has ended
+
+	// The session's clock. The deadline is in nanoseconds since base (0
+	// until the first connect response), read without s.mu.
+	base     time.Time
+	deadline atomic.Int64
+
+	atStandIn   chan struct{} // closed when the client dials after the end
+	standInOnce sync.Once
 
 	mu          sync.Mutex
 	ended       error // ErrSessionExpired or ErrClosed, once the session ended
 	closed      bool
+	graceful    bool // closed while connected: ask the server to close the session
 	connected   bool
 	established chan struct{} // closed when the session first exists
 	down        chan struct{} // closed when disconnected
 	up          chan struct{} // closed when connected
 	calls       sync.WaitGroup
-	timeout     time.Duration
-	lost        *time.Timer // ends the session if disconnected too long
-	downSince   time.Time
+	links       map[*link]struct{}
+	timedID     int64         // the session the clock times
+	negotiated  time.Duration // the session timeout the server granted
+	acked       time.Time     // latest send the server acknowledged
+	timer       *time.Timer   // ends the session at its deadline
+	timerAt     time.Duration // when timer fires, since base
+	noTimer     bool
 }
 
 // Open connects to the ZooKeeper servers ("host:port"; the port defaults
-// to 2181) and returns once a session is established, or when ctx ends
-// (with ctx.Err(), wrapped). Close the Store to end the session.
+// to 2181) and returns once a session is established. If ctx ends first,
+// or the session cannot be had, it shuts the client down (promptly: the
+// connections are closed under it) and returns ctx.Err() or the reason,
+// wrapped. Close the Store to end the session.
 func Open(ctx context.Context, servers []string, opts ...Option) (*Store, error) {
-	o := options{sessionTimeout: DefaultSessionTimeout, logger: zk.DefaultLogger}
+	o := options{sessionTimeout: DefaultSessionTimeout}
 	for _, opt := range opts {
 		opt(&o)
 	}
 	if len(servers) == 0 {
 		return nil, fmt.Errorf("zkstore: open: %w: no servers", store.ErrInvalidArgument)
+	}
+	if o.sessionTimeout < time.Millisecond || o.sessionTimeout > math.MaxInt32*time.Millisecond {
+		return nil, fmt.Errorf("zkstore: open: %w: session timeout %v", store.ErrInvalidArgument, o.sessionTimeout)
+	}
+	if o.logger == nil {
+		o.logger = discardLogger
 	}
 	s := &Store{
 		stop:        make(chan struct{}),
@@ -133,17 +214,25 @@ func Open(ctx context.Context, servers []string, opts ...Option) (*Store, error)
 		established: make(chan struct{}),
 		down:        make(chan struct{}),
 		up:          make(chan struct{}),
-		timeout:     o.sessionTimeout,
+		atStandIn:   make(chan struct{}),
+		links:       make(map[*link]struct{}),
+		log:         o.logger,
+		requested:   o.sessionTimeout,
+		nservers:    len(servers),
+		base:        time.Now(),
+		noTimer:     o.noTimer,
 	}
 	s.ctx, s.cancel = context.WithCancelCause(context.Background())
 
 	// The event callback needs s.conn; it waits on s.mu until it is set.
 	s.mu.Lock()
 	conn, events, err := zk.Connect(servers, o.sessionTimeout,
-		zk.WithLogger(o.logger), zk.WithLogInfo(false),
+		zk.WithLogger(clientLogger{s, o.logger}), zk.WithLogInfo(true),
+		zk.WithHostProvider(&hosts{s: s}),
 		zk.WithEventCallback(s.onEvent), zk.WithDialer(s.dial))
 	if err != nil {
 		s.mu.Unlock()
+		s.cancel(nil)
 		return nil, fmt.Errorf("zkstore: open: %w", err)
 	}
 	s.conn, s.events = conn, events
@@ -153,22 +242,14 @@ func Open(ctx context.Context, servers []string, opts ...Option) (*Store, error)
 	select {
 	case <-s.established:
 		return s, nil
+	case <-s.ctx.Done():
+		err := s.endErr()
+		s.Close()
+		return nil, fmt.Errorf("zkstore: open: %w", err)
 	case <-ctx.Done():
 		s.Close()
 		return nil, fmt.Errorf("zkstore: open: %w", ctx.Err())
 	}
-}
-
-// dial refuses to connect once the session ended: the client would open a
-// new session, and with it act for a session that is not this Store's.
-func (s *Store) dial(network, addr string, timeout time.Duration) (net.Conn, error) {
-	s.mu.Lock()
-	ended := s.ended
-	s.mu.Unlock()
-	if ended != nil {
-		return nil, ended
-	}
-	return net.DialTimeout(network, addr, timeout)
 }
 
 // onEvent follows the client's session state. The client calls it on its
@@ -178,7 +259,7 @@ func (s *Store) onEvent(ev zk.Event) {
 		return
 	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	var note string
 	switch ev.State {
 	case zk.StateHasSession:
 		id := s.conn.SessionID()
@@ -189,53 +270,31 @@ func (s *Store) onEvent(ev zk.Event) {
 			s.connected = true
 			close(s.up)
 			close(s.established)
+			note = "zkstore: session established"
 		case id != s.id.Load():
 			// The old session expired and the client made a new one.
-			s.endLocked(store.ErrSessionExpired)
+			s.endLocked(fmt.Errorf("%w: the client got session %#x in its place", store.ErrSessionExpired, id))
 		case !s.connected:
 			s.connected = true
 			s.down = make(chan struct{})
 			close(s.up)
-			if s.lost != nil {
-				s.lost.Stop()
-			}
+			note = "zkstore: reconnected"
 		}
 	case zk.StateExpired:
-		s.endLocked(store.ErrSessionExpired)
+		s.endLocked(fmt.Errorf("%w: the server says so", store.ErrSessionExpired))
 	case zk.StateDisconnected:
 		if s.connected {
 			s.connected = false
 			close(s.down)
 			s.up = make(chan struct{})
-			s.startLostTimer()
+			note = "zkstore: connection lost; the session's ephemeral nodes are in doubt until it is regained"
 		}
 	}
-}
-
-// startLostTimer ends the session if the client stays disconnected for the
-// session timeout: by then the server has expired it, or will as soon as it
-// hears from anyone, so the client can no longer count on its ephemeral
-// nodes (Curator does the same). The timeout asked for is used; a server
-// that granted a shorter one expires the session sooner, which the client
-// learns when it reconnects. s.mu is held.
-func (s *Store) startLostTimer() {
-	s.downSince = time.Now()
-	if s.lost != nil {
-		s.lost.Reset(s.timeout)
-		return
+	timeout := s.negotiated
+	s.mu.Unlock()
+	if note != "" {
+		s.log.Info(note, "session", fmt.Sprintf("%#x", s.SessionID()), "server", ev.Server, "timeout", timeout)
 	}
-	s.lost = time.AfterFunc(s.timeout, func() {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		if s.connected || s.ended != nil {
-			return
-		}
-		if rest := s.timeout - time.Since(s.downSince); rest > 0 {
-			s.lost.Reset(rest) // disconnected again since this timer was set
-			return
-		}
-		s.endLocked(fmt.Errorf("%w: disconnected for the session timeout (%v)", store.ErrSessionExpired, s.timeout))
-	})
 }
 
 // endLocked ends the session with cause. s.mu is held.
@@ -244,9 +303,10 @@ func (s *Store) endLocked(cause error) {
 		return
 	}
 	s.ended = cause
+	s.over.Store(true)
 	s.cancel(cause)
-	if s.lost != nil {
-		s.lost.Stop()
+	if s.timer != nil {
+		s.timer.Stop()
 	}
 	if s.connected {
 		s.connected = false
@@ -255,12 +315,40 @@ func (s *Store) endLocked(cause error) {
 	close(s.stop)
 }
 
-// monitor closes the client once the session ended and waits for its
-// goroutines to exit.
+// monitor shuts the client down once the session has ended, and waits for
+// its goroutines to exit.
+//
+// A session closed while connected is closed on the server: the client
+// sends a close request and waits up to a second for the answer (the
+// server deletes the session's ephemeral nodes first). Otherwise the
+// Store first closes its connections, so the client fails wherever it
+// waits on one and redials, gets a standIn from the dialer, and closes at
+// once through it.
 func (s *Store) monitor() {
 	defer close(s.stopped)
 	<-s.stop
+	s.mu.Lock()
+	graceful, cause := s.graceful, s.ended
+	s.mu.Unlock()
+	if errors.Is(cause, store.ErrSessionExpired) {
+		s.log.Warn("zkstore: session ended", "session", fmt.Sprintf("%#x", s.SessionID()), "cause", cause)
+	} else {
+		s.log.Debug("zkstore: session closed", "session", fmt.Sprintf("%#x", s.SessionID()))
+	}
+	if !graceful {
+		s.closeLinks()
+		// Every path of the client leads to the dialer once its
+		// connection fails; the timer only guards against a client that
+		// behaves otherwise, which would cost the wait below.
+		t := time.NewTimer(time.Second)
+		select {
+		case <-s.atStandIn:
+		case <-t.C:
+		}
+		t.Stop()
+	}
 	s.conn.Close()
+	s.closeLinks()
 	for range s.events {
 	}
 }
@@ -270,28 +358,43 @@ func (s *Store) monitor() {
 func (s *Store) SessionID() int64 { return s.id.Load() }
 
 // Context returns a context that is cancelled when the session ends, with
-// store.ErrSessionExpired or store.ErrClosed as its cause.
-func (s *Store) Context() context.Context { return s.ctx }
+// store.ErrSessionExpired or store.ErrClosed (possibly wrapped) as its
+// cause. It checks the session's deadline first (see the package doc), so
+// a session past its deadline is seen as ended even before the timer that
+// ends it has run.
+func (s *Store) Context() context.Context {
+	s.expire()
+	return s.ctx
+}
 
 // Disconnected returns a channel that is closed when the client loses its
 // connection to the server, or when the session ends. It is already closed
 // while the client is disconnected; after a reconnection to the same session
-// a new call returns a new channel.
+// a new call returns a new channel. Like Context, it checks the session's
+// deadline first.
 func (s *Store) Disconnected() <-chan struct{} {
+	s.expire()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.down
 }
 
-// Close ends the session: the server deletes its ephemeral nodes before
-// Close returns, if it can be reached. Close cancels Context with
-// store.ErrClosed (unless the session had already ended), makes pending
-// calls and watches return, and waits for the client's goroutines. It is
-// idempotent; later calls fail with store.ErrClosed.
+// Close ends the session. If the client is connected, the server deletes
+// the session's ephemeral nodes before Close returns, or Close gives up
+// waiting for its answer after a second; otherwise they go when the server
+// expires the session. Close cancels Context with store.ErrClosed (unless
+// the session had already ended), makes pending calls and watches return,
+// stops the undo of abandoned creates, and waits for every goroutine of
+// the Store and the client. It is idempotent; later calls fail with
+// store.ErrClosed.
 func (s *Store) Close() error {
+	s.expire()
 	s.mu.Lock()
-	s.closed = true
-	s.endLocked(store.ErrClosed)
+	if !s.closed {
+		s.closed = true
+		s.graceful = s.ended == nil && s.connected
+		s.endLocked(store.ErrClosed)
+	}
 	s.mu.Unlock()
 	<-s.stopped
 	s.calls.Wait()
@@ -300,6 +403,7 @@ func (s *Store) Close() error {
 
 // endErr returns the error of calls made after the session ended, or nil.
 func (s *Store) endErr() error {
+	s.expire()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.endErrLocked()
@@ -318,6 +422,7 @@ func (s *Store) endErrLocked() error {
 // begin admits a call that will run on a goroutine of the Store, or returns
 // why not.
 func (s *Store) begin() error {
+	s.expire()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := s.endErrLocked(); err != nil {
@@ -341,16 +446,17 @@ func (s *Store) waitConnected() error {
 	}
 }
 
-// undoWait bounds how long a caller that left waits for the undo of its
-// call, so that a cancelled create returns with its node gone.
-const undoWait = 5 * time.Second
-
 // call runs f, one or more blocking client requests, and returns its result,
-// or ctx.Err() if ctx ends first. f then goes on in its goroutine and, if it
-// completes after the caller left, its result is passed to undo (if not
-// nil) to clean up; the caller waits for that, up to undoWait, so that
-// whatever the abandoned call made is gone when it returns.
-func call[T any](s *Store, ctx context.Context, f func() (T, error), undo func(T, error)) (T, error) {
+// or ctx.Err() if ctx ends first. A result that arrives after the session
+// ended is replaced by the session's end.
+//
+// When ctx ends first, f goes on in its goroutine (which the Store owns:
+// Close waits for it), with left closed to tell it the caller has gone.
+// Once f returns, its result is passed to undo, if not nil, which cleans
+// up after it for as long as the session lives. The caller waits for that
+// up to UndoWait, so that on a working connection whatever the abandoned
+// call made is gone when it returns.
+func call[T any](s *Store, ctx context.Context, f func(left <-chan struct{}) (T, error), undo func(T, error)) (T, error) {
 	var zero T
 	if err := ctx.Err(); err != nil {
 		return zero, err
@@ -361,21 +467,22 @@ func call[T any](s *Store, ctx context.Context, f func() (T, error), undo func(T
 	if ctx.Done() == nil {
 		// Nothing can cancel the call: no goroutine needed.
 		defer s.calls.Done()
-		return f()
+		v, err := f(nil)
+		return settle(s, v, err)
 	}
-	type result struct {
+	type outcome struct {
 		v   T
 		err error
 	}
 	const pending, done, abandoned = 0, 1, 2
 	var state atomic.Int32
-	ch := make(chan result, 1)
-	undone := make(chan struct{})
+	ch := make(chan outcome, 1)
+	left, undone := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer s.calls.Done()
-		v, err := f()
+		v, err := f(left)
 		if state.CompareAndSwap(pending, done) {
-			ch <- result{v, err}
+			ch <- outcome{v, err}
 			return
 		}
 		if undo != nil {
@@ -385,11 +492,12 @@ func call[T any](s *Store, ctx context.Context, f func() (T, error), undo func(T
 	}()
 	select {
 	case r := <-ch:
-		return r.v, r.err
+		return settle(s, r.v, r.err)
 	case <-ctx.Done():
 		if state.CompareAndSwap(pending, abandoned) {
+			close(left)
 			if undo != nil {
-				t := time.NewTimer(undoWait)
+				t := time.NewTimer(UndoWait)
 				defer t.Stop()
 				select {
 				case <-undone:
@@ -400,7 +508,29 @@ func call[T any](s *Store, ctx context.Context, f func() (T, error), undo func(T
 		}
 		// The result won the race: keep it rather than undo it.
 		r := <-ch
-		return r.v, r.err
+		return settle(s, r.v, r.err)
+	}
+}
+
+// settle is the result of a call: v and err, unless the session ended
+// before it arrived.
+func settle[T any](s *Store, v T, err error) (T, error) {
+	if err == nil {
+		if end := s.endErr(); end != nil {
+			var zero T
+			return zero, end
+		}
+	}
+	return v, err
+}
+
+// gone reports whether the caller of a call has left (see call).
+func gone(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
 	}
 }
 
@@ -478,9 +608,12 @@ func children(names []string) []store.Child {
 // Create creates the node at path; see [store.Store]. Missing parents are
 // created as persistent, empty nodes. An ephemeral sequential node is named
 // "_c_<uuid>-<name><10 digits>" and is created exactly once even if a reply
-// is lost: Create then waits for the reconnection (bounded by ctx) and finds
-// the node again. If ctx ends first, Create returns ctx.Err() and a node
-// created afterwards is deleted.
+// is lost: Create then waits for the reconnection (bounded by ctx and the
+// session) and finds the node again.
+//
+// If ctx ends first, Create returns ctx.Err() at most UndoWait later, and
+// the node, if the server makes it, is deleted as soon as the connection
+// allows while the session lives (see the package doc for the exceptions).
 func (s *Store) Create(ctx context.Context, path string, data []byte, mode store.Mode) (store.Node, error) {
 	if err := store.ValidateCreate(path, data, mode); err != nil {
 		return store.Node{}, err
@@ -499,7 +632,7 @@ func (s *Store) Create(ctx context.Context, path string, data []byte, mode store
 	}
 	data = slices.Clone(data)
 	created, err := call(s, ctx,
-		func() (string, error) { return s.create(target, data, flags, guid) },
+		func(left <-chan struct{}) (string, error) { return s.create(left, target, data, flags, guid) },
 		func(created string, err error) { s.undoCreate(target, mode, created, err) })
 	if err != nil {
 		return store.Node{}, s.fail("create", path, err)
@@ -511,10 +644,15 @@ func (s *Store) Create(ctx context.Context, path string, data []byte, mode store
 	return n, nil
 }
 
+// errAbandoned is the result of a create given up because its caller left
+// before anything was made.
+var errAbandoned = errors.New("zkstore: create abandoned before it was made")
+
 // create makes path, and its parents if they are missing. With a guid (a
 // protected create) it survives a lost reply: it looks for the node by its
-// guid once reconnected, and creates it again only if it is not there.
-func (s *Store) create(path string, data []byte, flags int32, guid string) (string, error) {
+// guid once reconnected, and creates it again only if it is not there and
+// the caller has not left.
+func (s *Store) create(left <-chan struct{}, path string, data []byte, flags int32, guid string) (string, error) {
 	parent := store.Parent(path)
 	for attempt := 0; ; attempt++ {
 		created, err := s.conn.Create(path, data, flags, openACL)
@@ -526,8 +664,11 @@ func (s *Store) create(path string, data []byte, flags int32, guid string) (stri
 			if err == nil {
 				continue
 			}
-			if guid == "" || !isConnErr(err) {
+			if guid == "" || !isConnErr(err) || errors.Is(err, zk.ErrClosing) {
 				return "", err
+			}
+			if gone(left) {
+				return "", errAbandoned
 			}
 			if err := s.waitConnected(); err != nil {
 				return "", err
@@ -537,6 +678,9 @@ func (s *Store) create(path string, data []byte, flags int32, guid string) (stri
 			if err != nil || found != "" {
 				return found, err
 			}
+			if gone(left) {
+				return "", errAbandoned
+			}
 		default:
 			return "", err
 		}
@@ -544,11 +688,16 @@ func (s *Store) create(path string, data []byte, flags int32, guid string) (stri
 }
 
 // findProtected returns the child of parent with guid in its name if it
-// belongs to this session, or "" if there is none. It retries until it
-// knows, or the session ends.
+// belongs to this session, or "" if there is none. It retries, pausing
+// between attempts, until it knows or the session ends.
 func (s *Store) findProtected(parent, guid string) (string, error) {
 	prefix := protectedPrefix + guid + "-"
-	for {
+	for attempt := 0; ; attempt++ {
+		if attempt > 0 {
+			if err := s.pause(attempt - 1); err != nil {
+				return "", err
+			}
+		}
 		if err := s.waitConnected(); err != nil {
 			return "", err
 		}
@@ -604,20 +753,42 @@ func (s *Store) makeParents(p string) error {
 }
 
 // undoCreate deletes the node of a create whose caller left before it
-// completed. target is the path asked of the server.
+// completed; target is the path asked of the server, created and err the
+// create's outcome. It retries across lost connections, pausing between
+// attempts, until the node is gone or the session ends. Only a node still
+// as the create made it (version 0) is deleted. A plain ephemeral create
+// whose reply was lost made the node at target if this session owns it;
+// the outcome of any other create whose reply was lost is unknown, and it
+// is left alone.
 func (s *Store) undoCreate(target string, mode store.Mode, created string, err error) {
-	if err == nil {
-		// Version 0: only if nobody has set it since.
-		s.conn.Delete(created, 0)
-		return
+	if err != nil {
+		if mode != store.Ephemeral || !isConnErr(err) || errors.Is(err, zk.ErrClosing) {
+			return
+		}
+		created = ""
 	}
-	if mode != store.Ephemeral || !isConnErr(err) || s.waitConnected() != nil {
-		return
-	}
-	// A plain ephemeral create whose reply was lost: the node is ours if
-	// this session owns it.
-	if ok, st, err := s.conn.Exists(target); err == nil && ok && st.EphemeralOwner == s.SessionID() {
-		s.conn.Delete(target, 0)
+	for attempt := 0; ; attempt++ {
+		if attempt > 0 && s.pause(attempt-1) != nil {
+			return
+		}
+		if s.waitConnected() != nil {
+			return
+		}
+		path := created
+		if path == "" {
+			ok, st, err := s.conn.Exists(target)
+			if isConnErr(err) && !errors.Is(err, zk.ErrClosing) {
+				continue
+			}
+			if err != nil || !ok || st.EphemeralOwner != s.SessionID() {
+				return
+			}
+			path = target
+		}
+		err := s.conn.Delete(path, 0)
+		if !isConnErr(err) || errors.Is(err, zk.ErrClosing) {
+			return // deleted, gone already (a retry may find its own work done), changed, or closing
+		}
 	}
 }
 
@@ -649,7 +820,7 @@ func (s *Store) Get(ctx context.Context, path string) (store.Node, error) {
 		data []byte
 		st   *zk.Stat
 	}
-	r, err := call(s, ctx, func() (result, error) {
+	r, err := call(s, ctx, func(<-chan struct{}) (result, error) {
 		data, st, err := s.conn.Get(path)
 		return result{data, st}, err
 	}, nil)
@@ -672,7 +843,7 @@ func (s *Store) Set(ctx context.Context, path string, data []byte, version int64
 		return store.Node{}, fmt.Errorf("zkstore: set %s: %w: version %d", path, store.ErrInvalidArgument, version)
 	}
 	data = slices.Clone(data)
-	st, err := call(s, ctx, func() (*zk.Stat, error) {
+	st, err := call(s, ctx, func(<-chan struct{}) (*zk.Stat, error) {
 		if version > math.MaxInt32 {
 			// ZooKeeper versions are int32: this one cannot match.
 			ok, _, err := s.conn.Exists(path)
@@ -698,7 +869,7 @@ func (s *Store) Children(ctx context.Context, path string) ([]store.Child, error
 	if err := store.ValidatePath(path); err != nil {
 		return nil, err
 	}
-	names, err := call(s, ctx, func() ([]string, error) {
+	names, err := call(s, ctx, func(<-chan struct{}) ([]string, error) {
 		names, _, err := s.conn.Children(path)
 		return names, err
 	}, nil)
@@ -721,7 +892,7 @@ func (s *Store) ExistsW(ctx context.Context, path string) (bool, store.Stat, <-c
 		st *zk.Stat
 		ch <-chan zk.Event
 	}
-	r, err := call(s, ctx, func() (result, error) {
+	r, err := call(s, ctx, func(<-chan struct{}) (result, error) {
 		ok, st, ch, err := s.conn.ExistsW(path)
 		return result{ok, st, ch}, err
 	}, nil)
@@ -746,7 +917,7 @@ func (s *Store) ChildrenW(ctx context.Context, path string) ([]store.Child, <-ch
 		names []string
 		ch    <-chan zk.Event
 	}
-	r, err := call(s, ctx, func() (result, error) {
+	r, err := call(s, ctx, func(<-chan struct{}) (result, error) {
 		names, _, ch, err := s.conn.ChildrenW(path)
 		return result{names, ch}, err
 	}, nil)
@@ -770,6 +941,12 @@ func (s *Store) watch(ctx context.Context, path string, zch <-chan zk.Event) <-c
 		defer close(out)
 		select {
 		case ev := <-zch:
+			if err := s.endErr(); err != nil {
+				// Delivered after the session's deadline: the session
+				// is over, whatever the server last said.
+				out <- store.Event{Path: path, Err: fmt.Errorf("zkstore: watch %s: %w", path, err)}
+				return
+			}
 			out <- s.event(path, ev)
 		case <-ctx.Done():
 			out <- store.Event{Path: path, Err: fmt.Errorf("zkstore: watch %s: %w", path, ctx.Err())}
@@ -807,7 +984,7 @@ func (s *Store) Delete(ctx context.Context, path string) error {
 	if path == "/" {
 		return fmt.Errorf("zkstore: delete /: %w: the root cannot be deleted", store.ErrInvalidPath)
 	}
-	_, err := call(s, ctx, func() (struct{}, error) {
+	_, err := call(s, ctx, func(<-chan struct{}) (struct{}, error) {
 		return struct{}{}, s.conn.Delete(path, -1)
 	}, nil)
 	if err != nil {

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"log"
 	"net/url"
 	"strings"
 	"time"
@@ -79,7 +77,6 @@ func (su storeURL) open(ctx context.Context) (store.Store, error) {
 	switch su.scheme {
 	case "zk":
 		var opts []zkstore.Option
-		opts = append(opts, zkstore.WithLogger(log.New(io.Discard, "", 0)))
 		if su.session > 0 {
 			opts = append(opts, zkstore.WithSessionTimeout(su.session))
 		}

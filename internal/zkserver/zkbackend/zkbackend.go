@@ -44,9 +44,9 @@ type Backend struct {
 }
 
 // New returns a Backend on the servers at addrs. opts apply to every
-// session after the Backend's defaults (DefaultSessionTimeout, no logging).
+// session after the Backend's default (DefaultSessionTimeout).
 func New(addrs []string, opts ...zkstore.Option) *Backend {
-	all := append([]zkstore.Option{zkstore.WithSessionTimeout(DefaultSessionTimeout), zkstore.WithLogger(nil)}, opts...)
+	all := append([]zkstore.Option{zkstore.WithSessionTimeout(DefaultSessionTimeout)}, opts...)
 	return &Backend{servers: addrs, opts: all, sessions: make(map[store.Store]*session)}
 }
 

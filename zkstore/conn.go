@@ -1,0 +1,85 @@
+package zkstore
+
+import (
+	"net"
+	"sync"
+	"time"
+)
+
+// link is one connection of the client to a server, as the Store's dialer
+// hands it out. It follows the ZooKeeper framing both ways (see tracker) to
+// tell the Store when the server last acknowledged hearing from it, and
+// bounds the handshake. Closing the Store closes its links, which unblocks
+// the client wherever it waits on one.
+type link struct {
+	net.Conn
+	s *Store
+
+	wmu sync.Mutex // serialises writes, so frames are timed in the order they are sent
+
+	mu          sync.Mutex
+	t           tracker
+	handshook   bool      // the connect response has been read
+	session     bool      // and it accepted the Store's session
+	handshakeBy time.Time // read deadline of the handshake
+}
+
+func (l *link) Write(p []byte) (int, error) {
+	l.wmu.Lock()
+	defer l.wmu.Unlock()
+	l.mu.Lock()
+	l.t.wrote(p, time.Now())
+	l.mu.Unlock()
+	return l.Conn.Write(p)
+}
+
+func (l *link) Read(p []byte) (int, error) {
+	n, err := l.Conn.Read(p)
+	if n > 0 {
+		l.mu.Lock()
+		perr := l.t.read(p[:n], l.acked)
+		l.mu.Unlock()
+		if perr != nil {
+			l.Conn.Close()
+			return 0, perr
+		}
+	}
+	return n, err
+}
+
+// acked passes an acknowledgement on to the Store. l.mu is held.
+func (l *link) acked(a ack) {
+	if a.connect {
+		l.handshook = true
+		l.session = l.s.connectAcked(a)
+		return
+	}
+	if l.session {
+		l.s.heard(a.sent)
+	}
+}
+
+// SetReadDeadline bounds the handshake: until the connect response has
+// been read, no read waits past handshakeBy (the client itself allows ten
+// times two thirds of the session timeout, and none at all once the
+// response has begun to arrive).
+func (l *link) SetReadDeadline(t time.Time) error {
+	l.mu.Lock()
+	if !l.handshook && (t.IsZero() || t.After(l.handshakeBy)) {
+		t = l.handshakeBy
+	}
+	l.mu.Unlock()
+	return l.Conn.SetReadDeadline(t)
+}
+
+func (l *link) SetDeadline(t time.Time) error {
+	if err := l.SetReadDeadline(t); err != nil {
+		return err
+	}
+	return l.Conn.SetWriteDeadline(t)
+}
+
+func (l *link) Close() error {
+	l.s.dropLink(l)
+	return l.Conn.Close()
+}

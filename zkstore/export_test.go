@@ -1,0 +1,28 @@
+package zkstore
+
+import "time"
+
+// WithoutDeadlineTimer keeps the timer that ends a session at its deadline
+// from being armed, so that a test sees what the first read after the
+// deadline does on its own.
+func WithoutDeadlineTimer() Option {
+	return func(o *options) { o.noTimer = true }
+}
+
+// SessionDeadline returns the Store's session deadline, or the zero time
+// before the first connect response.
+func SessionDeadline(s *Store) time.Time {
+	d := s.deadline.Load()
+	if d == 0 {
+		return time.Time{}
+	}
+	return s.base.Add(time.Duration(d))
+}
+
+// Ended returns why the session ended, or nil, without checking the
+// deadline first as every method does.
+func Ended(s *Store) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.ended
+}

@@ -1,0 +1,140 @@
+package zkstore
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// headLen is how much of each frame's body a framer keeps: enough for a
+// connect request (protocolVersion, lastZxidSeen, timeOut, sessionId), a
+// connect response (protocolVersion, timeOut, sessionId) and the header of
+// any other frame (a request's xid and opcode; a reply's xid, zxid, err).
+const headLen = 24
+
+// framer splits one direction of a ZooKeeper connection into its frames:
+// each is a 4-byte big-endian length, then that many bytes of body. It
+// takes the stream in chunks of any size and keeps of each frame only its
+// length and the first headLen bytes of its body.
+type framer struct {
+	pos   int // bytes of the current frame consumed, length prefix included
+	size  int // body length of the current frame, once pos >= 4
+	head  [4 + headLen]byte
+	index int // frames completed so far
+}
+
+// feed consumes p. It calls start when the first byte of a frame is
+// consumed, check once the frame's body length is known (an error stops
+// the feed and is returned), and done when the frame's last byte is
+// consumed, with the frame's head: its length prefix and up to headLen
+// bytes of its body. Any of them may be nil.
+func (f *framer) feed(p []byte, start func(), check func(index, size int) error, done func(index int, head []byte)) error {
+	for len(p) > 0 {
+		if f.pos == 0 && start != nil {
+			start()
+		}
+		if f.pos < 4 {
+			n := copy(f.head[f.pos:4], p)
+			f.pos += n
+			p = p[n:]
+			if f.pos < 4 {
+				return nil
+			}
+			f.size = int(binary.BigEndian.Uint32(f.head[:4]))
+			if check != nil {
+				if err := check(f.index, f.size); err != nil {
+					return err
+				}
+			}
+		}
+		got := f.pos - 4
+		n := min(f.size-got, len(p))
+		if got < headLen {
+			copy(f.head[f.pos:4+headLen], p[:n])
+		}
+		f.pos += n
+		p = p[n:]
+		if f.pos-4 == f.size {
+			if done != nil {
+				done(f.index, f.head[:4+min(f.size, headLen)])
+			}
+			f.index++
+			f.pos = 0
+		}
+	}
+	return nil
+}
+
+// ack is what the server's reading of our frames proves: it received the
+// request sent at sent. A connect response also says which session the
+// server accepted, with the timeout it granted.
+type ack struct {
+	sent    time.Time
+	connect bool
+	session int64         // of a connect response; 0: the session is refused as expired
+	timeout time.Duration // of a connect response: the negotiated session timeout
+}
+
+// maxConnectResponse bounds the first frame a server sends. A connect
+// response is about 40 bytes; anything much longer comes from a peer that
+// is not a ZooKeeper server, and the client would allocate whatever length
+// it announces.
+const maxConnectResponse = 1 << 10
+
+var errNotZooKeeper = errors.New("zkstore: the peer does not answer as a ZooKeeper server")
+
+// tracker follows both directions of one connection to learn which of our
+// requests the server has received. Every frame we send after the connect
+// request is a request (pings included), and the server answers each with
+// exactly one frame; its other frames are watch notifications (xid -1).
+// TCP keeps order, so once the server's k-th answer has arrived it has
+// received at least our first k frames, and has heard from us no earlier
+// than the moment we began to send the k-th. The connect response answers
+// the connect request, our first frame.
+//
+// A tracker is not safe for concurrent use.
+type tracker struct {
+	up, down framer
+	sent     []time.Time // when each frame not yet answered began to be sent, oldest first
+}
+
+// wrote records p, which is about to be written at time at.
+func (t *tracker) wrote(p []byte, at time.Time) {
+	t.up.feed(p, func() { t.sent = append(t.sent, at) }, nil, nil)
+}
+
+// read follows p, just read, and calls acked for every answer it
+// completes. It fails when the peer is not a ZooKeeper server.
+func (t *tracker) read(p []byte, acked func(ack)) error {
+	return t.down.feed(p, nil, checkDown, func(index int, head []byte) {
+		body := head[4:]
+		var a ack
+		switch {
+		case index == 0:
+			if len(body) < 16 {
+				return // malformed: prove nothing
+			}
+			a.connect = true
+			a.timeout = time.Duration(int32(binary.BigEndian.Uint32(body[4:]))) * time.Millisecond
+			a.session = int64(binary.BigEndian.Uint64(body[8:]))
+		case len(body) < 4:
+			return // malformed: prove nothing
+		case int32(binary.BigEndian.Uint32(body)) == -1:
+			return // a watch notification answers nothing
+		}
+		if len(t.sent) == 0 {
+			return // an answer to nothing we sent: prove nothing
+		}
+		a.sent = t.sent[0]
+		t.sent = t.sent[1:]
+		acked(a)
+	})
+}
+
+func checkDown(index, size int) error {
+	if index == 0 && (size < 16 || size > maxConnectResponse) {
+		return fmt.Errorf("%w: its first message is %d bytes long", errNotZooKeeper, size)
+	}
+	return nil
+}

@@ -1,0 +1,266 @@
+package zkstore
+
+import (
+	"fmt"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/corral-go/corral/store"
+)
+
+// connectAcked records a connect response read on a link. It reports
+// whether the response accepted this Store's session (the first one
+// establishes it), in which case it acknowledges the connect request,
+// sent at a.sent, and carries the negotiated timeout.
+func (s *Store) connectAcked(a ack) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ended != nil || a.session == 0 || a.timeout <= 0 {
+		return false
+	}
+	switch s.timedID {
+	case 0:
+		s.timedID = a.session
+	case a.session:
+	default:
+		return false // another session: not ours to time
+	}
+	s.negotiated = a.timeout
+	s.ackLocked(a.sent)
+	return true
+}
+
+// heard records that the server received a request of this session sent
+// at sent.
+func (s *Store) heard(sent time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.ackLocked(sent)
+}
+
+// ackLocked moves the session's deadline to sent + the negotiated timeout,
+// if that is later than it is, and arms the timer that ends the session at
+// the deadline. s.mu is held.
+func (s *Store) ackLocked(sent time.Time) {
+	if s.ended != nil {
+		return
+	}
+	if sent.After(s.acked) {
+		s.acked = sent
+	}
+	// The negotiated timeout may have changed: recompute from the latest
+	// acknowledgement either way.
+	deadline := s.acked.Add(s.negotiated).Sub(s.base)
+	s.deadline.Store(int64(deadline))
+	if s.noTimer {
+		return
+	}
+	switch {
+	case s.timer == nil:
+		s.timer = time.AfterFunc(time.Until(s.acked.Add(s.negotiated)), s.onTimer)
+		s.timerAt = deadline
+	case deadline < s.timerAt:
+		// Only a shorter timeout moves the deadline earlier.
+		s.timer.Reset(time.Until(s.acked.Add(s.negotiated)))
+		s.timerAt = deadline
+	}
+}
+
+// onTimer ends the session if its deadline has passed, or sets the timer
+// again for the deadline it has moved to since.
+func (s *Store) onTimer() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ended != nil {
+		return
+	}
+	s.expireLocked()
+	if s.ended == nil {
+		deadline := time.Duration(s.deadline.Load())
+		s.timer.Reset(deadline - time.Since(s.base))
+		s.timerAt = deadline
+	}
+}
+
+// expire ends the session if its deadline has passed. Everything that
+// reads the session's state calls it first, so a process that was stopped
+// past the deadline (SIGSTOP, a VM pause) sees the end on its first read,
+// whether or not the timer has run yet.
+func (s *Store) expire() {
+	d := s.deadline.Load()
+	if d == 0 || time.Since(s.base) < time.Duration(d) {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.expireLocked()
+}
+
+// expireLocked is expire with s.mu held.
+func (s *Store) expireLocked() {
+	d := s.deadline.Load()
+	if s.ended != nil || d == 0 || time.Since(s.base) < time.Duration(d) {
+		return
+	}
+	s.endLocked(fmt.Errorf("%w: the server has acknowledged nothing from session %#x for the negotiated session timeout (%v): it has expired the session, or will",
+		store.ErrSessionExpired, s.timedID, s.negotiated))
+}
+
+// SessionTimeout returns the session timeout the server granted, which
+// may differ from the one asked for with WithSessionTimeout: the server
+// clamps it to its own bounds. The Store's session deadline is counted in
+// it (see the package doc).
+func (s *Store) SessionTimeout() time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.negotiated
+}
+
+// dial is the client's dialer. It wraps each connection in a link, bounds
+// the dial and the handshake, and once the session has ended hands out a
+// standIn instead of connecting: the client would otherwise open a new
+// session, and act for a session that is not this Store's.
+func (s *Store) dial(network, addr string, timeout time.Duration) (net.Conn, error) {
+	if c := s.standInIfEnded(); c != nil {
+		return c, nil
+	}
+	d := net.Dialer{Timeout: timeout}
+	raw, err := d.DialContext(s.ctx, network, addr)
+	if err != nil {
+		if c := s.standInIfEnded(); c != nil {
+			return c, nil
+		}
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ended != nil {
+		raw.Close()
+		return s.standInLocked(), nil
+	}
+	bound := s.requested
+	if s.negotiated > 0 {
+		bound = s.negotiated
+	}
+	l := &link{Conn: raw, s: s, handshakeBy: time.Now().Add(bound / time.Duration(s.nservers))}
+	s.links[l] = struct{}{}
+	return l, nil
+}
+
+func (s *Store) standInIfEnded() net.Conn {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ended == nil {
+		return nil
+	}
+	return s.standInLocked()
+}
+
+// standInLocked returns a new standIn and tells the monitor that the client
+// has reached the dialer after the session ended. s.mu is held.
+func (s *Store) standInLocked() net.Conn {
+	s.standInOnce.Do(func() { close(s.atStandIn) })
+	return newStandIn()
+}
+
+func (s *Store) dropLink(l *link) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.links, l)
+}
+
+// closeLinks closes every connection to a server. The client, wherever it
+// waits on one (a handshake, a reply), fails at once.
+func (s *Store) closeLinks() {
+	s.mu.Lock()
+	links := make([]*link, 0, len(s.links))
+	for l := range s.links {
+		links = append(links, l)
+	}
+	s.mu.Unlock()
+	for _, l := range links {
+		l.Close()
+	}
+}
+
+// Reconnection pacing: after trying every server in turn without getting
+// a session, the client pauses before the next round, from
+// minReconnectPause doubling to maxReconnectPause.
+const (
+	minReconnectPause = 50 * time.Millisecond
+	maxReconnectPause = time.Second
+)
+
+// hosts is the client's zk.HostProvider: the servers in the given order,
+// tried in turn, with a pause between rounds that the end of the session
+// cuts short. It never reports a finished round to the client (which would
+// pause a second on its own, out of the Store's reach, and fail the
+// requests queued meanwhile): calls made while disconnected wait for the
+// reconnection, bounded by their ctx and by the session.
+type hosts struct {
+	s *Store
+
+	mu      sync.Mutex
+	servers []string
+	next    int           // index of the next server to try
+	tried   int           // servers tried since the last session or pause
+	pause   time.Duration // before the next round
+}
+
+func (h *hosts) Init(servers []string) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.servers = servers
+	h.pause = minReconnectPause
+	return nil
+}
+
+func (h *hosts) Len() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.servers)
+}
+
+func (h *hosts) Next() (string, bool) {
+	h.mu.Lock()
+	var pause time.Duration
+	if h.tried == len(h.servers) {
+		pause, h.tried = h.pause, 0
+		h.pause = min(2*h.pause, maxReconnectPause)
+	}
+	server := h.servers[h.next]
+	h.next = (h.next + 1) % len(h.servers)
+	h.tried++
+	h.mu.Unlock()
+	if pause > 0 {
+		t := time.NewTimer(pause)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-h.s.ctx.Done():
+		}
+	}
+	return server, false
+}
+
+func (h *hosts) Connected() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.tried = 0
+	h.pause = minReconnectPause
+}
+
+// pause waits before the attempt-th retry of an undo or a lookup after a
+// lost connection, and fails when the session ends first.
+func (s *Store) pause(attempt int) error {
+	d := min(10*time.Millisecond<<min(attempt, 7), time.Second)
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-s.ctx.Done():
+		return s.endErr()
+	}
+}
