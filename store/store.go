@@ -82,11 +82,31 @@
 // cause ([ErrSessionExpired] or [ErrClosed]) and every later call fails with
 // that error. A session never comes back: a new session is a new Store.
 //
+// The client's session clock runs ahead of the server's. An adapter ends
+// its session no later than the server can: at the send time of the latest
+// contact the server acknowledged plus the timeout the server granted, on
+// the client's monotonic clock. It checks this whenever a call starts or
+// delivers its result, whenever Context or Disconnected is called, and by a
+// timer; so a hold tied to Context is lost before the server can hand it to
+// another session, and a process resumed past the deadline (SIGSTOP, a VM
+// pause) sees the end on its first read. A call whose answer arrives after
+// the session ended fails with the session's end; its outcome is unknown.
+//
 // Losing the connection without losing the session is reported apart from
 // expiry, by [Store.Disconnected]: while disconnected the client cannot know
 // whether its session, and so its ephemeral nodes, still live (ownership is
 // unknown). Calls made meanwhile either wait for the reconnection (bounded by
-// their ctx) or fail with [ErrDisconnected]; the session may still recover.
+// their ctx and the session's end) or fail with [ErrDisconnected]; the
+// session may still recover.
+//
+// # Abandoned calls
+//
+// Every call returns within its ctx, plus a small bound the adapter
+// documents. A create abandoned that way (or whose reply was lost) must not
+// leave an ephemeral node behind: if it was made, the adapter deletes it as
+// soon as the connection allows, while the session lives (its end takes the
+// node with it). The outcome of an abandoned persistent create is unknown,
+// as with [ErrDisconnected].
 //
 // # Watches
 //
