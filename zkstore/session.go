@@ -51,21 +51,27 @@ func (s *Store) ackLocked(sent time.Time) {
 	}
 	// The negotiated timeout may have changed: recompute from the latest
 	// acknowledgement either way.
-	deadline := s.acked.Add(s.negotiated).Sub(s.base)
+	end := s.acked.Add(s.negotiated - guard(s.negotiated))
+	deadline := end.Sub(s.base)
 	s.deadline.Store(int64(deadline))
 	if s.noTimer {
 		return
 	}
 	switch {
 	case s.timer == nil:
-		s.timer = time.AfterFunc(time.Until(s.acked.Add(s.negotiated)), s.onTimer)
+		s.timer = time.AfterFunc(time.Until(end), s.onTimer)
 		s.timerAt = deadline
 	case deadline < s.timerAt:
 		// Only a shorter timeout moves the deadline earlier.
-		s.timer.Reset(time.Until(s.acked.Add(s.negotiated)))
+		s.timer.Reset(time.Until(end))
 		s.timerAt = deadline
 	}
 }
+
+// guard is how much earlier than the server can the session ends on the
+// client, for the client's own delays (a timer that fires late on a loaded
+// machine): a twentieth of the timeout, at most a second.
+func guard(timeout time.Duration) time.Duration { return min(timeout/20, time.Second) }
 
 // onTimer ends the session if its deadline has passed, or sets the timer
 // again for the deadline it has moved to since.

@@ -19,6 +19,11 @@
 //
 //	deadline = when the latest request the server has answered began to be sent
 //	           + the negotiated session timeout
+//	           - a guard of a twentieth of that timeout (at most a second)
+//
+// The guard is for the client's own delays: the server expires the session
+// at the earliest at the deadline without the guard, and the timer that ends
+// the session on the client may fire late on a busy machine.
 //
 // The Store reads the client's connection both ways: the server answers
 // every request with exactly one reply, in order, so once k replies (watch

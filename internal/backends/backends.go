@@ -19,12 +19,17 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"go.uber.org/goleak"
 
+	"github.com/corral-go/corral/etcdstore"
+	"github.com/corral-go/corral/internal/etcdserver/etcdbackend"
+	"github.com/corral-go/corral/internal/zkserver/zkbackend"
 	"github.com/corral-go/corral/memstore"
 	"github.com/corral-go/corral/store"
 	"github.com/corral-go/corral/store/storetest"
+	"github.com/corral-go/corral/zkstore"
 )
 
 // Names lists the backends in the order Run runs them.
@@ -89,3 +94,18 @@ func (memBackend) LoseNextCreateReply(_ testing.TB, s store.Store) {
 }
 func (memBackend) Disconnect(_ testing.TB, s store.Store) { s.(*memstore.Store).Disconnect() }
 func (memBackend) Reconnect(_ testing.TB, s store.Store)  { s.(*memstore.Store).Reconnect() }
+
+// Short returns a backend on the named real server (zk or etcd) whose
+// sessions have the given timeout (ZooKeeper's session timeout asked for,
+// etcd's lease TTL), for tests that wait for sessions to expire.
+func Short(t testing.TB, name string, timeout time.Duration) storetest.Backend {
+	t.Helper()
+	switch b := Get(t, name).(type) {
+	case *zkbackend.Backend:
+		return zkbackend.New(b.Servers(), zkstore.WithSessionTimeout(timeout))
+	case *etcdbackend.Backend:
+		return etcdbackend.New(b.Cluster(), etcdstore.WithTTL(timeout))
+	}
+	t.Fatalf("backends: no short sessions on %q", name)
+	return nil
+}

@@ -39,3 +39,11 @@ type Disconnector interface {
 	Disconnect(t testing.TB, s store.Store)
 	Reconnect(t testing.TB, s store.Store)
 }
+
+// Freezer is implemented by backends that can stop all traffic of a session
+// without closing its connection (no bytes either way, no FIN: a partition,
+// or a paused process as the server sees it), until Reconnect.
+type Freezer interface {
+	Disconnector
+	Freeze(t testing.TB, s store.Store)
+}

@@ -187,6 +187,19 @@ func (b *Backend) Disconnect(t testing.TB, st store.Store) {
 	}
 }
 
+// Freeze stops all traffic of st without closing its connection, as a
+// network partition does, until Reconnect. It returns at once.
+func (b *Backend) Freeze(t testing.TB, st store.Store) {
+	t.Helper()
+	for _, p := range b.session(t, st).proxies {
+		p.Freeze()
+	}
+}
+
+// Servers returns the addresses of the servers the Backend opens sessions
+// on.
+func (b *Backend) Servers() []string { return slices.Clone(b.servers) }
+
 // Reconnect lets st reconnect after Disconnect and returns once it has, to
 // the same session (or once the session ended).
 func (b *Backend) Reconnect(t testing.TB, st store.Store) {
