@@ -124,7 +124,8 @@
 //
 // The Store logs nothing unless given a logger with [WithLogger], and then
 // only at debug level (disconnections, reconnections, given-up attempts,
-// undone creates, the session's end).
+// undone creates, the session's end). [Dial] gives the client it makes the
+// same logger, or a silent one, unless its Config has its own.
 package etcdstore
 
 import (
@@ -219,7 +220,11 @@ func WithAttemptTimeout(d time.Duration) Option {
 }
 
 // WithLogger sends the Store's debug messages to l (by default they are
-// discarded).
+// discarded). [Dial] also gives l to the client it makes, unless its Config
+// sets Logger or LogConfig; the client's messages then arrive at debug
+// level whatever their own, with logger=etcd-client and their level as
+// etcd_level, because each concerns one failed attempt that the Store
+// reports itself (clientv3 warns about every cancelled call).
 func WithLogger(l *slog.Logger) Option {
 	return func(o *options) { o.logger = l }
 }
@@ -270,16 +275,22 @@ type Store struct {
 // the Store is closed or the lease is lost. It blocks until the lease is
 // granted (and, after a slow Grant, renewed; see Sessions in the package
 // doc) or ctx ends; Grant attempts given up after the attempt timeout are
-// retried. The Store never closes cli: close it after the Store.
+// retried. When ctx ends first, the error wraps ctx's error and says which
+// endpoints were tried and what the connection was doing. A nil cli fails
+// with [store.ErrInvalidArgument]. The Store never closes cli: close it
+// after the Store.
 func Open(ctx context.Context, cli *clientv3.Client, opts ...Option) (*Store, error) {
 	o, err := newOptions(opts)
 	if err != nil {
 		return nil, err
 	}
-	return open(ctx, cli, o)
+	if cli == nil {
+		return nil, fmt.Errorf("etcdstore: open: %w: nil client", store.ErrInvalidArgument)
+	}
+	return open(ctx, cli, o, nil)
 }
 
-func open(ctx context.Context, cli *clientv3.Client, o options) (*Store, error) {
+func open(ctx context.Context, cli *clientv3.Client, o options, diag *dialDiag) (*Store, error) {
 	s := &Store{
 		cli:        cli,
 		attempt:    o.attempt,
@@ -289,7 +300,7 @@ func open(ctx context.Context, cli *clientv3.Client, o options) (*Store, error) 
 		disc:       make(chan struct{}),
 	}
 	secs := int64((o.ttl + time.Second - 1) / time.Second)
-	if err := s.establish(ctx, secs); err != nil {
+	if err := s.establish(ctx, secs, diag); err != nil {
 		return nil, err
 	}
 	s.fenceKey = fmt.Sprintf("\x00corral/etcdstore/fence/%x", int64(s.lease))
@@ -304,12 +315,12 @@ func open(ctx context.Context, cli *clientv3.Client, o options) (*Store, error) 
 
 // establish grants the session's lease and anchors its deadline, retrying
 // given-up attempts until ctx ends.
-func (s *Store) establish(ctx context.Context, secs int64) error {
+func (s *Store) establish(ctx context.Context, secs int64, diag *dialDiag) error {
 	var last error
 	for i := 0; ; i++ {
 		if i > 0 {
 			if err := sleep(ctx, backoff(i)); err != nil {
-				return fmt.Errorf("etcdstore: grant lease: %w", classify(ctx, last))
+				return unreachable(ctx, s.cli, diag, last)
 			}
 		}
 		sent := time.Now()
@@ -318,7 +329,7 @@ func (s *Store) establish(ctx context.Context, secs int64) error {
 		cancel()
 		if err != nil {
 			if ctx.Err() != nil {
-				return fmt.Errorf("etcdstore: grant lease: %w", classify(ctx, err))
+				return unreachable(ctx, s.cli, diag, err)
 			}
 			if err := classify(ctx, err); !errors.Is(err, store.ErrDisconnected) {
 				return fmt.Errorf("etcdstore: grant lease: %w", err)
@@ -349,7 +360,7 @@ func (s *Store) establish(ctx context.Context, secs int64) error {
 			err = errors.New("renewal answered after its TTL")
 		}
 		if ctx.Err() != nil {
-			return fmt.Errorf("etcdstore: renew lease %x: %w", int64(s.lease), classify(ctx, err))
+			return unreachable(ctx, s.cli, diag, err)
 		}
 		// The lease, which holds no key, expires by itself.
 		s.log.Debug("etcdstore: renewal after a slow grant failed; granting again", "lease", s.leaseHex(), "err", err)
