@@ -94,17 +94,19 @@ func check(b *testing.B, err error) {
 
 // rawCreate sends by hand the transaction etcdstore sends for a create in
 // an existing parent.
-func rawCreate(b *testing.B, cli *clientv3.Client, k, parent string, lease clientv3.LeaseID) {
+func rawCreate(b *testing.B, cli *clientv3.Client, s *etcdstore.Store, k, parent string, lease clientv3.LeaseID) {
 	var opts []clientv3.OpOption
 	if lease != 0 {
 		opts = append(opts, clientv3.WithLease(lease))
 	}
+	fence := etcdstore.FenceKey(s)
 	resp, err := cli.Txn(b.Context()).
 		If(clientv3.Compare(clientv3.CreateRevision(k), "=", 0),
+			clientv3.Compare(clientv3.ModRevision(fence), "=", 0),
 			clientv3.Compare(clientv3.CreateRevision(parent), ">", 0),
 			clientv3.Compare(clientv3.LeaseValue(parent), "=", 0)).
 		Then(clientv3.OpPut(k, "", opts...)).
-		Else(clientv3.OpGet(k), clientv3.OpGet(parent, clientv3.WithKeysOnly())).
+		Else(clientv3.OpGet(k), clientv3.OpGet(fence, clientv3.WithKeysOnly()), clientv3.OpGet(parent, clientv3.WithKeysOnly())).
 		Commit()
 	if err != nil || !resp.Succeeded {
 		b.Fatal(err)
@@ -134,7 +136,7 @@ func BenchmarkCreate(b *testing.B) {
 			check(b, err)
 		}},
 		variant{unit: "same-µs", do: func(r int64, i int) {
-			rawCreate(b, cli, fmt.Sprintf("/bench/create/r%d-%d", r, i), "/bench/create", 0)
+			rawCreate(b, cli, s, fmt.Sprintf("/bench/create/r%d-%d", r, i), "/bench/create", 0)
 		}},
 		variant{unit: "raw-µs", do: func(r int64, i int) {
 			rawPutIfAbsent(b, cli, fmt.Sprintf("/bench/create/m%d-%d", r, i), 0)
@@ -155,7 +157,7 @@ func BenchmarkCreateSequential(b *testing.B) {
 			check(b, err)
 		}},
 		variant{unit: "same-µs", do: func(r int64, i int) {
-			rawCreate(b, cli, fmt.Sprintf("/bench/seq/r%d-%016x", r, i), "/bench/seq", s.Lease())
+			rawCreate(b, cli, s, fmt.Sprintf("/bench/seq/r%d-%016x", r, i), "/bench/seq", s.Lease())
 		}},
 		variant{unit: "raw-µs", do: func(r int64, i int) {
 			rawPutIfAbsent(b, cli, fmt.Sprintf("/bench/seq/m%d-%016x", r, i), s.Lease())
@@ -182,11 +184,13 @@ func BenchmarkLockCycle(b *testing.B) {
 			k := fmt.Sprintf("/bench/lock/r%d-%016x", r, i)
 			resp, err := cli.Txn(ctx).
 				If(clientv3.Compare(clientv3.CreateRevision(k), "=", 0),
+					clientv3.Compare(clientv3.ModRevision(etcdstore.FenceKey(s)), "=", 0),
 					clientv3.Compare(clientv3.CreateRevision("/bench/lock"), ">", 0),
 					clientv3.Compare(clientv3.LeaseValue("/bench/lock"), "=", 0)).
 				Then(clientv3.OpPut(k, "", clientv3.WithLease(s.Lease())),
 					clientv3.OpGet("/bench/lock", clientv3.WithRange("/bench/lock0"), clientv3.WithKeysOnly())).
-				Else(clientv3.OpGet(k), clientv3.OpGet("/bench/lock", clientv3.WithKeysOnly()),
+				Else(clientv3.OpGet(k), clientv3.OpGet(etcdstore.FenceKey(s), clientv3.WithKeysOnly()),
+					clientv3.OpGet("/bench/lock", clientv3.WithKeysOnly()),
 					clientv3.OpGet("/bench/lock", clientv3.WithRange("/bench/lock0"), clientv3.WithKeysOnly())).
 				Commit()
 			if err != nil || !resp.Succeeded {

@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -118,37 +121,181 @@ func TestLeaseRevoked(t *testing.T) {
 
 // A partitioned client ends its session before the server expires the
 // lease, so no one else can be granted a lock while the old holder still
-// believes it holds it.
+// believes it holds it; and the session's deadline holds even when the
+// timer that enforces it runs late.
 func TestSessionEndsBeforeServerExpiry(t *testing.T) {
 	c := etcdserver.Start(t, 1)
-	b := etcdbackend.New(c, etcdstore.WithTTL(2*time.Second))
-	a, other := open(t, b), open(t, b)
-	ctx := ctxFor(t)
-	n := must[store.Node](t)(a.Create(ctx, "/partition/lock-", nil, store.EphemeralSequential))
-	_, _, gone, err := other.ExistsW(ctx, n.Path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b.Freeze(t, a)
-	ev := waitEvent(t, "watch on the partitioned session's node", gone)
-	if ev.Type != store.EventDeleted {
-		t.Fatalf("event = %+v; want deleted", ev)
-	}
-	// The server has expired the lease: the client must have known first.
-	select {
-	case <-a.Context().Done():
-	default:
-		t.Fatalf("server expired the lease while the client's session was still live")
-	}
-	if cause := context.Cause(a.Context()); !errors.Is(cause, store.ErrSessionExpired) {
-		t.Errorf("Cause = %v; want ErrSessionExpired", cause)
+
+	// K frozen sessions at once, each watched by another session: each
+	// frozen Store's Context is cancelled before its node's deletion by the
+	// server's expiry reaches the watcher. Both moments are read on this
+	// process's clock as they are observed.
+	t.Run("margin", func(t *testing.T) {
+		t.Parallel()
+		const k = 12
+		b := etcdbackend.New(c, etcdstore.WithTTL(2*time.Second))
+		ctx := ctxFor(t)
+		type run struct {
+			a           *etcdstore.Store
+			ended, seen chan time.Time
+			ev          chan store.Event
+		}
+		runs := make([]run, k)
+		for i := range runs {
+			a, other := open(t, b), open(t, b)
+			n := must[store.Node](t)(a.Create(ctx, fmt.Sprintf("/partition/%d/lock-", i), nil, store.EphemeralSequential))
+			_, _, gone, err := other.ExistsW(ctx, n.Path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := run{a: a, ended: make(chan time.Time, 1), seen: make(chan time.Time, 1), ev: make(chan store.Event, 1)}
+			context.AfterFunc(a.Context(), func() { r.ended <- time.Now() })
+			go func() {
+				select {
+				case ev := <-gone:
+					r.seen <- time.Now()
+					r.ev <- ev
+				case <-ctx.Done():
+				}
+			}()
+			runs[i] = r
+		}
+		for _, r := range runs {
+			b.Freeze(t, r.a)
+		}
+		minMargin := time.Duration(1<<63 - 1)
+		for i, r := range runs {
+			var seen, ended time.Time
+			select {
+			case seen = <-r.seen:
+			case <-ctx.Done():
+				t.Fatalf("run %d: the watcher never saw the node go", i)
+			}
+			if ev := <-r.ev; ev.Type != store.EventDeleted {
+				t.Fatalf("run %d: event = %+v; want deleted", i, ev)
+			}
+			select {
+			case ended = <-r.ended:
+			default:
+				t.Fatalf("run %d: server expired the lease while the client's session was still live", i)
+			}
+			margin := seen.Sub(ended)
+			if margin <= 0 {
+				t.Errorf("run %d: Context cancelled %v after the watcher saw the node go", i, -margin)
+			}
+			minMargin = min(minMargin, margin)
+			if cause := context.Cause(r.a.Context()); !errors.Is(cause, store.ErrSessionExpired) {
+				t.Errorf("run %d: Cause = %v; want ErrSessionExpired", i, cause)
+			}
+			select {
+			case <-r.a.Disconnected():
+			default:
+				t.Errorf("run %d: Disconnected() open after the session ended", i)
+			}
+			b.Reconnect(t, r.a)
+		}
+		t.Logf("%d runs: Context cancelled at least %v before the watcher saw the node go", k, minMargin)
+	})
+
+	// The keepalive loop's timer is held back as the deadline passes (a
+	// loaded machine can delay it as long): the first call after the
+	// deadline still fails with ErrSessionExpired, and ends the session,
+	// where a renewal sent by the call would have revived it, since the
+	// server has not expired the lease yet.
+	t.Run("call after the deadline", func(t *testing.T) {
+		t.Parallel()
+		passed, release := holdExpiry()
+		b := etcdbackend.New(c, etcdstore.WithTTL(2*time.Second), etcdstore.WithExpiryHook(passed.hook))
+		a := open(t, b)
+		defer release()
+		ctx := ctxFor(t)
+		n := must[store.Node](t)(a.Create(ctx, "/deadline/call/e", nil, store.Ephemeral))
+		b.Freeze(t, a)
+		waitDone(t, "deadline", passed.ch)
+		b.Reconnect(t, a)
+		if _, err := a.Get(ctx, n.Path); !errors.Is(err, store.ErrSessionExpired) {
+			t.Errorf("Get after the deadline = %v; want ErrSessionExpired", err)
+		}
+		checkExpired(t, a)
+	})
+
+	// A reply that arrives after the deadline does not count as a success,
+	// even with the timer held back: the server may have expired the lease
+	// before it answered.
+	t.Run("reply after the deadline", func(t *testing.T) {
+		t.Parallel()
+		passed, release := holdExpiry()
+		b := etcdbackend.New(c, etcdstore.WithTTL(2*time.Second), etcdstore.WithAttemptTimeout(timeout),
+			etcdstore.WithExpiryHook(passed.hook))
+		var armed atomic.Bool
+		held := make(chan struct{})
+		a := b.OpenHooked(t, etcdbackend.Hooks{Reply: func(ctx context.Context, method string) {
+			if method != "/etcdserverpb.KV/Range" || !armed.CompareAndSwap(true, false) {
+				return
+			}
+			close(held)
+			select {
+			case <-passed.ch:
+			case <-ctx.Done():
+			}
+		}})
+		defer release()
+		ctx := ctxFor(t)
+		n := must[store.Node](t)(a.Create(ctx, "/deadline/reply/e", nil, store.Ephemeral))
+		armed.Store(true)
+		got := make(chan error, 1)
+		go func() {
+			_, err := a.Get(ctx, n.Path)
+			got <- err
+		}()
+		waitDone(t, "Get's reply", held)
+		b.Freeze(t, a) // no renewal from now on
+		var err error
+		select {
+		case err = <-got:
+		case <-time.After(timeout):
+			t.Fatal("Get not done")
+		}
+		if !errors.Is(err, store.ErrSessionExpired) {
+			t.Errorf("Get answered after the deadline = %v; want ErrSessionExpired", err)
+		}
+		b.Reconnect(t, a)
+		checkExpired(t, a)
+	})
+}
+
+// deadlinePassed is closed by its hook, an expiry hook of the keepalive
+// loop, when the loop's timer finds the deadline passed.
+type deadlinePassed struct {
+	ch   chan struct{}
+	once sync.Once
+	hold chan struct{}
+}
+
+func (d *deadlinePassed) hook() {
+	d.once.Do(func() { close(d.ch) })
+	<-d.hold // released by the test, before the Store is closed
+}
+
+// holdExpiry returns an expiry hook that holds the keepalive loop until
+// release is called; release is idempotent.
+func holdExpiry() (*deadlinePassed, func()) {
+	d := &deadlinePassed{ch: make(chan struct{}), hold: make(chan struct{})}
+	return d, sync.OnceFunc(func() { close(d.hold) })
+}
+
+// checkExpired checks that a's session ended by its deadline, as Context
+// and Disconnected report it.
+func checkExpired(t *testing.T, a *etcdstore.Store) {
+	t.Helper()
+	if cause := context.Cause(a.Context()); !errors.Is(cause, store.ErrSessionExpired) || !strings.Contains(cause.Error(), "not renewed within its TTL") {
+		t.Errorf("Cause = %v; want ErrSessionExpired for a missed deadline", cause)
 	}
 	select {
 	case <-a.Disconnected():
 	default:
 		t.Errorf("Disconnected() open after the session ended")
 	}
-	b.Reconnect(t, a)
 }
 
 // A cut connection (closed, then let through again at once) costs neither
@@ -293,7 +440,10 @@ func TestCompaction(t *testing.T) {
 // Killing the leader of a 3-member cluster while sessions and watches are
 // live costs no session (a new leader extends the leases) and no watch event:
 // a watch fires on the next change or reports ErrDisconnected, never hangs.
-// The killed member comes back and serves again.
+// A release (Delete) retried on ErrDisconnected, as the recipes do, gets
+// through soon after a new leader is elected: no attempt waits for etcd's
+// request timeout (7 s), only for the attempt timeout. The killed member
+// comes back and serves again.
 func TestKillLeader(t *testing.T) {
 	c := etcdserver.Start(t, 3)
 	b := etcdbackend.New(c)
@@ -310,6 +460,12 @@ func TestKillLeader(t *testing.T) {
 		}
 		watches = append(watches, ch)
 	}
+	holder, waiter := sessions[0], sessions[1]
+	lock := must[store.Node](t)(holder.Create(ctx, "/kill/lock/n-", nil, store.EphemeralSequential))
+	_, _, released, err := waiter.ExistsW(ctx, lock.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
 	leader := c.Leader()
 	if leader == nil {
 		t.Fatal("no leader")
@@ -318,22 +474,58 @@ func TestKillLeader(t *testing.T) {
 	leader.Kill()
 	t.Logf("killed %s in %v", leader.Name, time.Since(start))
 
-	writer := sessions[0]
-	retry(t, ctx, "Create after the kill", func() error {
-		// A request proposed to the dead leader times out only after
-		// etcd's request timeout (7 s); a short attempt retries sooner,
-		// once a new leader is elected.
-		actx, cancel := context.WithTimeout(ctx, time.Second)
-		defer cancel()
-		_, err := writer.Create(actx, "/kill/w", nil, store.Persistent)
-		switch {
-		case errors.Is(err, store.ErrNodeExists):
-			return nil // an earlier attempt whose reply was lost
-		case errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil:
-			return fmt.Errorf("%w: %w", store.ErrDisconnected, err)
+	// Each attempt returns within the attempt timeout.
+	const slack = 500 * time.Millisecond
+	bounded := func(what string, f func() error) func() error {
+		return func() error {
+			t0 := time.Now()
+			err := f()
+			if d := time.Since(t0); d > etcdstore.DefaultAttemptTimeout+slack {
+				t.Errorf("%s took %v (%v); want at most the attempt timeout %v (+ %v slack)", what, d, err, etcdstore.DefaultAttemptTimeout, slack)
+			}
+			return err
+		}
+	}
+	attempts := 0
+	retry(t, ctx, "Delete after the kill", bounded("Delete after the kill", func() error {
+		attempts++
+		err := holder.Delete(ctx, lock.Path)
+		if errors.Is(err, store.ErrNoNode) && attempts > 1 {
+			return nil // an earlier attempt's
 		}
 		return err
-	})
+	}))
+	deleted := time.Since(start)
+	// The next holder could be granted once the waiter sees the node go.
+	for {
+		ev := waitEvent(t, "waiter's watch across the kill", released)
+		if ev.Type == store.EventDeleted {
+			break
+		}
+		if !errors.Is(ev.Err, store.ErrDisconnected) {
+			t.Fatalf("waiter's event %+v; want deleted or ErrDisconnected", ev)
+		}
+		var exists bool
+		retry(t, ctx, "waiter's ExistsW", func() error {
+			var err error
+			exists, _, released, err = waiter.ExistsW(ctx, lock.Path)
+			return err
+		})
+		if !exists {
+			break
+		}
+	}
+	t.Logf("release applied %v after the kill (%d attempts); the waiter saw it %v after the kill (etcd's request timeout alone is 7 s)",
+		deleted, attempts, time.Since(start))
+
+	writer := sessions[0]
+	retry(t, ctx, "Create after the kill", bounded("Create after the kill", func() error {
+		_, err := writer.Create(ctx, "/kill/w", nil, store.Persistent)
+		if errors.Is(err, store.ErrNodeExists) {
+			return nil // an earlier attempt whose reply was lost
+		}
+		return err
+	}))
 	t.Logf("created after %v", time.Since(start))
 	for i, ch := range watches {
 		ev := waitEvent(t, fmt.Sprintf("watch %d across the kill", i), ch)

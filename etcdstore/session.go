@@ -12,7 +12,8 @@ import (
 	"github.com/corral-go/corral/store"
 )
 
-// The session's lease is renewed with one KeepAliveOnce every TTL/3, by the
+// The session's lease is renewed with one KeepAliveOnce when a third of its
+// TTL has passed since the sending of the last acknowledged renewal, by the
 // keepalive loop, and on demand by a call made while the client is
 // disconnected (see begin).
 //
@@ -30,9 +31,33 @@ import (
 // through them. A renewal answered with "lease not found" (revoked, or
 // expired on the server) ends the session at once.
 //
+// The deadline is enforced where session state is read, not only by the
+// loop's timer, which may run late on a loaded machine: at the start of
+// every call (begin), in Context and Disconnected, and when a reply
+// arrives (do, renew, serve). A reply that arrives after the deadline
+// proves nothing about the moment the server handled it: the server may
+// have expired the lease and handed the session's locks on before, so it
+// ends the session instead of counting as a success. As the deadline only
+// moves at acknowledgements that arrive before it, the session is alive
+// at a moment exactly when the deadline known at that moment lies ahead.
+//
 // A renewal that fails while the deadline is ahead (no connection, no
 // leader, timeout) reports a disconnection, and renewals are then retried
 // every 250 ms; the first one that succeeds reports the reconnection.
+
+// expiredCause is the cause of a session whose deadline passed.
+func (s *Store) expiredCause() error {
+	return fmt.Errorf("%w: lease %x not renewed within its TTL (%v)", store.ErrSessionExpired, int64(s.lease), s.ttl)
+}
+
+// expireLocked ends the session if its deadline has passed, and reports
+// whether it did. s.mu is held.
+func (s *Store) expireLocked() bool {
+	if s.ctx.Err() == nil && !time.Now().Before(s.deadline) {
+		return s.endLocked(s.expiredCause())
+	}
+	return false
+}
 
 // renew renews the lease once, within ctx, and records the outcome: a
 // success reports a reconnection, a failure a disconnection (unless a
@@ -44,17 +69,30 @@ func (s *Store) renew(ctx context.Context) error {
 	switch {
 	case err == nil:
 		s.mu.Lock()
+		// An acknowledgement that arrives after the deadline comes too
+		// late: the session ended at the deadline.
+		if ended := s.expireLocked(); ended || s.ctx.Err() != nil {
+			s.mu.Unlock()
+			if ended {
+				s.logEnded()
+			}
+			return s.sessionErr()
+		}
 		if d := sent.Add(time.Duration(resp.TTL) * time.Second); d.After(s.deadline) {
 			s.deadline = d
 		}
 		if sent.After(s.lastRenewal) {
 			s.lastRenewal = sent
 		}
-		if s.discClosed && s.ctx.Err() == nil {
+		reconnected := s.discClosed
+		if reconnected {
 			s.disc = make(chan struct{})
 			s.discClosed = false
 		}
 		s.mu.Unlock()
+		if reconnected {
+			s.log.Debug("etcdstore: reconnected", "lease", s.leaseHex())
+		}
 		return nil
 	case errors.Is(err, rpctypes.ErrLeaseNotFound):
 		s.end(fmt.Errorf("%w: lease %x not found", store.ErrSessionExpired, int64(s.lease)))
@@ -65,10 +103,14 @@ func (s *Store) renew(ctx context.Context) error {
 	// A renewal that fails after a later one succeeded (it was sent into
 	// a connection that broke and has since come back) is old news.
 	s.mu.Lock()
+	report := !s.lastRenewal.After(sent) && !s.discClosed
 	if !s.lastRenewal.After(sent) {
 		s.setDisconnectedLocked()
 	}
 	s.mu.Unlock()
+	if report {
+		s.log.Debug("etcdstore: disconnected: lease renewal failed", "lease", s.leaseHex(), "err", err)
+	}
 	return err
 }
 
@@ -76,10 +118,9 @@ func (s *Store) renew(ctx context.Context) error {
 // deadline passes.
 func (s *Store) keepAlive() {
 	defer s.wg.Done()
-	interval := s.ttl / 3
-	retry := min(interval, 250*time.Millisecond)
-	attempt := max(min(s.ttl/5, 2*time.Second), 500*time.Millisecond)
-	next := time.NewTimer(interval)
+	retry := min(s.ttl/3, 250*time.Millisecond)
+	attempt := min(max(min(s.ttl/5, 2*time.Second), 500*time.Millisecond), s.attempt)
+	next := time.NewTimer(s.untilRenewal())
 	defer next.Stop()
 	expiry := time.NewTimer(time.Until(s.leaseDeadline()))
 	defer expiry.Stop()
@@ -92,7 +133,10 @@ func (s *Store) keepAlive() {
 				expiry.Reset(left) // renewed by a call meanwhile
 				continue
 			}
-			s.end(fmt.Errorf("%w: lease %x not renewed within its TTL (%v)", store.ErrSessionExpired, int64(s.lease), s.ttl))
+			if s.expiryHook != nil {
+				s.expiryHook()
+			}
+			s.end(s.expiredCause())
 			return
 		case <-next.C:
 		case <-s.kick:
@@ -105,11 +149,18 @@ func (s *Store) keepAlive() {
 			return
 		case err == nil:
 			expiry.Reset(time.Until(s.leaseDeadline()))
-			next.Reset(interval)
+			next.Reset(s.untilRenewal())
 		default: // renew reported the disconnection
 			next.Reset(retry)
 		}
 	}
+}
+
+// untilRenewal returns the time until the next scheduled renewal: when a
+// third of the TTL has passed since the last acknowledged renewal was sent,
+// so that two more attempts fit before the deadline.
+func (s *Store) untilRenewal() time.Duration {
+	return max(time.Until(s.leaseDeadline())-(s.ttl-s.ttl/3), 0)
 }
 
 func (s *Store) leaseDeadline() time.Time {

@@ -191,46 +191,66 @@ type watcher struct {
 }
 
 // open opens the watch of spec and reads its range, as the comment at the
-// top of this file explains. ctx bounds the call, not the watch: the watch
-// lives until its cancel is called or the session ends.
+// top of this file explains, as one attempt: ctx and the attempt timeout
+// bound the call, not the watch, which lives until its cancel is called or
+// the session ends.
+//
+// clientv3's Watch blocks until its stream is (re)established, on the
+// watch's own context: after a lost connection that can take as long as
+// the outage. So until the watch is set up, its context also ends with the
+// attempt; once it is, only its cancel or the session's end stop it.
 func (s *Store) open(ctx context.Context, spec *watchSpec) (watcher, *clientv3.GetResponse, error) {
+	actx, acancel := context.WithTimeout(ctx, s.attempt)
+	defer acancel()
 	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(s.ctx))
+	detach := context.AfterFunc(actx, cancel)
+	fail := func(err error) (watcher, *clientv3.GetResponse, error) {
+		cancel()
+		if ctx.Err() == nil && actx.Err() != nil {
+			s.log.Debug("etcdstore: attempt given up", "op", spec.op, "path", spec.path, "timeout", s.attempt, "err", err)
+			err = fmt.Errorf("%w: watch not set up within the attempt timeout (%v): %w", store.ErrDisconnected, s.attempt, err)
+		}
+		return watcher{}, nil, err
+	}
 	w := watcher{
 		ch:     s.cli.Watch(wctx, spec.key, append(spec.watchOpts, clientv3.WithCreatedNotify())...),
 		cancel: cancel,
 	}
-	resp, err := s.cli.Get(ctx, spec.key, spec.readOpts...)
+	resp, err := s.cli.Get(actx, spec.key, spec.readOpts...)
 	if err != nil {
-		cancel()
-		return watcher{}, nil, err
+		return fail(err)
 	}
 	var created clientv3.WatchResponse
 	select {
 	case wr, ok := <-w.ch:
 		if !ok {
-			cancel()
-			if err := ctx.Err(); err != nil {
-				return watcher{}, nil, err
+			if err := actx.Err(); err != nil {
+				return fail(context.Cause(actx))
 			}
-			return watcher{}, nil, fmt.Errorf("%w: watch closed before it was created", store.ErrDisconnected)
+			return fail(fmt.Errorf("%w: watch closed before it was created", store.ErrDisconnected))
 		}
 		if err := wr.Err(); err != nil {
-			cancel()
-			return watcher{}, nil, fmt.Errorf("%w: %w", store.ErrDisconnected, err)
+			return fail(fmt.Errorf("%w: %w", store.ErrDisconnected, err))
 		}
 		created = wr
-	case <-ctx.Done():
-		cancel()
-		return watcher{}, nil, context.Cause(ctx)
+	case <-actx.Done():
+		return fail(context.Cause(actx))
 	}
 	if resp.Header.Revision < created.Header.Revision {
 		// The read was served at an older revision than the watch
 		// starts from (another member, or a write in between): read
 		// again, now at or after the watch's start.
-		if resp, err = s.cli.Get(ctx, spec.key, spec.readOpts...); err != nil {
-			cancel()
-			return watcher{}, nil, err
+		if resp, err = s.cli.Get(actx, spec.key, spec.readOpts...); err != nil {
+			return fail(err)
 		}
+	}
+	if !detach() {
+		// The attempt ended just now, and the watch with it.
+		return fail(context.Cause(actx))
+	}
+	// A read answered after the deadline proves nothing.
+	if err := s.sessionErr(); err != nil {
+		return fail(err)
 	}
 	return w, resp, nil
 }
@@ -277,6 +297,11 @@ func (s *Store) goWatch(f func()) bool {
 func (s *Store) serve(ctx context.Context, spec *watchSpec, w watcher, last *clientv3.GetResponse, out chan<- store.Event) {
 	defer func() { w.cancel() }()
 	send := func(t store.EventType, err error) {
+		if err == nil {
+			// An event that arrives after the session's deadline
+			// may come from the server's expiry of the lease.
+			err = s.sessionErr()
+		}
 		ev := store.Event{Type: t, Path: spec.path}
 		if err != nil {
 			ev = store.Event{Path: spec.path, Err: fmt.Errorf("etcdstore: %s %q: %w", spec.op, spec.path, err)}

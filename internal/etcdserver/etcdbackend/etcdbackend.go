@@ -10,13 +10,18 @@
 //   - LoseNextCreateReply arms a gRPC client interceptor on the session's
 //     client: the next Txn is sent and applied by the server, then its reply
 //     is thrown away, the connection is cut and the call fails with
-//     codes.Unavailable, exactly what a connection lost in flight looks like.
+//     codes.Unavailable, exactly what a connection lost in flight looks like;
+//   - OpenHooked runs a test's functions on every unary request of the
+//     session's client before it is sent and on its reply before the store
+//     sees it, so a test can hold either back (a Grant that a restarting
+//     server answers late, a reply that arrives late).
 package etcdbackend
 
 import (
 	"context"
 	"fmt"
 	"net/url"
+	"slices"
 	gosync "sync"
 	"sync/atomic"
 	"testing"
@@ -60,10 +65,18 @@ type conn struct {
 	proxies []*tcpproxy.Proxy
 	cli     *clientv3.Client
 	lose    atomic.Bool
-	// delay, when set, holds back every unary reply for the time it
-	// returns: a slow link, on which what the reply says is stale by
-	// the time the caller reads it.
-	delay func() time.Duration
+	hooks   Hooks
+}
+
+// Hooks run on every unary call of a session's client (reads,
+// transactions, lease grants; not lease renewals, which travel on a
+// stream), with the call's ctx and its gRPC method
+// ("/etcdserverpb.Lease/LeaseGrant"): Request before the request is sent,
+// Reply once the reply has arrived and before the store sees it. The call
+// waits for a hook to return, so a hook that blocks holds the request or
+// the reply back; it must return when ctx ends. A nil hook does nothing.
+type Hooks struct {
+	Request, Reply func(ctx context.Context, method string)
 }
 
 // New returns a Backend on c whose sessions are opened with opts (after a
@@ -83,7 +96,7 @@ func (b *Backend) Cluster() *etcdserver.Cluster { return b.cluster }
 // and its proxies are closed when the test ends.
 func (b *Backend) Open(t testing.TB) store.Store {
 	t.Helper()
-	s, err := b.open(nil)
+	s, err := b.open(Hooks{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,7 +109,21 @@ func (b *Backend) Open(t testing.TB) store.Store {
 // sent it.
 func (b *Backend) OpenDelayed(t testing.TB, delay func() time.Duration) store.Store {
 	t.Helper()
-	s, err := b.open(delay)
+	return b.OpenHooked(t, Hooks{Reply: func(ctx context.Context, _ string) {
+		timer := time.NewTimer(delay())
+		defer timer.Stop()
+		select {
+		case <-timer.C:
+		case <-ctx.Done():
+		}
+	}})
+}
+
+// OpenHooked is Open for a session whose client runs hooks on every unary
+// call, with opts applied after the Backend's.
+func (b *Backend) OpenHooked(t testing.TB, hooks Hooks, opts ...etcdstore.Option) *etcdstore.Store {
+	t.Helper()
+	s, err := b.open(hooks, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,8 +131,8 @@ func (b *Backend) OpenDelayed(t testing.TB, delay func() time.Duration) store.St
 	return s
 }
 
-func (b *Backend) open(delay func() time.Duration) (*etcdstore.Store, error) {
-	c := &conn{delay: delay}
+func (b *Backend) open(hooks Hooks, opts []etcdstore.Option) (*etcdstore.Store, error) {
+	c := &conn{hooks: hooks}
 	var eps []string
 	for _, m := range b.cluster.Members {
 		u, err := url.Parse(m.ClientURL)
@@ -130,7 +157,7 @@ func (b *Backend) open(delay func() time.Duration) (*etcdstore.Store, error) {
 	c.cli = cli
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	s, err := etcdstore.Open(ctx, cli, b.opts...)
+	s, err := etcdstore.Open(ctx, cli, append(slices.Clip(b.opts), opts...)...)
 	if err != nil {
 		c.close()
 		return nil, err
@@ -141,18 +168,14 @@ func (b *Backend) open(delay func() time.Duration) (*etcdstore.Store, error) {
 	return s, nil
 }
 
-// intercept loses the reply of the next Txn once armed, and delays replies
-// when the session was opened with a delay.
+// intercept loses the reply of the next Txn once armed, and runs the
+// session's hooks.
 func (c *conn) intercept(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
-	if c.delay != nil {
-		defer func() {
-			t := time.NewTimer(c.delay())
-			defer t.Stop()
-			select {
-			case <-t.C:
-			case <-ctx.Done():
-			}
-		}()
+	if c.hooks.Request != nil {
+		c.hooks.Request(ctx, method)
+	}
+	if c.hooks.Reply != nil {
+		defer c.hooks.Reply(ctx, method)
 	}
 	if method != "/etcdserverpb.KV/Txn" || !c.lose.CompareAndSwap(true, false) {
 		return invoker(ctx, method, req, reply, cc, opts...)

@@ -1,0 +1,391 @@
+package etcdstore
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/corral-go/corral/store"
+)
+
+// A create is one transaction, sent as one attempt (see Bounds in the
+// package doc) by a goroutine of the Store's, on the session's context
+// rather than the caller's: the caller may leave, but the attempt's outcome
+// is still worth knowing, to undo precisely what it made.
+//
+// When the caller leaves while an attempt may be applied (one is in
+// flight, or an earlier one failed with an unknown outcome), abandon hands
+// the create to undo, which runs until it is done or the session ends:
+//
+//  1. It waits for the attempt in flight (at most the attempt timeout).
+//  2. If an attempt is known to have made the node, it deletes the node
+//     with that CreateRevision. If the outcome of one is unknown, it
+//     deletes the node if it is there as made (sequential or ephemeral
+//     nodes only; a fixed persistent name may be someone else's) and, in
+//     the same transaction, moves the session's create fence.
+//  3. It retries that transaction until it is applied.
+//
+// The fence closes the last gap: an attempt the server applies after the
+// undo (a request held in a frozen link, or proposed by a member before a
+// leader change and committed after) would make the node again. Every
+// create transaction therefore requires the fence key's ModRevision to be
+// the one its sender last saw; once the undo has moved it, no earlier
+// attempt can apply. A create that meets a moved fence learns the new
+// revision from its Else branch and is sent again.
+
+// Create creates the node at p; see [store.Store]. A sequential node's name
+// is p followed by 16 random hexadecimal digits.
+//
+// The create is one transaction: it checks that the node does not exist and
+// that its parent exists and is not attached to a lease, and puts the node.
+// When the parent is missing, a second transaction checks that no ancestor
+// is attached to a lease, creates the missing ones as persistent empty keys
+// and puts the node. Each is one attempt, given up after the attempt
+// timeout. When the outcome of a sequential create is unknown (its reply
+// was lost or did not come in time: ErrDisconnected), Create sends the same
+// transaction again with the same unique name until it gets an answer, ctx
+// ends or the session ends; the node it then finds under that name with
+// this session's lease is the one it created, so a lost reply never makes a
+// duplicate. A non-sequential create with an unknown outcome fails with
+// ErrDisconnected.
+//
+// When ctx ends while an attempt may be applied, Create has the node undone
+// (see Abandoned creates in the package doc), waits for that at most one
+// attempt timeout, and returns ctx's error; the undo goes on until it is
+// done or the session ends.
+func (s *Store) Create(ctx context.Context, p string, data []byte, mode store.Mode) (store.Node, error) {
+	n, _, err := s.create(ctx, p, data, mode, false)
+	return n, err
+}
+
+// CreateAndList creates a node as Create does and, in the same transaction,
+// lists the children of its parent as Children would right after the create.
+func (s *Store) CreateAndList(ctx context.Context, p string, data []byte, mode store.Mode) (store.Node, []store.Child, error) {
+	return s.create(ctx, p, data, mode, true)
+}
+
+func (s *Store) create(ctx context.Context, p string, data []byte, mode store.Mode, list bool) (store.Node, []store.Child, error) {
+	if err := store.ValidateCreate(p, data, mode); err != nil {
+		return store.Node{}, nil, err
+	}
+	octx, done, err := s.begin(ctx)
+	if err != nil {
+		return store.Node{}, nil, fmt.Errorf("etcdstore: create %q: %w", p, err)
+	}
+	defer done()
+
+	name := p
+	if mode&store.Sequential != 0 {
+		name = fmt.Sprintf("%s%016x", p, rand.Uint64())
+	}
+	var lease clientv3.LeaseID
+	if mode&store.Ephemeral != 0 {
+		lease = s.lease
+	}
+	r := &createReq{name: name, parent: store.Parent(name), data: data, lease: lease, mode: mode, list: list}
+	// The first transaction assumes the parent exists, as it does for
+	// every create in a recipe's directory but the first; only when it
+	// does not is the full one, which makes the missing ancestors, sent.
+	full := false
+	// unknown is set once an attempt may have been applied without our
+	// seeing its reply.
+	unknown := false
+	for i := 1; ; {
+		res := s.send(r, full)
+		var out txnResult
+		select {
+		case out = <-res:
+		case <-octx.Done():
+			if ctx.Err() != nil {
+				s.abandon(r, full, res, unknown)
+			}
+			return store.Node{}, nil, s.fail(ctx, "create", name, context.Cause(octx))
+		}
+		if out.err == nil {
+			// A reply after the deadline proves nothing.
+			if serr := s.sessionErr(); serr != nil {
+				return store.Node{}, nil, fmt.Errorf("etcdstore: create %q: %w", name, serr)
+			}
+			n, kids, err := r.result(out.resp, full, unknown)
+			switch {
+			case errors.Is(err, errNoParent):
+				full = true
+				continue
+			case errors.Is(err, errFenced):
+				s.raiseFence(r.seenFence)
+				continue
+			}
+			return n, kids, err
+		}
+		err := s.fail(octx, "create", name, out.err)
+		if mode&store.Sequential == 0 || !errors.Is(err, store.ErrDisconnected) {
+			return store.Node{}, nil, err
+		}
+		unknown = true
+		if serr := sleep(octx, backoff(i)); serr != nil {
+			if ctx.Err() != nil {
+				s.abandon(r, full, nil, unknown)
+			}
+			return store.Node{}, nil, s.fail(ctx, "create", name, serr)
+		}
+		i++
+	}
+}
+
+// txnResult is the outcome of one transaction.
+type txnResult struct {
+	resp *clientv3.TxnResponse
+	err  error
+}
+
+// send sends r's transaction as one attempt in a goroutine of the Store's,
+// on the session's context, and returns the channel its outcome arrives on.
+func (s *Store) send(r *createReq, full bool) <-chan txnResult {
+	res := make(chan txnResult, 1)
+	r.fence = s.fenceRev()
+	cmps, then, els := r.txn(s.fenceKey, full)
+	started := s.goWatch(func() {
+		actx, cancel := context.WithTimeout(s.ctx, s.attempt)
+		defer cancel()
+		resp, err := s.cli.Txn(actx).If(cmps...).Then(then...).Else(els...).Commit()
+		if err != nil && s.ctx.Err() == nil && actx.Err() != nil {
+			s.log.Debug("etcdstore: attempt given up", "op", "create", "node", r.name, "timeout", s.attempt, "err", err)
+			err = fmt.Errorf("%w: no reply within the attempt timeout (%v): %w", store.ErrDisconnected, s.attempt, err)
+		}
+		res <- txnResult{resp, err}
+	})
+	if !started {
+		res <- txnResult{err: s.sessionErr()}
+	}
+	return res
+}
+
+func (s *Store) fenceRev() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.fence
+}
+
+// raiseFence records rev as the fence's ModRevision if it is newer: it only
+// grows while the session lives.
+func (s *Store) raiseFence(rev int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.fence = max(s.fence, rev)
+}
+
+// abandon has r undone by a goroutine of the Store's and waits for that at
+// most one attempt timeout. inflight, when not nil, delivers the outcome
+// of the attempt sent with full that the caller left; unknown says whether
+// an earlier attempt's outcome is unknown.
+func (s *Store) abandon(r *createReq, full bool, inflight <-chan txnResult, unknown bool) {
+	if inflight == nil && !unknown {
+		return
+	}
+	done := make(chan struct{})
+	s.undos.Add(1)
+	if !s.goWatch(func() {
+		defer s.undos.Done()
+		defer close(done)
+		s.undo(r, full, inflight, unknown)
+	}) {
+		s.undos.Done()
+		return // the session is over: its ephemeral nodes go with it
+	}
+	t := time.NewTimer(s.attempt)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+		s.log.Debug("etcdstore: abandoned create not undone yet; undo goes on", "node", r.name)
+	}
+}
+
+// undo deletes what r may have made, and moves the fence when an attempt's
+// outcome is unknown, retrying until that is done or the session ends.
+func (s *Store) undo(r *createReq, full bool, inflight <-chan txnResult, unknown bool) {
+	var made int64 // CreateRevision of the node, when an attempt is known to have made it
+	if inflight != nil {
+		// The attempt runs on the session's context, bounded by the
+		// attempt timeout: this wait is bounded too.
+		out := <-inflight
+		if out.err != nil {
+			unknown = true
+		} else if n, _, err := r.result(out.resp, full, unknown); err == nil {
+			made = n.Seq
+		}
+	}
+	if made == 0 && !unknown {
+		return // not made, and no attempt can be applied any more
+	}
+	var cmps []clientv3.Cmp
+	switch {
+	case made != 0:
+		cmps = []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(r.name), "=", made)}
+	case r.mode&store.Sequential != 0 || r.lease != 0:
+		cmps = []clientv3.Cmp{
+			clientv3.Compare(clientv3.CreateRevision(r.name), ">", 0),
+			clientv3.Compare(clientv3.LeaseValue(r.name), "=", r.lease),
+			clientv3.Compare(clientv3.Value(r.name), "=", string(r.data)),
+		}
+	}
+	var then, els []clientv3.Op
+	if cmps != nil {
+		cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(r.name+"/"), "=", 0).WithPrefix())
+		then = append(then, clientv3.OpDelete(r.name))
+	}
+	if unknown {
+		fence := clientv3.OpPut(s.fenceKey, "", clientv3.WithLease(s.lease))
+		then, els = append(then, fence), append(els, fence)
+	}
+	for i := 1; ; i++ {
+		ctx, cancel := context.WithTimeout(s.ctx, s.attempt)
+		resp, err := s.cli.Txn(ctx).If(cmps...).Then(then...).Else(els...).Commit()
+		cancel()
+		switch {
+		case err == nil:
+			if unknown {
+				s.raiseFence(resp.Header.Revision)
+			}
+			s.log.Debug("etcdstore: abandoned create undone", "node", r.name, "deleted", resp.Succeeded && cmps != nil, "fenced", unknown, "attempts", i)
+			return
+		case errors.Is(err, rpctypes.ErrLeaseNotFound):
+			s.end(fmt.Errorf("%w: lease not found by the undo of a create", store.ErrSessionExpired))
+			return
+		case s.ctx.Err() != nil:
+			return
+		}
+		s.log.Debug("etcdstore: undo of an abandoned create failed; retrying", "node", r.name, "attempt", i, "err", err)
+		s.probe()
+		if sleep(s.ctx, backoff(i)) != nil {
+			return
+		}
+	}
+}
+
+// errNoParent says that a create's parent is missing: send the full
+// transaction.
+var errNoParent = errors.New("etcdstore: parent missing")
+
+// errFenced says that a create's transaction was sent with an old fence
+// revision: send it again with the new one.
+var errFenced = errors.New("etcdstore: create fence moved")
+
+// createReq is one create, sent as one of two transactions:
+//
+//   - fast: if the node is absent, the fence unmoved and the parent exists
+//     with no lease, put the node; else read the node, the fence and the
+//     parent, to tell ErrNodeExists, a moved fence, ErrEphemeralParent and
+//     a missing parent apart.
+//   - full: if the node is absent, the fence unmoved and no ancestor has a
+//     lease, put each missing ancestor as a persistent empty key (a nested
+//     transaction per ancestor) and the node; else read the node and the
+//     fence.
+//
+// Both list the parent's subtree after the put when list is set.
+type createReq struct {
+	name, parent string
+	data         []byte
+	lease        clientv3.LeaseID
+	mode         store.Mode
+	list         bool
+	// fence is the fence revision the transaction is sent with;
+	// seenFence the one its Else branch found.
+	fence, seenFence int64
+}
+
+// The Else branch of both transactions: the node, the fence, then the
+// parent (fast, below the root only), then the listing (list only).
+const (
+	elseNode = iota
+	elseFence
+	elseParent
+)
+
+func (r *createReq) txn(fenceKey string, full bool) (cmps []clientv3.Cmp, then, els []clientv3.Op) {
+	cmps = append(cmps,
+		clientv3.Compare(clientv3.CreateRevision(r.name), "=", 0),
+		clientv3.Compare(clientv3.ModRevision(fenceKey), "=", r.fence))
+	els = append(els, clientv3.OpGet(r.name), clientv3.OpGet(fenceKey, clientv3.WithKeysOnly()))
+	switch {
+	case full:
+		for _, a := range ancestors(r.name) {
+			cmps = append(cmps, clientv3.Compare(clientv3.LeaseValue(a), "=", 0))
+			then = append(then, clientv3.OpTxn(
+				[]clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(a), "=", 0)},
+				[]clientv3.Op{clientv3.OpPut(a, "")}, nil))
+		}
+	case r.parent != "/":
+		cmps = append(cmps,
+			clientv3.Compare(clientv3.CreateRevision(r.parent), ">", 0),
+			clientv3.Compare(clientv3.LeaseValue(r.parent), "=", 0))
+		els = append(els, clientv3.OpGet(r.parent, clientv3.WithKeysOnly()))
+	}
+	if r.lease != 0 {
+		then = append(then, clientv3.OpPut(r.name, string(r.data), clientv3.WithLease(r.lease)))
+	} else {
+		then = append(then, clientv3.OpPut(r.name, string(r.data)))
+	}
+	if r.list {
+		key, opts := listRange(r.parent)
+		then = append(then, clientv3.OpGet(key, opts...))
+		els = append(els, clientv3.OpGet(key, opts...))
+	}
+	return cmps, then, els
+}
+
+// result interprets the reply of r.txn(full). retried says that an earlier
+// attempt may have made the node.
+func (r *createReq) result(resp *clientv3.TxnResponse, full, retried bool) (store.Node, []store.Child, error) {
+	var n store.Node
+	if resp.Succeeded {
+		n = store.Node{Path: r.name, Data: r.data, Seq: resp.Header.Revision, Owner: int64(r.lease)}
+	} else {
+		kvs := resp.Responses[elseNode].GetResponseRange().Kvs
+		if len(kvs) == 0 {
+			var fence int64
+			if f := resp.Responses[elseFence].GetResponseRange().Kvs; len(f) > 0 {
+				fence = f[0].ModRevision
+			}
+			switch {
+			case fence != r.fence:
+				r.seenFence = fence
+				return store.Node{}, nil, errFenced
+			case !full && r.parent != "/" && len(resp.Responses[elseParent].GetResponseRange().Kvs) == 0:
+				return store.Node{}, nil, errNoParent
+			}
+			return store.Node{}, nil, fmt.Errorf("etcdstore: create %q: %w", r.name, store.ErrEphemeralParent)
+		}
+		kv := kvs[0]
+		// Only a sequential name is ours alone; finding it after a lost
+		// reply, with our lease (or none, as we asked), means we made it.
+		ours := retried && r.mode&store.Sequential != 0 && kv.Lease == int64(r.lease) && bytes.Equal(kv.Value, r.data)
+		if !ours {
+			return store.Node{}, nil, fmt.Errorf("etcdstore: create %q: %w", r.name, store.ErrNodeExists)
+		}
+		n = node(kv)
+	}
+	if !r.list {
+		return n, nil, nil
+	}
+	listResp := resp.Responses[len(resp.Responses)-1].GetResponseRange()
+	_, kids := children(r.parent, listResp.Kvs)
+	return n, kids, nil
+}
+
+// ancestors returns the ancestors of p below the root, outermost first.
+func ancestors(p string) []string {
+	var as []string
+	for i := 1; i < len(p); i++ {
+		if p[i] == '/' {
+			as = append(as, p[:i])
+		}
+	}
+	return as
+}

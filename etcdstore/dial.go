@@ -1,0 +1,158 @@
+package etcdstore
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync/atomic"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/connectivity"
+	"google.golang.org/grpc/status"
+
+	"github.com/corral-go/corral/store"
+)
+
+// Dial creates a client from cfg and opens a session on it as [Open] does.
+// The Store owns that client and closes it in Close.
+//
+// Unless cfg sets Logger or LogConfig, the client logs through the logger
+// of [WithLogger] (at debug level), or not at all: clientv3's default
+// logger writes warnings to stderr, one for every call cancelled by its
+// caller. An empty cfg.Endpoints fails with [store.ErrInvalidArgument].
+// When ctx ends before a lease is granted, the error wraps ctx's error and
+// says which endpoints were tried and why they did not answer (connection
+// refused, name not found, connected but no reply, ...).
+func Dial(ctx context.Context, cfg clientv3.Config, opts ...Option) (*Store, error) {
+	o, err := newOptions(opts)
+	if err != nil {
+		return nil, err
+	}
+	if len(cfg.Endpoints) == 0 {
+		return nil, fmt.Errorf("etcdstore: dial: %w: no endpoints", store.ErrInvalidArgument)
+	}
+	if cfg.Logger == nil && cfg.LogConfig == nil {
+		cfg.Logger = clientLogger(o.logger)
+	}
+	diag := new(dialDiag)
+	cfg.DialOptions = append(slices.Clip(cfg.DialOptions), grpc.WithChainUnaryInterceptor(diag.intercept))
+	cli, err := clientv3.New(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("etcdstore: dial %v: %w", cfg.Endpoints, err)
+	}
+	s, err := open(ctx, cli, o, diag)
+	if err != nil {
+		cli.Close()
+		return nil, err
+	}
+	s.ownClient = true
+	return s, nil
+}
+
+// dialDiag keeps the last error of a request of a client made by Dial, as
+// gRPC reported it: before clientv3 turns it into ctx's bare error, it
+// holds why no connection could be used ("connection refused", ...).
+type dialDiag struct {
+	last atomic.Pointer[error]
+}
+
+func (d *dialDiag) intercept(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+	err := invoker(ctx, method, req, reply, cc, opts...)
+	if err != nil {
+		d.last.Store(&err)
+	}
+	return err
+}
+
+// unreachable is the error of an Open whose ctx ended before a lease was
+// granted: what was tried, what the connection was doing, the last error
+// seen (gRPC's own when Dial made the client), wrapping ctx's error.
+func unreachable(ctx context.Context, cli *clientv3.Client, diag *dialDiag, last error) error {
+	if diag != nil {
+		if p := diag.last.Load(); p != nil {
+			last = *p
+		}
+	}
+	why := "no reply"
+	if conn := cli.ActiveConnection(); conn != nil {
+		switch conn.GetState() {
+		case connectivity.TransientFailure:
+			why = "cannot connect"
+		case connectivity.Idle, connectivity.Connecting:
+			why = "no connection established (connect timed out)"
+		case connectivity.Ready:
+			why = "connected, but no reply (no leader, or a stalled server)"
+		}
+	}
+	if last != nil {
+		msg := last.Error()
+		if st, ok := status.FromError(last); ok {
+			msg = st.Message()
+		}
+		if msg != ctx.Err().Error() {
+			why += ": " + msg
+		}
+	}
+	return fmt.Errorf("etcdstore: open: no lease granted by %v: %s: %w", cli.Endpoints(), why, ctx.Err())
+}
+
+// clientLogger returns the logger Dial gives its client: l's handler behind
+// a zap core, or a no-op logger when l discards everything.
+func clientLogger(l *slog.Logger) *zap.Logger {
+	h := l.Handler()
+	if h == slog.DiscardHandler {
+		return zap.NewNop()
+	}
+	return zap.New(slogCore{h: h}).Named("etcd-client")
+}
+
+// slogCore is a zapcore.Core that hands the client's entries to an
+// slog.Handler, all at debug level (see WithLogger): a bridge of a few
+// lines, where go.uber.org/zap/exp/zapslog would add a module for the same.
+type slogCore struct {
+	h slog.Handler
+}
+
+func (c slogCore) Enabled(zapcore.Level) bool {
+	return c.h.Enabled(context.Background(), slog.LevelDebug)
+}
+
+func (c slogCore) With(fs []zapcore.Field) zapcore.Core {
+	return slogCore{h: c.h.WithAttrs(attrs(fs))}
+}
+
+func (c slogCore) Check(e zapcore.Entry, ce *zapcore.CheckedEntry) *zapcore.CheckedEntry {
+	if c.Enabled(e.Level) {
+		return ce.AddCore(e, c)
+	}
+	return ce
+}
+
+func (c slogCore) Write(e zapcore.Entry, fs []zapcore.Field) error {
+	r := slog.NewRecord(e.Time, slog.LevelDebug, e.Message, 0)
+	if e.LoggerName != "" {
+		r.AddAttrs(slog.String("logger", e.LoggerName))
+	}
+	r.AddAttrs(slog.String("etcd_level", e.Level.String()))
+	r.AddAttrs(attrs(fs)...)
+	return c.h.Handle(context.Background(), r)
+}
+
+func (slogCore) Sync() error { return nil }
+
+// attrs turns zap fields into slog attributes, in the fields' order.
+func attrs(fs []zapcore.Field) []slog.Attr {
+	out := make([]slog.Attr, 0, len(fs))
+	for _, f := range fs {
+		enc := zapcore.NewMapObjectEncoder()
+		f.AddTo(enc)
+		for k, v := range enc.Fields {
+			out = append(out, slog.Any(k, v))
+		}
+	}
+	return out
+}

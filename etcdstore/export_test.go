@@ -1,0 +1,42 @@
+package etcdstore
+
+import (
+	"context"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/corral-go/corral/store"
+)
+
+// WithExpiryHook makes the keepalive loop call f when its timer finds the
+// session's deadline passed, before it ends the session: a test that blocks
+// in f holds the timer back, and so shows that the deadline is enforced
+// without it.
+func WithExpiryHook(f func()) Option {
+	return func(o *options) { o.expiryHook = f }
+}
+
+// Deadline returns the session's deadline as the Store knows it now.
+func Deadline(s *Store) time.Time { return s.leaseDeadline() }
+
+// FenceKey returns the key of the session's create fence.
+func FenceKey(s *Store) string { return s.fenceKey }
+
+// WaitUndos waits until no abandoned create of s is being undone.
+func WaitUndos(s *Store) { s.undos.Wait() }
+
+// StaleCreate builds the transaction a create of name in an existing parent
+// would send now, and returns a function that sends it: a request held in
+// the network, which reaches the server later.
+func StaleCreate(s *Store, name string, data []byte, mode store.Mode) func(context.Context) (*clientv3.TxnResponse, error) {
+	r := &createReq{name: name, parent: store.Parent(name), data: data, mode: mode}
+	if mode&store.Ephemeral != 0 {
+		r.lease = s.lease
+	}
+	r.fence = s.fenceRev()
+	cmps, then, els := r.txn(s.fenceKey, false)
+	return func(ctx context.Context) (*clientv3.TxnResponse, error) {
+		return s.cli.Txn(ctx).If(cmps...).Then(then...).Else(els...).Commit()
+	}
+}
