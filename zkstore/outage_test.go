@@ -173,6 +173,7 @@ func TestClosePrompt(t *testing.T) {
 // instead of forwarding the next delete request when cutDelete is set.
 type replyDropper struct {
 	drop, cutDelete atomic.Bool
+	cut             chan struct{} // closed when a delete was cut off
 }
 
 func (r *replyDropper) hook(m tcpproxy.Message) tcpproxy.Action {
@@ -184,6 +185,7 @@ func (r *replyDropper) hook(m tcpproxy.Message) tcpproxy.Action {
 	}
 	if m.Dir == tcpproxy.Upstream {
 		if _, op, ok := zkserver.RequestHeader(m.Data); ok && op == 2 && r.cutDelete.CompareAndSwap(true, false) {
+			close(r.cut)
 			return tcpproxy.Cut
 		}
 	}
@@ -198,7 +200,7 @@ func TestCancelledCreateInOutage(t *testing.T) {
 	srv, b := server(t)
 	other := b.Open(t)
 	ctx, dir := ctxFor(t), dirFor(t)
-	var r replyDropper
+	r := replyDropper{cut: make(chan struct{})}
 	p, err := tcpproxy.New(srv.Addr())
 	if err != nil {
 		t.Fatal(err)
@@ -258,10 +260,14 @@ func TestCancelledCreateInOutage(t *testing.T) {
 	}
 	r.cutDelete.Store(true)
 	p.Restore()
-	waitChildren(t, other, d, 0)
-	if r.cutDelete.Load() {
-		t.Errorf("the undo never sent a delete")
+	// Wait for the cut: the node may not even have been made yet when
+	// the link comes back, and then no children says nothing.
+	select {
+	case <-r.cut:
+	case <-ctx.Done():
+		t.Fatal("the undo never sent a delete")
 	}
+	waitChildren(t, other, d, 0)
 	if err := st.Context().Err(); err != nil {
 		t.Fatalf("session ended: %v", context.Cause(st.Context()))
 	}
