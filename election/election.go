@@ -51,6 +51,16 @@
 // by CreateRevision as go.etcd.io/etcd/client/v3/concurrency's Election orders
 // them, so a leader elected by either is the leader the other observes and
 // waits for.
+//
+// # Outages
+//
+// Campaign, Resign and Candidate.Close return within their ctx plus at most
+// a second: a candidate that gives up, or a leader that resigns, removes
+// its node before it returns and keeps trying for up to a second after its
+// ctx has ended. A node still there then (the connection is down) is
+// removed by the session as soon as the connection allows, while it lives,
+// and the next campaign of the session removes it before it lines up;
+// nothing decides by a fixed bound whether a node is abandoned.
 package election
 
 import (

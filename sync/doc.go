@@ -51,4 +51,24 @@
 // the first n), not Curator's threshold. A participant whose session ends
 // stops counting; see DoubleBarrier for the details. The barrier nodes stay
 // in the store after use, as Curator's do.
+//
+// # Outages
+//
+// Every call that blocks returns within its ctx, plus at most one second:
+// a call that gave up (a Lock whose ctx ended, say) or that releases (Unlock,
+// RUnlock, Lease.Release, Leave) removes its node before it returns, and
+// keeps trying to for up to a second after its ctx has ended, so that a
+// release with a cancelled ctx still releases on a working connection. A
+// node still there then (the connection is down) is not forgotten: the
+// session removes it as soon as the connection allows, for as long as it
+// lives, and the session's end takes it anyway. The call says so with an
+// error wrapping store.ErrDisconnected. Until then the node is this
+// session's: an Unlock (or RUnlock, Release) called again waits for its
+// removal instead of reporting ErrNotLocked, and the next Lock from the same
+// session removes it before it lines up. Nothing decides by a fixed bound
+// whether a node is abandoned.
+//
+// The store's own bounds add to this (see zkstore and etcdstore: a call
+// attempt on etcd is given up after one second by default, and a create
+// abandoned on ZooKeeper is waited for at most a second).
 package sync

@@ -123,12 +123,17 @@ func (m *Mutex) Lock(ctx context.Context) error { return m.x.lock(ctx, "lock") }
 // failed. It costs the same store round trips as an uncontended Lock.
 func (m *Mutex) TryLock(ctx context.Context) (bool, error) { return m.x.tryLock(ctx, "lock") }
 
-// Unlock releases the lock and removes its node. The removal runs on
-// context.WithoutCancel(ctx), bounded, so a cancelled ctx still releases.
-// It returns an error wrapping ErrNotLocked, and changes nothing, when the
-// Mutex is not held, and one wrapping ErrLockLost and the loss's cause when
-// the hold had already ended; in both cases no other holder's node is ever
-// touched.
+// Unlock releases the lock and removes its node. The hold ends at once; the
+// removal is tried until ctx ends and for up to a second after, so a
+// cancelled ctx still releases (see Outages in the package doc). When the
+// node could not be removed by then, Unlock returns an error wrapping
+// store.ErrDisconnected, the session removes the node as soon as the
+// connection allows, and a second Unlock waits for that (returning nil once
+// the node is gone) rather than report ErrNotLocked. Unlock returns an error
+// wrapping ErrNotLocked, and changes nothing, when the Mutex is not held, and
+// one wrapping ErrLockLost and the loss's cause when the hold had already
+// ended; in no case is another holder's node ever touched. A Mutex that was
+// not made by NewMutex, or was copied, gives store.ErrInvalidArgument.
 func (m *Mutex) Unlock(ctx context.Context) error { return m.x.unlock(ctx, "unlock") }
 
 // Context returns a context that is cancelled the moment the current hold

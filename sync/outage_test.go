@@ -3,6 +3,7 @@ package sync_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -172,4 +173,108 @@ func TestLockKeepsCancelCause(t *testing.T) {
 			t.Errorf("Lock on a ctx cancelled with a cause = %v; want the cause", err)
 		}
 	})
+}
+
+// TestOutageSweep cuts a session off for a sweep of lengths: shorter than a
+// second, a few seconds, longer than any bound the code has (the cleanup
+// grace, the adapters' attempt and undo bounds, the retry pauses), and
+// longer than the session timeout. During each outage a lock call is made
+// with a 1 s ctx. Every call must return within its ctx plus the cleanup
+// grace (and scheduling slack), and once the link heals (or the session
+// ends) no node the call gave up may be left after one session timeout:
+// a fresh session then acquires at once. The test logs the worst overrun of
+// every case.
+func TestOutageSweep(t *testing.T) {
+	const session = 3 * time.Second
+	outages := []time.Duration{500 * time.Millisecond, 2 * time.Second, 4 * time.Second, session + 2*time.Second}
+	bound := recipe.CleanupGrace + time.Second
+	var results []backends.OutageResult
+	for _, name := range []string{"zk", "etcd"} {
+		results = append(results, backends.OutageSweep(t, name, session, bound, outages, lockOutageOps())...)
+	}
+	for _, r := range results {
+		t.Logf("%-4s %-6v %-18s overrun %-8v orphans %d", r.Store, r.Outage, r.Op, r.Overrun.Round(time.Millisecond), r.Orphans)
+	}
+}
+
+// lockOutageOps are the lock calls of the outage sweep.
+func lockOutageOps() []backends.OutageOp {
+	tryLock := func(ctx context.Context, st store.Store, dir string) error {
+		m := sync.NewMutex(st, dir)
+		if ok, err := m.TryLock(ctx); !ok || err != nil {
+			return fmt.Errorf("TryLock = %v, %v; want true", ok, err)
+		}
+		return m.Unlock(ctx)
+	}
+	// waitBehind makes the call under test wait behind hold (taken on the
+	// connected session), cuts the link while it waits, and releases hold
+	// once the call has given up.
+	waitBehind := func(e *backends.OutageEnv, hold, release func(context.Context) error, call func(context.Context) error) {
+		if err := hold(e.Ctx); err != nil {
+			e.T.Fatalf("hold: %v", err)
+		}
+		got := make(chan error, 1)
+		go func() { got <- e.Call(call) }()
+		backends.WaitChildren(e.T, e.Other, e.Dir, backends.Count(2))
+		e.Cut()
+		if err := <-got; !errors.Is(err, context.DeadlineExceeded) {
+			e.T.Errorf("the call cut off while it waited = %v; want context.DeadlineExceeded", err)
+		}
+		if err := release(e.Ctx); err != nil {
+			e.T.Errorf("release: %v", err)
+		}
+	}
+	return []backends.OutageOp{
+		{Name: "Lock", Again: tryLock, Run: func(e *backends.OutageEnv) {
+			holder := sync.NewMutex(e.Other, e.Dir)
+			waitBehind(e, holder.Lock, holder.Unlock, sync.NewMutex(e.St, e.Dir).Lock)
+		}},
+		{Name: "Unlock", Again: tryLock, Run: func(e *backends.OutageEnv) {
+			m := sync.NewMutex(e.St, e.Dir, sync.WithDisconnectPolicy(sync.KeepOnDisconnect))
+			if err := m.Lock(e.Ctx); err != nil {
+				e.T.Fatalf("Lock = %v", err)
+			}
+			e.Cut()
+			_ = e.Call(m.Unlock) // ErrDisconnected (left to the session) or nil
+		}},
+		{Name: "TryLock", Again: tryLock, Run: func(e *backends.OutageEnv) {
+			e.Cut()
+			_ = e.Call(func(ctx context.Context) error {
+				m := sync.NewMutex(e.St, e.Dir)
+				ok, err := m.TryLock(ctx)
+				if ok {
+					return m.Unlock(ctx)
+				}
+				return err
+			})
+		}},
+		{Name: "RLock", Again: func(ctx context.Context, st store.Store, dir string) error {
+			rw := sync.NewRWMutex(st, dir)
+			if ok, err := rw.TryLock(ctx); !ok || err != nil {
+				return fmt.Errorf("TryLock = %v, %v; want true", ok, err)
+			}
+			return rw.Unlock(ctx)
+		}, Run: func(e *backends.OutageEnv) {
+			writer := sync.NewRWMutex(e.Other, e.Dir)
+			waitBehind(e, writer.Lock, writer.Unlock, sync.NewRWMutex(e.St, e.Dir).RLock)
+		}},
+		{Name: "Semaphore.Acquire", Again: func(ctx context.Context, st store.Store, dir string) error {
+			l, ok, err := sync.NewSemaphore(st, dir, 1).TryAcquire(ctx)
+			if !ok || err != nil {
+				return fmt.Errorf("TryAcquire = %v, %v; want true", ok, err)
+			}
+			return l.Release(ctx)
+		}, Run: func(e *backends.OutageEnv) {
+			var lease *sync.Lease
+			hold := func(ctx context.Context) (err error) {
+				lease, err = sync.NewSemaphore(e.Other, e.Dir, 1).Acquire(ctx)
+				return err
+			}
+			release := func(ctx context.Context) error { return lease.Release(ctx) }
+			waitBehind(e, hold, release, func(ctx context.Context) error {
+				_, err := sync.NewSemaphore(e.St, e.Dir, 1).Acquire(ctx)
+				return err
+			})
+		}},
+	}
 }

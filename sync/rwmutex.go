@@ -126,9 +126,10 @@ func (rw *RWMutex) rgrant(n store.Node) {
 }
 
 // RUnlock releases the oldest read hold of this RWMutex and removes its
-// node, on context.WithoutCancel(ctx), bounded. It returns an error wrapping
-// ErrNotLocked when no read hold is held, and one wrapping ErrLockLost and
-// the cause when that hold had already ended.
+// node, as Unlock does (see Mutex.Unlock: a removal the connection does not
+// allow is left to the session, and a later RUnlock waits for it). It
+// returns an error wrapping ErrNotLocked when no read hold is held, and one
+// wrapping ErrLockLost and the cause when that hold had already ended.
 func (rw *RWMutex) RUnlock(ctx context.Context) error {
 	if err := rw.w.usable("runlock"); err != nil {
 		return err
