@@ -53,6 +53,9 @@ func (e *Election) Leader(ctx context.Context) (Leader, error) {
 		if errors.Is(err, store.ErrNoNode) {
 			return Leader{}, ErrNoLeader
 		}
+		if err == nil {
+			err = recipe.CheckFamily(e.path, kids, recipe.Latches)
+		}
 		if err != nil {
 			return Leader{}, fmt.Errorf("election: leader of %q: %w", e.path, err)
 		}
@@ -269,6 +272,9 @@ func (e *Election) current(ctx context.Context) (l Leader, ch <-chan store.Event
 				continue
 			}
 			return Leader{}, ch, false, nil
+		}
+		if err == nil {
+			err = recipe.CheckFamily(e.path, kids, recipe.Latches)
 		}
 		if err != nil {
 			return Leader{}, nil, false, err

@@ -89,21 +89,20 @@ func (s *Store) create(ctx context.Context, p string, data []byte, mode store.Mo
 		lease = s.lease
 	}
 	r := &createReq{name: name, parent: store.Parent(name), data: data, lease: lease, mode: mode, list: list}
-	// The first transaction assumes the parent exists, as it does for
-	// every create in a recipe's directory but the first; only when it
-	// does not is the full one, which makes the missing ancestors, sent.
-	full := false
+	// The transaction assumes the parent exists, as it does for every
+	// create in a recipe's directory but the first; only when it does not
+	// are the missing ancestors made first, by a transaction of their own.
 	// unknown is set once an attempt may have been applied without our
 	// seeing its reply.
 	unknown := false
 	for i := 1; ; {
-		res := s.send(r, full)
+		res := s.send(r)
 		var out txnResult
 		select {
 		case out = <-res:
 		case <-octx.Done():
 			if ctx.Err() != nil {
-				s.abandon(r, full, res, unknown)
+				s.abandon(r, res, unknown)
 			}
 			return store.Node{}, nil, s.fail(ctx, "create", name, context.Cause(octx))
 		}
@@ -112,10 +111,15 @@ func (s *Store) create(ctx context.Context, p string, data []byte, mode store.Mo
 			if serr := s.sessionErr(); serr != nil {
 				return store.Node{}, nil, fmt.Errorf("etcdstore: create %q: %w", name, serr)
 			}
-			n, kids, err := r.result(out.resp, full, unknown)
+			n, kids, err := r.result(out.resp, unknown)
 			switch {
 			case errors.Is(err, errNoParent):
-				full = true
+				if err := s.makeParents(octx, r.name); err != nil {
+					if ctx.Err() != nil {
+						s.abandon(r, nil, unknown)
+					}
+					return store.Node{}, nil, s.fail(ctx, "create", name, err)
+				}
 				continue
 			case errors.Is(err, errFenced):
 				s.raiseFence(r.seenFence)
@@ -130,7 +134,7 @@ func (s *Store) create(ctx context.Context, p string, data []byte, mode store.Mo
 		unknown = true
 		if serr := sleep(octx, backoff(i)); serr != nil {
 			if ctx.Err() != nil {
-				s.abandon(r, full, nil, unknown)
+				s.abandon(r, nil, unknown)
 			}
 			return store.Node{}, nil, s.fail(ctx, "create", name, serr)
 		}
@@ -146,10 +150,10 @@ type txnResult struct {
 
 // send sends r's transaction as one attempt in a goroutine of the Store's,
 // on the session's context, and returns the channel its outcome arrives on.
-func (s *Store) send(r *createReq, full bool) <-chan txnResult {
+func (s *Store) send(r *createReq) <-chan txnResult {
 	res := make(chan txnResult, 1)
 	r.fence = s.fenceRev()
-	cmps, then, els := r.txn(s.fenceKey, full)
+	cmps, then, els := r.txn(s.fenceKey)
 	started := s.goWatch(func() {
 		actx, cancel := context.WithTimeout(s.ctx, s.attempt)
 		defer cancel()
@@ -182,9 +186,9 @@ func (s *Store) raiseFence(rev int64) {
 
 // abandon has r undone by a goroutine of the Store's and waits for that at
 // most one attempt timeout. inflight, when not nil, delivers the outcome
-// of the attempt sent with full that the caller left; unknown says whether
+// of the attempt that the caller left; unknown says whether
 // an earlier attempt's outcome is unknown.
-func (s *Store) abandon(r *createReq, full bool, inflight <-chan txnResult, unknown bool) {
+func (s *Store) abandon(r *createReq, inflight <-chan txnResult, unknown bool) {
 	if inflight == nil && !unknown {
 		return
 	}
@@ -193,7 +197,7 @@ func (s *Store) abandon(r *createReq, full bool, inflight <-chan txnResult, unkn
 	if !s.goWatch(func() {
 		defer s.undos.Done()
 		defer close(done)
-		s.undo(r, full, inflight, unknown)
+		s.undo(r, inflight, unknown)
 	}) {
 		s.undos.Done()
 		return // the session is over: its ephemeral nodes go with it
@@ -209,7 +213,7 @@ func (s *Store) abandon(r *createReq, full bool, inflight <-chan txnResult, unkn
 
 // undo deletes what r may have made, and moves the fence when an attempt's
 // outcome is unknown, retrying until that is done or the session ends.
-func (s *Store) undo(r *createReq, full bool, inflight <-chan txnResult, unknown bool) {
+func (s *Store) undo(r *createReq, inflight <-chan txnResult, unknown bool) {
 	var made int64 // CreateRevision of the node, when an attempt is known to have made it
 	if inflight != nil {
 		// The attempt runs on the session's context, bounded by the
@@ -217,7 +221,7 @@ func (s *Store) undo(r *createReq, full bool, inflight <-chan txnResult, unknown
 		out := <-inflight
 		if out.err != nil {
 			unknown = true
-		} else if n, _, err := r.result(out.resp, full, unknown); err == nil {
+		} else if n, _, err := r.result(out.resp, unknown); err == nil {
 			made = n.Seq
 		}
 	}
@@ -269,26 +273,21 @@ func (s *Store) undo(r *createReq, full bool, inflight <-chan txnResult, unknown
 	}
 }
 
-// errNoParent says that a create's parent is missing: send the full
-// transaction.
+// errNoParent says that a create's parent is missing: make it first.
 var errNoParent = errors.New("etcdstore: parent missing")
 
 // errFenced says that a create's transaction was sent with an old fence
 // revision: send it again with the new one.
 var errFenced = errors.New("etcdstore: create fence moved")
 
-// createReq is one create, sent as one of two transactions:
-//
-//   - fast: if the node is absent, the fence unmoved and the parent exists
-//     with no lease, put the node; else read the node, the fence and the
-//     parent, to tell ErrNodeExists, a moved fence, ErrEphemeralParent and
-//     a missing parent apart.
-//   - full: if the node is absent, the fence unmoved and no ancestor has a
-//     lease, put each missing ancestor as a persistent empty key (a nested
-//     transaction per ancestor) and the node; else read the node and the
-//     fence.
-//
-// Both list the parent's subtree after the put when list is set.
+// createReq is one create, sent as one transaction: if the node is absent,
+// the fence unmoved and the parent exists with no lease (below the root),
+// put the node; else read the node, the fence and the parent, to tell
+// ErrNodeExists, a moved fence, ErrEphemeralParent and a missing parent
+// apart. It lists the parent's subtree after the put when list is set. A
+// missing parent is made first by makeParents, apart: the node's data and
+// all its ancestors in one request would not fit etcd's request limit for
+// the longest, deepest paths.
 type createReq struct {
 	name, parent string
 	data         []byte
@@ -300,28 +299,20 @@ type createReq struct {
 	fence, seenFence int64
 }
 
-// The Else branch of both transactions: the node, the fence, then the
-// parent (fast, below the root only), then the listing (list only).
+// The Else branch of the transaction: the node, the fence, then the parent
+// (below the root only), then the listing (list only).
 const (
 	elseNode = iota
 	elseFence
 	elseParent
 )
 
-func (r *createReq) txn(fenceKey string, full bool) (cmps []clientv3.Cmp, then, els []clientv3.Op) {
+func (r *createReq) txn(fenceKey string) (cmps []clientv3.Cmp, then, els []clientv3.Op) {
 	cmps = append(cmps,
 		clientv3.Compare(clientv3.CreateRevision(r.name), "=", 0),
 		clientv3.Compare(clientv3.ModRevision(fenceKey), "=", r.fence))
 	els = append(els, clientv3.OpGet(r.name), clientv3.OpGet(fenceKey, clientv3.WithKeysOnly()))
-	switch {
-	case full:
-		for _, a := range ancestors(r.name) {
-			cmps = append(cmps, clientv3.Compare(clientv3.LeaseValue(a), "=", 0))
-			then = append(then, clientv3.OpTxn(
-				[]clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(a), "=", 0)},
-				[]clientv3.Op{clientv3.OpPut(a, "")}, nil))
-		}
-	case r.parent != "/":
+	if r.parent != "/" {
 		cmps = append(cmps,
 			clientv3.Compare(clientv3.CreateRevision(r.parent), ">", 0),
 			clientv3.Compare(clientv3.LeaseValue(r.parent), "=", 0))
@@ -340,9 +331,9 @@ func (r *createReq) txn(fenceKey string, full bool) (cmps []clientv3.Cmp, then, 
 	return cmps, then, els
 }
 
-// result interprets the reply of r.txn(full). retried says that an earlier
+// result interprets the reply of r.txn. retried says that an earlier
 // attempt may have made the node.
-func (r *createReq) result(resp *clientv3.TxnResponse, full, retried bool) (store.Node, []store.Child, error) {
+func (r *createReq) result(resp *clientv3.TxnResponse, retried bool) (store.Node, []store.Child, error) {
 	var n store.Node
 	if resp.Succeeded {
 		n = store.Node{Path: r.name, Data: r.data, Seq: resp.Header.Revision, Owner: int64(r.lease)}
@@ -357,7 +348,7 @@ func (r *createReq) result(resp *clientv3.TxnResponse, full, retried bool) (stor
 			case fence != r.fence:
 				r.seenFence = fence
 				return store.Node{}, nil, errFenced
-			case !full && r.parent != "/" && len(resp.Responses[elseParent].GetResponseRange().Kvs) == 0:
+			case r.parent != "/" && len(resp.Responses[elseParent].GetResponseRange().Kvs) == 0:
 				return store.Node{}, nil, errNoParent
 			}
 			return store.Node{}, nil, fmt.Errorf("etcdstore: create %q: %w", r.name, store.ErrEphemeralParent)
@@ -388,4 +379,32 @@ func ancestors(p string) []string {
 		}
 	}
 	return as
+}
+
+// makeParents makes the missing ancestors of name as persistent empty keys,
+// in one transaction (one attempt) that checks that none of them is attached
+// to a lease: ErrEphemeralParent if one is.
+func (s *Store) makeParents(ctx context.Context, name string) error {
+	as := ancestors(name)
+	var cmps []clientv3.Cmp
+	var then []clientv3.Op
+	for _, a := range as {
+		cmps = append(cmps, clientv3.Compare(clientv3.LeaseValue(a), "=", 0))
+		then = append(then, clientv3.OpTxn(
+			[]clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(a), "=", 0)},
+			[]clientv3.Op{clientv3.OpPut(a, "")}, nil))
+	}
+	actx, cancel := context.WithTimeout(ctx, s.attempt)
+	defer cancel()
+	resp, err := s.cli.Txn(actx).If(cmps...).Then(then...).Commit()
+	if err != nil {
+		if ctx.Err() == nil && actx.Err() != nil {
+			err = fmt.Errorf("%w: no reply within the attempt timeout (%v): %w", store.ErrDisconnected, s.attempt, err)
+		}
+		return err
+	}
+	if !resp.Succeeded {
+		return fmt.Errorf("etcdstore: create %q: %w", name, store.ErrEphemeralParent)
+	}
+	return nil
 }

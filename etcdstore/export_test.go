@@ -35,7 +35,7 @@ func StaleCreate(s *Store, name string, data []byte, mode store.Mode) func(conte
 		r.lease = s.lease
 	}
 	r.fence = s.fenceRev()
-	cmps, then, els := r.txn(s.fenceKey, false)
+	cmps, then, els := r.txn(s.fenceKey)
 	return func(ctx context.Context) (*clientv3.TxnResponse, error) {
 		return s.cli.Txn(ctx).If(cmps...).Then(then...).Else(els...).Commit()
 	}

@@ -37,10 +37,16 @@ func (st *Store) begin(ctx context.Context, op, p string) error {
 	if err := store.ValidatePath(p); err != nil {
 		return err
 	}
+	st.srv.mu.Lock()
+	if st.ended != nil {
+		// The session's end wins over ctx's: it is for good.
+		st.srv.mu.Unlock()
+		return fmt.Errorf("memstore: %s %q: %w", op, p, st.ended)
+	}
 	if err := ctx.Err(); err != nil {
+		st.srv.mu.Unlock()
 		return fmt.Errorf("memstore: %s %q: %w", op, p, err)
 	}
-	st.srv.mu.Lock()
 	if err := st.liveErr(); err != nil {
 		st.srv.mu.Unlock()
 		return fmt.Errorf("memstore: %s %q: %w", op, p, err)

@@ -22,6 +22,9 @@ func ValidatePath(p string) error {
 	if p[len(p)-1] == '/' {
 		return pathErr(p, "trailing slash")
 	}
+	if depth := strings.Count(p, "/"); depth > MaxPathDepth {
+		return fmt.Errorf("%w: %d segments, at most %d (%.40q...)", ErrInvalidPath, depth, MaxPathDepth, p)
+	}
 	for seg := range strings.SplitSeq(p[1:], "/") {
 		switch seg {
 		case "":

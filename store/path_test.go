@@ -155,8 +155,8 @@ func FuzzValidatePath(f *testing.F) {
 			}
 			return
 		}
-		if len(p) > store.MaxPathSize {
-			t.Fatalf("ValidatePath accepted a path of %d bytes, over MaxPathSize", len(p))
+		if len(p) > store.MaxPathSize || strings.Count(p, "/") > store.MaxPathDepth {
+			t.Fatalf("ValidatePath accepted a path of %d bytes and %d segments, over the limits", len(p), strings.Count(p, "/"))
 		}
 		if !strings.HasPrefix(p, "/") || !utf8.ValidString(p) {
 			t.Fatalf("ValidatePath(%q) accepted a relative or non-UTF-8 path", p)
@@ -220,14 +220,14 @@ func FuzzPathSize(f *testing.F) {
 		}
 		p := strings.Repeat("/"+seg, n)
 		err := store.ValidatePath(p)
-		if valid := len(p) <= store.MaxPathSize; valid != (err == nil) {
+		if valid := len(p) <= store.MaxPathSize && n <= store.MaxPathDepth; valid != (err == nil) {
 			t.Fatalf("ValidatePath(%d bytes of %q) = %v; want valid: %v", len(p), seg, err, valid)
 		}
 		if err != nil && !errors.Is(err, store.ErrInvalidPath) {
 			t.Fatalf("ValidatePath(%d bytes) = %v; want ErrInvalidPath", len(p), err)
 		}
 		err = store.ValidateCreate(p, make([]byte, store.MaxDataSize), store.Persistent)
-		if (len(p) <= store.MaxPathSize) != (err == nil) {
+		if (len(p) <= store.MaxPathSize && n <= store.MaxPathDepth) != (err == nil) {
 			t.Fatalf("ValidateCreate(%d bytes, MaxDataSize) = %v", len(p), err)
 		}
 	})

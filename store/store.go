@@ -11,15 +11,16 @@
 // # Paths
 //
 // A path is absolute, '/'-separated, with no trailing '/', no empty segment,
-// no "." or ".." segment, no NUL, control or private-use character, and at
-// most [MaxPathSize] bytes (see [ValidatePath]). The root "/" exists always;
+// no "." or ".." segment, no NUL, control or private-use character, at most
+// [MaxPathSize] bytes and [MaxPathDepth] segments (see [ValidatePath]). The root "/" exists always;
 // it can be read, listed and watched but not created or deleted. Anything
 // else is rejected with [ErrInvalidPath] before any I/O.
 //
 // # Limits
 //
 // A node's data is at most [MaxDataSize] bytes ([ErrTooLarge]) and its path
-// at most [MaxPathSize] bytes ([ErrInvalidPath]). Together, with a request's
+// at most [MaxPathSize] bytes and [MaxPathDepth] segments
+// ([ErrInvalidPath]). Together, with a request's
 // own overhead, they stay under the smallest request any backend accepts
 // (ZooKeeper's 1 MiB jute.maxbuffer; etcd's 1.5 MiB), so every store
 // accepts exactly the same calls, and refuses the same ones before any I/O.
@@ -128,7 +129,9 @@ import (
 //
 // All methods are safe for concurrent use. Every method that does I/O takes
 // a ctx first and returns ctx.Err() (wrapped) when ctx ends first; a create
-// abandoned that way leaves no ephemeral node behind. Errors wrap the
+// abandoned that way leaves no ephemeral node behind. On a session that has
+// ended, a call fails with the session's end even when its ctx is done too:
+// that end is for good. Errors wrap the
 // sentinels of this package and are matched with errors.Is.
 type Store interface {
 	// Create creates the node at path with data and returns it; for a
@@ -286,6 +289,11 @@ const MaxDataSize = 1000 << 10
 
 // MaxPathSize is the longest path, in bytes, a node may have.
 const MaxPathSize = 4096
+
+// MaxPathDepth is the largest number of segments a path may have. Create
+// makes missing parents, and etcd does that in one transaction of one
+// operation per parent (its default limit is 128 operations).
+const MaxPathDepth = 100
 
 // EventType says what a watch saw.
 type EventType int

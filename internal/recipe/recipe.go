@@ -469,10 +469,14 @@ func CtxErr(ctx context.Context, err error) error {
 	return err
 }
 
-// NameRoom is the room a recipe keeps in a path for the names of the nodes
-// it makes below its directory: a directory may be at most
-// store.MaxPathSize - NameRoom bytes long.
-const NameRoom = 256
+// NameRoom and DepthRoom are the room a recipe keeps in a path for the
+// nodes it makes below its directory: a directory may be at most
+// store.MaxPathSize - NameRoom bytes long and store.MaxPathDepth - DepthRoom
+// segments deep.
+const (
+	NameRoom  = 256
+	DepthRoom = 4
+)
 
 // ValidateDir returns nil if dir can be a recipe's directory, and an error
 // wrapping store.ErrInvalidPath otherwise: dir must be a valid path, not
@@ -487,6 +491,9 @@ func ValidateDir(dir string) error {
 	}
 	if max := store.MaxPathSize - NameRoom; len(dir) > max {
 		return fmt.Errorf("%w: %d bytes, at most %d for a recipe's path (%.40q...)", store.ErrInvalidPath, len(dir), max, dir)
+	}
+	if max := store.MaxPathDepth - DepthRoom; strings.Count(dir, "/") > max {
+		return fmt.Errorf("%w: %d segments, at most %d for a recipe's path (%.40q...)", store.ErrInvalidPath, strings.Count(dir, "/"), max, dir)
 	}
 	return nil
 }

@@ -358,6 +358,27 @@ func (s *suite) tooLarge(t *testing.T) {
 	if got := req(t).node(st.Get(ctx, n.Path)); len(got.Data) != store.MaxDataSize {
 		t.Errorf("Get(max).Data has %d bytes; want %d", len(got.Data), store.MaxDataSize)
 	}
+
+	// The largest create there is: the longest, deepest path (every
+	// parent missing) and the most data, for every mode.
+	depth := store.MaxPathDepth - strings.Count(dir, "/")
+	seg := strings.Repeat("s", (store.MaxPathSize-len(dir)-20)/depth-1)
+	deep := dir + strings.Repeat("/"+seg, depth-1)
+	for i, mode := range []store.Mode{store.Persistent, store.Ephemeral, store.EphemeralSequential} {
+		p := deep + fmt.Sprintf("/%d", i)
+		if err := store.ValidatePath(p); err != nil {
+			t.Fatalf("the test's deepest path is not valid: %v", err)
+		}
+		got := req(t).node(st.Create(ctx, p, big[:store.MaxDataSize], mode))
+		if len(got.Path) > store.MaxPathSize+20 {
+			t.Errorf("Create(%d bytes deep) made %d bytes of path", len(p), len(got.Path))
+		}
+	}
+	tooDeep := dir + strings.Repeat("/d", store.MaxPathDepth)
+	_, err = st.Create(ctx, tooDeep, nil, store.Persistent)
+	wantErr(t, "Create(deeper than MaxPathDepth)", err, store.ErrInvalidPath)
+	_, err = st.Create(ctx, "/"+strings.Repeat("l", store.MaxPathSize), nil, store.Persistent)
+	wantErr(t, "Create(longer than MaxPathSize)", err, store.ErrInvalidPath)
 }
 
 func (s *suite) sequential(t *testing.T) {
@@ -721,6 +742,12 @@ func (s *suite) afterEnd(t *testing.T, end func(store.Store), want error) {
 	}
 	for call, err := range calls(ctx, st, dir+"/p") {
 		wantErr(t, call+" after the end", err, want)
+	}
+	// The session's end wins over a ctx that is done too: it is for good.
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	for call, err := range calls(cctx, st, dir+"/p") {
+		wantErr(t, call+" after the end, ctx cancelled", err, want)
 	}
 	if err := st.Close(); err != nil {
 		t.Errorf("Close after the end = %v; want nil", err)

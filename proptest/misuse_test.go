@@ -1,0 +1,320 @@
+package proptest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"pgregory.net/rapid"
+
+	"github.com/corral-go/corral/election"
+	"github.com/corral-go/corral/internal/backends"
+	"github.com/corral-go/corral/store"
+	"github.com/corral-go/corral/sync"
+)
+
+// misuseCallTimeout is the ctx of a call that is not cancelled on purpose.
+// Such calls never wait for another holder, so they end long before it.
+const misuseCallTimeout = 10 * time.Second
+
+// misuseOverrun is how long a call may take beyond its ctx: the cleanup
+// grace (one second) and scheduling slack.
+const misuseOverrun = 2 * time.Second
+
+// errCause is the cause a cancelled ctx of the misuse test carries.
+var errCause = errors.New("proptest: cancelled with a cause")
+
+// The sentinels the misuse test accepts, in the order it classifies an
+// error by: every error a call returns must match one of them.
+var misuseSentinels = []error{
+	store.ErrInvalidPath,
+	store.ErrInvalidArgument,
+	store.ErrTooLarge,
+	store.ErrClosed,
+	store.ErrSessionExpired,
+	store.ErrNotEmpty,
+	errCause,
+	context.Canceled,
+	context.DeadlineExceeded,
+	sync.ErrKindMismatch,
+	sync.ErrInvalidLimit,
+	sync.ErrLimitMismatch,
+	sync.ErrNotLocked,
+	sync.ErrNotEntered,
+	sync.ErrReleased,
+	election.ErrNoLeader,
+	election.ErrNotLeader,
+}
+
+// classify names the first sentinel err matches, "ok" for nil, and ""
+// when it matches none.
+func classify(err error) string {
+	if err == nil {
+		return "ok"
+	}
+	for _, s := range misuseSentinels {
+		if errors.Is(err, s) {
+			return s.Error()
+		}
+	}
+	return ""
+}
+
+// misuseSession is one store's side of the lockstep: a live session, a
+// closed one, and the handles the calls have made so far.
+type misuseSession struct {
+	name   string
+	live   store.Store
+	closed store.Store
+	mutex  map[string]*sync.Mutex
+	rw     map[string]*sync.RWMutex
+	leases []*sync.Lease
+	double map[string]*sync.DoubleBarrier
+}
+
+// misuseCall is one call, drawn once and made on every store.
+type misuseCall struct {
+	desc string
+	run  func(ctx context.Context, s *misuseSession, st store.Store) error
+}
+
+// The paths the calls draw from: good ones (under the check's own
+// directory) and every kind of bad one.
+func drawPath(t *rapid.T, dir string) string {
+	return rapid.SampledFrom([]string{
+		dir + "/a", dir + "/a", dir + "/b", dir + "/c/d",
+		"", "/", "relative", dir + "/", dir + "//x", dir + "/./x", dir + "/..",
+		dir + "/\x00", dir + "/\ue000", dir + "/\ufff5",
+		"/" + strings.Repeat("x", store.MaxPathSize),
+		dir + "/" + strings.Repeat("y", store.MaxPathSize-len(dir)-100),
+	}).Draw(t, "path")
+}
+
+func drawData(t *rapid.T) []byte {
+	switch rapid.IntRange(0, 3).Draw(t, "size") {
+	case 0:
+		return nil
+	case 1:
+		return []byte("data")
+	case 2:
+		return make([]byte, store.MaxDataSize)
+	}
+	return make([]byte, store.MaxDataSize+1)
+}
+
+// drawCall draws one call of the public API with good or bad input.
+func drawCall(t *rapid.T, dir string) misuseCall {
+	p := drawPath(t, dir)
+	n := rapid.IntRange(-1, 3).Draw(t, "n")
+	data := drawData(t)
+	calls := []misuseCall{
+		{"Mutex.TryLock", func(ctx context.Context, s *misuseSession, st store.Store) error {
+			_, err := s.mutexAt(st, p).TryLock(ctx)
+			return err
+		}},
+		{"Mutex.Unlock", func(ctx context.Context, s *misuseSession, st store.Store) error {
+			return s.mutexAt(st, p).Unlock(ctx)
+		}},
+		{"Mutex.Lock(cancelled)", func(ctx context.Context, s *misuseSession, st store.Store) error {
+			return s.mutexAt(st, p).Lock(cancelled(ctx))
+		}},
+		{"RWMutex.TryRLock", func(ctx context.Context, s *misuseSession, st store.Store) error {
+			_, err := s.rwAt(st, p).TryRLock(ctx)
+			return err
+		}},
+		{"RWMutex.RUnlock", func(ctx context.Context, s *misuseSession, st store.Store) error {
+			return s.rwAt(st, p).RUnlock(ctx)
+		}},
+		{"Semaphore.TryAcquire", func(ctx context.Context, s *misuseSession, st store.Store) error {
+			l, ok, err := sync.NewSemaphore(st, p, n).TryAcquire(ctx)
+			if ok {
+				s.leases = append(s.leases, l)
+			}
+			return err
+		}},
+		{"Lease.Release", func(ctx context.Context, s *misuseSession, _ store.Store) error {
+			if len(s.leases) == 0 {
+				var zero sync.Lease
+				return zero.Release(ctx)
+			}
+			l := s.leases[0]
+			s.leases = s.leases[1:]
+			return l.Release(ctx)
+		}},
+		{"Barrier.Set", func(ctx context.Context, _ *misuseSession, st store.Store) error {
+			return sync.NewBarrier(st, p).Set(ctx)
+		}},
+		{"Barrier.Remove", func(ctx context.Context, _ *misuseSession, st store.Store) error {
+			return sync.NewBarrier(st, p).Remove(ctx)
+		}},
+		{"Barrier.Wait(cancelled)", func(ctx context.Context, _ *misuseSession, st store.Store) error {
+			return sync.NewBarrier(st, p).Wait(cancelled(ctx))
+		}},
+		{"DoubleBarrier.Enter(cancelled)", func(ctx context.Context, s *misuseSession, st store.Store) error {
+			return s.doubleAt(st, p, n).Enter(cancelled(ctx))
+		}},
+		{"DoubleBarrier.Leave", func(ctx context.Context, s *misuseSession, st store.Store) error {
+			return s.doubleAt(st, p, n).Leave(ctx)
+		}},
+		{"Election.Campaign(cancelled)", func(ctx context.Context, _ *misuseSession, st store.Store) error {
+			_, err := election.New(st, p).Campaign(cancelled(ctx), data)
+			return err
+		}},
+		{"Election.Leader", func(ctx context.Context, _ *misuseSession, st store.Store) error {
+			_, err := election.New(st, p).Leader(ctx)
+			return err
+		}},
+		{"Election.Observe", func(ctx context.Context, _ *misuseSession, st store.Store) error {
+			octx, cancel := context.WithCancel(ctx)
+			o := election.New(st, p).Observe(octx)
+			select {
+			case _, ok := <-o.Leaders():
+				if ok {
+					cancel()
+				}
+			case <-ctx.Done():
+			}
+			cancel()
+			<-o.Done()
+			if err := o.Err(); !errors.Is(err, context.Canceled) {
+				return err
+			}
+			return nil
+		}},
+		{"Election.Candidate", func(ctx context.Context, _ *misuseSession, st store.Store) error {
+			c := election.New(st, p).Candidate(ctx, data)
+			defer c.Close()
+			select {
+			case l, ok := <-c.Terms():
+				if ok {
+					return l.Resign(ctx)
+				}
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+			return c.Err()
+		}},
+	}
+	c := rapid.SampledFrom(calls).Draw(t, "call")
+	c.desc = fmt.Sprintf("%s(path %.60q, n %d, %d bytes)", c.desc, p, n, len(data))
+	return c
+}
+
+// cancelled returns a ctx derived from ctx and cancelled with errCause.
+func cancelled(ctx context.Context) context.Context {
+	ctx, cancel := context.WithCancelCause(ctx)
+	cancel(errCause)
+	return ctx
+}
+
+// The handles keep their state across calls, as a program's would; a nil
+// or closed store gets handles of its own each time.
+func (s *misuseSession) mutexAt(st store.Store, p string) *sync.Mutex {
+	if st != s.live {
+		return sync.NewMutex(st, p)
+	}
+	if s.mutex[p] == nil {
+		s.mutex[p] = sync.NewMutex(st, p)
+	}
+	return s.mutex[p]
+}
+
+func (s *misuseSession) rwAt(st store.Store, p string) *sync.RWMutex {
+	if st != s.live {
+		return sync.NewRWMutex(st, p)
+	}
+	if s.rw[p] == nil {
+		s.rw[p] = sync.NewRWMutex(st, p)
+	}
+	return s.rw[p]
+}
+
+func (s *misuseSession) doubleAt(st store.Store, p string, n int) *sync.DoubleBarrier {
+	key := fmt.Sprint(p, n)
+	if st != s.live {
+		return sync.NewDoubleBarrier(st, p, n)
+	}
+	if s.double[key] == nil {
+		s.double[key] = sync.NewDoubleBarrier(st, p, n)
+	}
+	return s.double[key]
+}
+
+// TestMisuseAcrossStores makes random sequences of calls of the public API,
+// with good and bad input (paths of every invalid kind and size, data at
+// and over the limit, limits under 1, cancelled contexts, closed and nil
+// stores, other recipes on the same path), on memstore, ZooKeeper and etcd
+// in lockstep. No call may panic or outlive its ctx by more than the
+// cleanup grace; every error must match a documented sentinel; and the
+// three stores must answer every call with the same sentinel.
+func TestMisuseAcrossStores(t *testing.T) {
+	var names []string
+	for _, name := range backends.Names {
+		if backends.Selected(name) {
+			names = append(names, name)
+		}
+	}
+	bs := map[string]func() store.Store{}
+	for _, name := range names {
+		b := backends.Get(t, name)
+		bs[name] = func() store.Store { return b.Open(t) }
+	}
+	check := 0
+	rapid.Check(t, func(rt *rapid.T) {
+		check++
+		dir := fmt.Sprintf("/proptest/misuse/%d-%d", time.Now().UnixNano(), check)
+		var sessions []*misuseSession
+		for _, name := range names {
+			closed := bs[name]()
+			closed.Close()
+			sessions = append(sessions, &misuseSession{
+				name: name, live: bs[name](), closed: closed,
+				mutex: map[string]*sync.Mutex{}, rw: map[string]*sync.RWMutex{}, double: map[string]*sync.DoubleBarrier{},
+			})
+		}
+		defer func() {
+			for _, s := range sessions {
+				s.live.Close()
+			}
+		}()
+		for range rapid.IntRange(1, 10).Draw(rt, "calls") {
+			c := drawCall(rt, dir)
+			which := rapid.SampledFrom([]string{"live", "live", "live", "closed", "nil"}).Draw(rt, "store")
+			got := map[string]string{}
+			for _, s := range sessions {
+				st := map[string]store.Store{"live": s.live, "closed": s.closed, "nil": nil}[which]
+				ctx, cancel := context.WithTimeout(context.Background(), misuseCallTimeout)
+				start := time.Now()
+				err := call(c, ctx, s, st)
+				took := time.Since(start)
+				cancel()
+				if took > misuseCallTimeout+misuseOverrun {
+					rt.Fatalf("%s on %s (%s store) took %v", c.desc, s.name, which, took)
+				}
+				class := classify(err)
+				if class == "" {
+					rt.Fatalf("%s on %s (%s store) = %v: no documented sentinel", c.desc, s.name, which, err)
+				}
+				got[s.name] = class
+			}
+			for _, s := range sessions[1:] {
+				if got[s.name] != got[sessions[0].name] {
+					rt.Fatalf("%s (%s store): the stores disagree: %q", c.desc, which, got)
+				}
+			}
+		}
+	})
+}
+
+// call makes c, turning a panic into a failure of its own.
+func call(c misuseCall, ctx context.Context, s *misuseSession, st store.Store) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("panic: %v", r)
+		}
+	}()
+	return c.run(ctx, s, st)
+}
