@@ -1,6 +1,7 @@
 package zkstore
 
 import (
+	"fmt"
 	"net"
 	"sync"
 	"time"
@@ -41,7 +42,16 @@ func (l *link) Read(p []byte) (int, error) {
 		l.mu.Unlock()
 		if perr != nil {
 			l.Conn.Close()
+			l.s.noteTried(fmt.Errorf("%s: %w", l.RemoteAddr(), perr))
 			return 0, perr
+		}
+	}
+	if err != nil {
+		l.mu.Lock()
+		handshook := l.handshook
+		l.mu.Unlock()
+		if !handshook {
+			l.s.noteTried(fmt.Errorf("no handshake with %s: %w", l.RemoteAddr(), err))
 		}
 	}
 	return n, err

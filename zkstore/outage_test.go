@@ -64,6 +64,27 @@ func peer(t *testing.T, serve func(net.Conn)) string {
 	return ln.Addr().String()
 }
 
+// TestOpenRefusedSaysWhy: a server that refuses the connection is named in
+// Open's error, with the refusal.
+func TestOpenRefusedSaysWhy(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // nobody listens there now
+	ctx, cancel := context.WithTimeout(t.Context(), 500*time.Millisecond)
+	defer cancel()
+	st, err := zkstore.Open(ctx, []string{addr})
+	if err == nil {
+		st.Close()
+		t.Fatal("Open succeeded")
+	}
+	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), addr) || !strings.Contains(err.Error(), "refused") {
+		t.Errorf("Open = %v; want DeadlineExceeded, naming %s and the refusal", err, addr)
+	}
+}
+
 // TestOpenBoundedByCtx opens sessions against peers that are not working
 // ZooKeeper servers: Open must return ctx's error about when ctx ends,
 // having shut the client down (goleak checks that nothing is left).
@@ -120,7 +141,11 @@ func TestOpenBoundedByCtx(t *testing.T) {
 			if !errors.Is(err, context.DeadlineExceeded) {
 				t.Errorf("Open = %v; want DeadlineExceeded", err)
 			}
-			t.Logf("Open with a %v ctx returned after %v", wait, took)
+			// The error says what was tried.
+			if !strings.Contains(err.Error(), addr) {
+				t.Errorf("Open = %v; want it to name %s", err, addr)
+			}
+			t.Logf("Open with a %v ctx returned after %v: %v", wait, took, err)
 			if took > wait+wait/2 {
 				t.Errorf("Open with a %v ctx returned after %v; want about %v", wait, took, wait)
 			}

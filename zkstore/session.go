@@ -137,6 +137,7 @@ func (s *Store) dial(network, addr string, timeout time.Duration) (net.Conn, err
 		if c := s.standInIfEnded(); c != nil {
 			return c, nil
 		}
+		s.noteTried(err)
 		return nil, err
 	}
 	s.mu.Lock()
@@ -151,7 +152,24 @@ func (s *Store) dial(network, addr string, timeout time.Duration) (net.Conn, err
 	}
 	l := &link{Conn: raw, s: s, handshakeBy: time.Now().Add(bound / time.Duration(s.nservers))}
 	s.links[l] = struct{}{}
+	// Until its answer comes, that is all there is to say.
+	s.tried = fmt.Errorf("%s accepted the connection but has not completed ZooKeeper's handshake (is it a ZooKeeper server?)", addr)
 	return l, nil
+}
+
+// noteTried records why the last attempt to reach a server failed.
+func (s *Store) noteTried(err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.tried = err
+}
+
+// triedErr returns why the last attempt to reach a server failed, if one
+// did.
+func (s *Store) triedErr() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.tried
 }
 
 func (s *Store) standInIfEnded() net.Conn {

@@ -166,6 +166,7 @@ type Store struct {
 	log       *slog.Logger
 	requested time.Duration
 	nservers  int
+	tried     error // the last failure to reach a server, for Open's error
 	over      atomic.Bool // the session has ended
 
 	// The session's clock. The deadline is in nanoseconds since base (0
@@ -252,8 +253,12 @@ func Open(ctx context.Context, servers []string, opts ...Option) (*Store, error)
 		s.Close()
 		return nil, fmt.Errorf("zkstore: open: %w", err)
 	case <-ctx.Done():
+		tried := s.triedErr()
 		s.Close()
-		return nil, fmt.Errorf("zkstore: open: %w", ctx.Err())
+		if tried != nil {
+			return nil, fmt.Errorf("zkstore: open: no session with %v: %v: %w", servers, tried, ctx.Err())
+		}
+		return nil, fmt.Errorf("zkstore: open: no session with %v: %w", servers, ctx.Err())
 	}
 }
 
