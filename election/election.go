@@ -58,6 +58,7 @@ import (
 	"fmt"
 
 	"github.com/corral-go/corral/internal/recipe"
+	"github.com/corral-go/corral/internal/telemetry"
 	"github.com/corral-go/corral/store"
 )
 
@@ -112,6 +113,7 @@ type Option func(*options)
 
 type options struct {
 	policy DisconnectPolicy
+	tel    telemetry.Config
 }
 
 // WithDisconnectPolicy sets what a leader does when its connection is lost;
@@ -132,6 +134,7 @@ type Election struct {
 	st   store.Store
 	path string
 	opts options
+	rec  *telemetry.Recorder
 }
 
 // New returns the election at path on st. It does no I/O; an invalid path
@@ -143,6 +146,7 @@ func New(st store.Store, path string, opts ...Option) *Election {
 	for _, o := range opts {
 		o(&e.opts)
 	}
+	e.rec = telemetry.New(e.opts.tel, telemetry.KindElection, path, ErrNodeDeleted)
 	return e
 }
 

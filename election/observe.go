@@ -217,6 +217,9 @@ func (e *Election) observe(ctx context.Context, out chan<- Leader) error {
 		if !sent || !cur.equal(last) {
 			select {
 			case out <- cur:
+				if sent && (cur.Path != last.Path || cur.Token != last.Token) {
+					e.rec.LeaderChanged(ctx, cur.Path, cur.Token)
+				}
 				last, sent = cur, true
 			case <-ch:
 				cancel()
