@@ -256,6 +256,14 @@ func (h *Hold) lose(cause error) {
 	if c := context.Cause(h.st.Context()); c != nil {
 		cause = c
 	}
+	// Reported before the context is cancelled, so that whoever sees
+	// it end finds the loss recorded.
+	h.mu.Lock()
+	stopped := h.stopped
+	h.mu.Unlock()
+	if !stopped && h.ctx.Err() == nil {
+		h.report(cause)
+	}
 	h.cancel(cause)
 	h.noticeEnd()
 }
