@@ -292,7 +292,9 @@ func TestIdentityData(t *testing.T) {
 			opts []sync.LockOption
 			want func([]byte) bool
 		}{
-			{nil, func(d []byte) bool { return bytes.HasPrefix(d, []byte(`{"host":`)) && !bytes.Contains(d, []byte("label")) }},
+			{nil, func(d []byte) bool {
+				return bytes.HasPrefix(d, []byte(`{"host":`)) && !bytes.Contains(d, []byte("label"))
+			}},
 			{[]sync.LockOption{sync.WithLabel("x")}, func(d []byte) bool { return bytes.HasSuffix(d, []byte(`,"label":"x"}`)) }},
 			{[]sync.LockOption{sync.WithData([]byte("10.0.0.1"))}, func(d []byte) bool { return string(d) == "10.0.0.1" }},
 			{[]sync.LockOption{sync.WithData(nil), sync.WithLabel("ignored")}, func(d []byte) bool { return len(d) == 0 }},

@@ -40,11 +40,11 @@ func TestFormat(t *testing.T) {
 // TestForeign: data other clients write is never taken for a record.
 func TestForeign(t *testing.T) {
 	for _, data := range []string{
-		"",                  // etcd's concurrency.Mutex and Election keys
-		"10.1.2.3",          // Curator's default: the host address
-		"web-1",             // kazoo's identifier
-		"{}",                // someone's JSON
-		`{"host":"h"}`,      // incomplete
+		"",             // etcd's concurrency.Mutex and Election keys
+		"10.1.2.3",     // Curator's default: the host address
+		"web-1",        // kazoo's identifier
+		"{}",           // someone's JSON
+		`{"host":"h"}`, // incomplete
 		`{"host":"h","pid":1}`,
 		`{"host":"h","pid":0,"start":"2026-08-03T10:15:30Z"}`,
 		`{"host":"h","pid":"1","start":"2026-08-03T10:15:30Z"}`,
