@@ -102,6 +102,17 @@ func (k Kind) String() string {
 // MarshalText returns the name of k, as String does.
 func (k Kind) MarshalText() ([]byte, error) { return []byte(k.String()), nil }
 
+// UnmarshalText sets k from its name, as MarshalText writes it.
+func (k *Kind) UnmarshalText(b []byte) error {
+	for i, n := range kindNames {
+		if n == string(b) {
+			*k = Kind(i)
+			return nil
+		}
+	}
+	return fmt.Errorf("inspect: unknown kind %q", b)
+}
+
 // Mode is what a contender asks for.
 type Mode string
 
