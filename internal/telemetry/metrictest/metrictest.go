@@ -94,9 +94,9 @@ func (s Snapshot) Values(name string, key attribute.Key) []string {
 	var out []string
 	seen := map[string]bool{}
 	add := func(set attribute.Set) {
-		if v, ok := set.Value(key); ok && !seen[v.Emit()] {
-			seen[v.Emit()] = true
-			out = append(out, v.Emit())
+		if v, ok := set.Value(key); ok && !seen[v.String()] {
+			seen[v.String()] = true
+			out = append(out, v.String())
 		}
 	}
 	switch d := s[name].Data.(type) {
