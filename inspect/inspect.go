@@ -21,7 +21,7 @@
 //
 //	{"host":"web-1","pid":4242,"start":"2026-08-03T10:15:30.123Z","label":"deploy"}
 //
-// (see [Identity] and [ParseIdentity]). The record adds 47 bytes plus the
+// (see [Identity] and [ParseIdentity]). The record adds 53 bytes plus the
 // host name, the digits of the process ID and, when set, 11 bytes plus the
 // label to each node.
 //

@@ -2,6 +2,7 @@ package identity
 
 import (
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -77,5 +78,21 @@ func BenchmarkEncode(b *testing.B) {
 	now := time.Now()
 	for b.Loop() {
 		e.Encode(now)
+	}
+}
+
+// TestSize pins the size the docs give: 53 bytes plus the host name and the
+// digits of the pid, and 11 plus the label when there is one.
+func TestSize(t *testing.T) {
+	h, pid := host(), len(strconv.Itoa(os.Getpid()))
+	if strings.ContainsAny(h, "\"\\<>&") {
+		t.Skipf("host name %q is escaped in JSON", h)
+	}
+	now := time.Now()
+	if got, want := len(NewEncoder("").Encode(now)), 53+len(h)+pid; got != want {
+		t.Errorf("record size = %d; want %d", got, want)
+	}
+	if got, want := len(NewEncoder("deploy").Encode(now)), 53+len(h)+pid+11+len("deploy"); got != want {
+		t.Errorf("labelled record size = %d; want %d", got, want)
 	}
 }
