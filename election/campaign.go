@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/corral-go/corral/internal/recipe"
+	"github.com/corral-go/corral/internal/telemetry"
 	"github.com/corral-go/corral/store"
 )
 
@@ -32,23 +33,27 @@ func (e *Election) Campaign(ctx context.Context, value []byte) (*Leadership, err
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("election: campaign %q: %w", e.path, err)
 	}
+	a := e.rec.Begin(ctx)
+	tctx := telemetry.NewContext(ctx, e.rec)
 	var b backoff
 	for {
-		n, err := recipe.Acquire(ctx, e.st, e.path, prefix, value, recipe.Predecessor)
+		n, err := recipe.Acquire(tctx, e.st, e.path, prefix, value, recipe.Predecessor)
 		if err == nil {
-			l, cerr := e.claim(ctx, n)
+			l, cerr := e.claim(ctx, n, a)
 			if cerr == nil {
 				return l, nil
 			}
-			err = errors.Join(cerr, recipe.Remove(ctx, e.st, n.Path))
+			err = errors.Join(cerr, recipe.Remove(tctx, e.st, n.Path))
 		}
 		// A connection lost at the wrong moment (between a create and
 		// its listing, say) costs the candidate its place in line but
 		// not its campaign: the node is gone, start again.
 		if !e.transient(ctx, err) {
+			a.Failed(ctx, err)
 			return nil, e.campaignErr(ctx, err)
 		}
 		if werr := b.wait(ctx); werr != nil {
+			a.Failed(ctx, werr)
 			return nil, e.campaignErr(ctx, werr)
 		}
 	}
@@ -72,7 +77,7 @@ func (e *Election) campaignErr(ctx context.Context, err error) error {
 // it waits out a lost connection first, and then checks again that n is
 // still there and still this session's: leadership is never reported while
 // ownership is unknown.
-func (e *Election) claim(ctx context.Context, n store.Node) (*Leadership, error) {
+func (e *Election) claim(ctx context.Context, n store.Node, a telemetry.Attempt) (*Leadership, error) {
 	opts := recipe.HoldOptions{Deleted: ErrNodeDeleted}
 	if e.opts.policy == LoseOnDisconnect {
 		opts.Disconnected = ErrDisconnected
@@ -80,6 +85,7 @@ func (e *Election) claim(ctx context.Context, n store.Node) (*Leadership, error)
 			return nil, err
 		}
 	}
+	opts.OnEnd = a.Granted(ctx, n).End
 	return &Leadership{
 		e:     e,
 		hold:  recipe.NewHold(e.st, n, opts),

@@ -43,6 +43,22 @@
 // LoseOnDisconnect: the client sees its connection fail before the server
 // gives up on the session.
 //
+// # Identity, metrics and logs
+//
+// A candidate's node holds the value it proclaims, as Curator's and etcd's
+// clients expect it to, so that value is the candidate's identity: an
+// address or a name. The inspect package and "corral locks" show it, with
+// the candidate's session, token and (on ZooKeeper) how long it has been a
+// candidate; a value that is an identity record (inspect.IdentityRecord,
+// what "corral elect" proclaims by default) is shown as one.
+//
+// Campaigns and terms record the OpenTelemetry metrics the sync package's
+// locks do, with corral.kind "election" (see [WithMeterProvider]): a
+// campaign is an acquisition, a term a hold, a lost term a loss by cause.
+// An [Observer] counts the changes of leader it sees in
+// corral.election.leader_changes. [WithLogger] receives debug events;
+// nothing is logged by default.
+//
 // # Interoperability
 //
 // Candidates name their nodes "latch-", as Curator's LeaderLatch does; on
@@ -68,6 +84,7 @@ import (
 	"fmt"
 
 	"github.com/corral-go/corral/internal/recipe"
+	"github.com/corral-go/corral/internal/telemetry"
 	"github.com/corral-go/corral/store"
 )
 
@@ -122,6 +139,7 @@ type Option func(*options)
 
 type options struct {
 	policy DisconnectPolicy
+	tel    telemetry.Config
 }
 
 // WithDisconnectPolicy sets what a leader does when its connection is lost;
@@ -142,6 +160,7 @@ type Election struct {
 	st   store.Store
 	path string
 	opts options
+	rec  *telemetry.Recorder
 }
 
 // New returns the election at path on st. It does no I/O; an invalid path
@@ -153,6 +172,7 @@ func New(st store.Store, path string, opts ...Option) *Election {
 	for _, o := range opts {
 		o(&e.opts)
 	}
+	e.rec = telemetry.New(e.opts.tel, telemetry.KindElection, path, ErrNodeDeleted)
 	return e
 }
 

@@ -195,6 +195,9 @@ func (e *Election) observe(ctx context.Context, out chan<- Leader) error {
 		b    backoff
 		last Leader
 		sent bool
+		// counted is the last leader the metrics know of.
+		counted Leader
+		seen    bool
 	)
 	for {
 		if err := e.alive(ctx); err != nil {
@@ -218,6 +221,10 @@ func (e *Election) observe(ctx context.Context, out chan<- Leader) error {
 			tick = time.After(pollInterval)
 		}
 		if !sent || !cur.equal(last) {
+			if seen && (cur.Path != counted.Path || cur.Token != counted.Token) {
+				e.rec.LeaderChanged(ctx, cur.Path, cur.Token)
+			}
+			counted, seen = cur, true
 			select {
 			case out <- cur:
 				last, sent = cur, true

@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"slices"
 	gosync "sync"
+	"time"
 
 	"github.com/corral-go/corral/store"
 )
@@ -37,6 +38,7 @@ type node struct {
 	seq      int64
 	version  int64
 	owner    int64
+	created  time.Time
 	parent   *node
 	children map[string]*node
 }
@@ -96,7 +98,7 @@ func (s *Server) lookup(p string) *node {
 }
 
 func (n *node) public(p string) store.Node {
-	return store.Node{Path: p, Data: slices.Clone(n.data), Seq: n.seq, Version: n.version, Owner: n.owner}
+	return store.Node{Path: p, Data: slices.Clone(n.data), Seq: n.seq, Version: n.version, Owner: n.owner, Created: n.created}
 }
 
 // create adds the node, making missing parents, and fires the watches.
@@ -117,7 +119,7 @@ func (s *Server) create(p string, data []byte, mode store.Mode, owner int64) (st
 	if _, ok := parent.children[name]; ok {
 		return store.Node{}, fmt.Errorf("%w: %q", store.ErrNodeExists, p)
 	}
-	n := &node{name: name, data: slices.Clone(data), seq: s.seq, parent: parent, children: map[string]*node{}}
+	n := &node{name: name, data: slices.Clone(data), seq: s.seq, created: time.Now(), parent: parent, children: map[string]*node{}}
 	if mode&store.Ephemeral != 0 {
 		n.owner = owner
 	}

@@ -123,6 +123,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 )
 
 // Store is one client session on a shared tree of nodes.
@@ -256,6 +257,12 @@ type Node struct {
 	// Owner is the SessionID of the session an ephemeral node belongs to,
 	// and 0 for a persistent node.
 	Owner int64
+	// Created is when the node was created, on the server's clock, where
+	// the store keeps it (ZooKeeper's ctime, memstore), and the zero Time
+	// where it does not (etcd keeps revisions, not times). Get sets it;
+	// other calls may leave it zero. It is for display (how long a
+	// contender has waited or held), never for ordering: use Seq.
+	Created time.Time
 }
 
 // Name returns the last segment of n.Path.

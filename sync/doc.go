@@ -71,4 +71,36 @@
 // The store's own bounds add to this (see zkstore and etcdstore: a call
 // attempt on etcd is given up after one second by default, and a create
 // abandoned on ZooKeeper is waited for at most a second).
+//
+// # Who holds what
+//
+// Every contender node (a lock's, a reader's or writer's, a lease's, a
+// double barrier member's) holds an identity record by default: a small
+// JSON object with the host name, the process ID, the time the attempt
+// began and the label given with [WithLabel], for instance
+//
+//	{"host":"web-1","pid":4242,"start":"2026-08-03T10:15:30.123Z","label":"deploy"}
+//
+// Any client of the store can read it; the inspect package and "corral
+// locks" show it with the holders and waiters in order. [WithData] replaces
+// it with the caller's own data (Curator stores the host address there).
+//
+// # Metrics and logs
+//
+// The primitives record OpenTelemetry metrics through the global
+// MeterProvider, which records nothing until the application installs one,
+// or through the one given with [WithMeterProvider]: the time acquisitions
+// wait (corral.acquire.duration, by outcome: granted, busy, canceled,
+// failed), the time holds last (corral.hold.duration, released or lost), the
+// acquisitions under way and the holds not ended (corral.waiters,
+// corral.holders), the grants (corral.grants) and the holds lost, by cause
+// (corral.lost: session_expired, session_closed, disconnected, node_deleted).
+// Every measurement carries corral.kind (mutex, rwmutex.read, rwmutex.write,
+// semaphore, double_barrier) and corral.path, which [WithPathLabel] can map
+// to fewer values. A loss is recorded when the hold notices it: at once
+// while someone watches its Context, else at the Unlock or Release.
+//
+// Nothing is logged unless a *slog.Logger is given with [WithLogger], which
+// then receives debug events: grants, releases, lost holds, and node
+// removals retried or left to the session's cleaner.
 package sync

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/corral-go/corral/internal/recipe"
+	"github.com/corral-go/corral/internal/telemetry"
 	"github.com/corral-go/corral/store"
 )
 
@@ -71,6 +72,15 @@ const (
 // Leave holds its round's other members in Leave, and the next round in
 // Enter.
 //
+// # Options
+//
+// A DoubleBarrier takes the LockOptions that make sense for it: WithData
+// and WithLabel (the data of its member node: the identity record by
+// default), WithMeterProvider, WithPathLabel and WithLogger. A member counts
+// as a holder from Enter to Leave, and as lost (ErrMemberLost, or the
+// session's end) when its node goes before it leaves. WithDisconnectPolicy
+// has no effect: a member holds nothing it could lose to a disconnection.
+//
 // A DoubleBarrier is safe for concurrent use, though one participant enters
 // and leaves once at a time: its calls are serialized, Enter on an entered
 // participant fails with ErrEntered and Leave on one that is not entered with
@@ -81,6 +91,8 @@ type DoubleBarrier struct {
 	st   store.Store
 	path string
 	n    int
+	opts lockOptions
+	rec  *telemetry.Recorder
 
 	// turn holds a token while no call is running; a call takes it.
 	turn chan struct{}
@@ -91,6 +103,8 @@ type DoubleBarrier struct {
 	entered bool
 	me      dbNode  // own node, while entered
 	round   dbRound // own round, while entered
+	held    *telemetry.Holding
+	gone    bool // the own node was found deleted by someone else
 }
 
 type dbNode struct {
@@ -110,9 +124,11 @@ func (r dbRound) has(seq int64) bool { return r.lo <= seq && seq <= r.hi }
 // NewDoubleBarrier returns a participant of the double barrier of n
 // participants whose node is at path in st. It does no I/O: an invalid path,
 // an n under 1 or one that differs from the stored one are reported by
-// Enter.
-func NewDoubleBarrier(st store.Store, path string, n int) *DoubleBarrier {
-	b := &DoubleBarrier{st: st, path: path, n: n, turn: make(chan struct{}, 1)}
+// Enter. The options are described under Options.
+func NewDoubleBarrier(st store.Store, path string, n int, opts ...LockOption) *DoubleBarrier {
+	o := newLockOptions(opts)
+	b := &DoubleBarrier{st: st, path: path, n: n, opts: o, turn: make(chan struct{}, 1),
+		rec: o.recorder(telemetry.KindDoubleBarrier, path, ErrMemberLost)}
 	b.self = b
 	b.turn <- struct{}{}
 	return b
@@ -166,16 +182,26 @@ func (b *DoubleBarrier) Enter(ctx context.Context) error {
 	if b.entered {
 		return fmt.Errorf("sync: enter double barrier %q: %w", b.path, ErrEntered)
 	}
+	a := b.rec.Begin(ctx)
+	err := b.enter(ctx, a)
+	if err != nil {
+		a.Failed(ctx, err)
+	}
+	return err
+}
+
+func (b *DoubleBarrier) enter(ctx context.Context, a telemetry.Attempt) error {
 	if !b.limitOK {
 		if err := storeLimit(ctx, b.st, b.path, b.n); err != nil {
 			return b.fail(ctx, "enter", err)
 		}
 		b.limitOK = true
 	}
-	if err := recipe.Flush(ctx, b.st, b.path); err != nil {
+	tctx := telemetry.NewContext(ctx, b.rec)
+	if err := recipe.Flush(tctx, b.st, b.path); err != nil {
 		return b.fail(ctx, "enter", err)
 	}
-	node, err := b.st.Create(ctx, store.Join(b.path, dbMember), nil, store.EphemeralSequential)
+	node, err := b.st.Create(ctx, store.Join(b.path, dbMember), b.opts.nodeData(a.Start()), store.EphemeralSequential)
 	if err != nil {
 		return b.fail(ctx, "enter", err)
 	}
@@ -185,9 +211,10 @@ func (b *DoubleBarrier) Enter(ctx context.Context) error {
 		r, err = b.lateRound(ctx, me)
 	}
 	if err != nil {
-		return b.fail(ctx, "enter", errors.Join(err, recipe.Remove(ctx, b.st, me.path)))
+		return b.fail(ctx, "enter", errors.Join(err, recipe.Remove(tctx, b.st, me.path)))
 	}
-	b.entered, b.me, b.round = true, me, r
+	b.entered, b.me, b.round, b.gone = true, me, r, false
+	b.held = a.Granted(ctx, node)
 	return nil
 }
 
@@ -211,8 +238,28 @@ func (b *DoubleBarrier) Leave(ctx context.Context) error {
 		return fmt.Errorf("sync: leave double barrier %q: %w", b.path, ErrNotEntered)
 	}
 	b.entered = false
-	if err := b.leave(ctx); err != nil {
-		return b.fail(ctx, "leave", errors.Join(err, recipe.Remove(ctx, b.st, b.me.path)))
+	held := b.held
+	b.held = nil
+	tctx := telemetry.NewContext(ctx, b.rec)
+	err := b.leave(tctx)
+	if err != nil {
+		err = b.fail(ctx, "leave", errors.Join(err, recipe.Remove(tctx, b.st, b.me.path)))
+	}
+	held.End(b.loss(ctx, err))
+	return err
+}
+
+// loss is the cause of a membership lost before Leave: the session's end,
+// the own node deleted by someone else, or a failure to leave; nil when the
+// member left (ctx ending in Leave still leaves).
+func (b *DoubleBarrier) loss(ctx context.Context, err error) error {
+	switch {
+	case b.st.Context().Err() != nil:
+		return context.Cause(b.st.Context())
+	case b.gone:
+		return ErrMemberLost
+	case err != nil && ctx.Err() == nil:
+		return err
 	}
 	return nil
 }
@@ -234,6 +281,7 @@ func (b *DoubleBarrier) leave(ctx context.Context) error {
 				return context.Cause(b.st.Context())
 			}
 			mine = false // deleted by someone else: it has left
+			b.gone = true
 		}
 		switch {
 		case len(members) == 0:

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	gosync "sync"
 
+	"github.com/corral-go/corral/internal/identity"
 	"github.com/corral-go/corral/internal/recipe"
+	"github.com/corral-go/corral/internal/telemetry"
 	"github.com/corral-go/corral/store"
 )
 
@@ -33,8 +35,12 @@ const (
 type LockOption func(*lockOptions)
 
 type lockOptions struct {
-	policy DisconnectPolicy
-	data   []byte
+	policy  DisconnectPolicy
+	data    []byte
+	dataSet bool
+	label   string
+	ident   *identity.Encoder // nil with WithData
+	tel     telemetry.Config
 }
 
 // WithDisconnectPolicy sets what a lost connection does to a held lock; the
@@ -43,11 +49,12 @@ func WithDisconnectPolicy(p DisconnectPolicy) LockOption {
 	return func(o *lockOptions) { o.policy = p }
 }
 
-// WithData stores data in every contender node, as Curator stores the
-// holder's address, for operators who list the lock's nodes. It must be at
-// most store.MaxDataSize bytes.
+// WithData stores data in every contender node instead of the identity
+// record (see WithLabel), as Curator stores the holder's address: the data
+// is then the caller's, and inspection shows it as it is. WithData(nil)
+// stores no data at all. It must be at most store.MaxDataSize bytes.
 func WithData(data []byte) LockOption {
-	return func(o *lockOptions) { o.data = data }
+	return func(o *lockOptions) { o.data, o.dataSet = data, true }
 }
 
 func newLockOptions(opts []LockOption) lockOptions {
@@ -55,6 +62,7 @@ func newLockOptions(opts []LockOption) lockOptions {
 	for _, opt := range opts {
 		opt(&o)
 	}
+	newIdentity(&o)
 	return o
 }
 
@@ -100,7 +108,7 @@ type Mutex struct {
 // store.ErrInvalidPath.
 func NewMutex(st store.Store, path string, opts ...LockOption) *Mutex {
 	m := &Mutex{}
-	m.x.init(st, path, recipe.LockPrefix, newLockOptions(opts))
+	m.x.init(st, path, recipe.LockPrefix, telemetry.KindMutex, newLockOptions(opts))
 	return m
 }
 
@@ -179,6 +187,7 @@ type exclusive struct {
 	path   string
 	prefix string
 	opts   lockOptions
+	rec    *telemetry.Recorder
 	// local holds a token while a goroutine of this value holds or
 	// acquires the lock, so that they exclude each other without store
 	// round trips.
@@ -195,8 +204,9 @@ type exclusive struct {
 
 // init sets x up in place: x remembers its own address, so that a copy can
 // tell it is one.
-func (x *exclusive) init(st store.Store, path, prefix string, opts lockOptions) {
-	*x = exclusive{st: st, path: path, prefix: prefix, opts: opts, local: make(chan struct{}, 1)}
+func (x *exclusive) init(st store.Store, path, prefix, kind string, opts lockOptions) {
+	*x = exclusive{st: st, path: path, prefix: prefix, opts: opts, local: make(chan struct{}, 1),
+		rec: opts.recorder(kind, path, ErrNodeDeleted)}
 	x.self = x
 }
 
@@ -224,17 +234,21 @@ func (x *exclusive) lock(ctx context.Context, op string) error {
 	if ctx.Err() != nil {
 		return acquireErr(ctx, op, x.path, nil)
 	}
+	a := x.rec.Begin(ctx)
 	select {
 	case x.local <- struct{}{}:
 	case <-ctx.Done():
+		a.Failed(ctx, ctx.Err())
 		return acquireErr(ctx, op, x.path, nil)
 	}
-	n, err := recipe.Acquire(ctx, x.st, x.path, x.prefix, x.opts.data, recipe.Predecessor)
+	tctx := telemetry.NewContext(ctx, x.rec)
+	n, err := recipe.Acquire(tctx, x.st, x.path, x.prefix, x.opts.nodeData(a.Start()), recipe.Predecessor)
 	if err != nil {
 		<-x.local
+		a.Failed(ctx, err)
 		return acquireErr(ctx, op, x.path, err)
 	}
-	x.grant(n)
+	x.grant(n, a.Granted(ctx, n))
 	return nil
 }
 
@@ -242,25 +256,30 @@ func (x *exclusive) tryLock(ctx context.Context, op string) (bool, error) {
 	if err := x.usable("try" + op); err != nil {
 		return false, err
 	}
+	a := x.rec.Try()
 	select {
 	case x.local <- struct{}{}:
 	default:
+		a.Busy(ctx)
 		return false, nil
 	}
-	n, ok, err := recipe.TryAcquire(ctx, x.st, x.path, x.prefix, x.opts.data, recipe.Predecessor)
+	tctx := telemetry.NewContext(ctx, x.rec)
+	n, ok, err := recipe.TryAcquire(tctx, x.st, x.path, x.prefix, x.opts.nodeData(a.Start()), recipe.Predecessor)
 	if err != nil || !ok {
 		<-x.local
 		if err != nil {
+			a.Failed(ctx, err)
 			return false, acquireErr(ctx, "try"+op, x.path, err)
 		}
+		a.Busy(ctx)
 		return false, nil
 	}
-	x.grant(n)
+	x.grant(n, a.Granted(ctx, n))
 	return true, nil
 }
 
-func (x *exclusive) grant(n store.Node) {
-	h := recipe.NewHold(x.st, n, x.opts.hold())
+func (x *exclusive) grant(n store.Node, held *telemetry.Holding) {
+	h := recipe.NewHold(x.st, n, x.opts.holdWith(held))
 	x.mu.Lock()
 	x.hold = h
 	x.pending = "" // removed before the grant (recipe.Flush)
@@ -282,7 +301,7 @@ func (x *exclusive) unlock(ctx context.Context, op string) error {
 		return x.removePending(ctx, op, pending)
 	}
 	defer func() { <-x.local }()
-	err := releaseErr(ctx, op, x.path, h)
+	err := releaseErr(telemetry.NewContext(ctx, x.rec), op, x.path, h)
 	if errors.Is(err, recipe.ErrRemovalPending) {
 		x.mu.Lock()
 		x.pending = h.Node().Path
@@ -293,7 +312,7 @@ func (x *exclusive) unlock(ctx context.Context, op string) error {
 
 // removePending removes the node of a release that could not remove it.
 func (x *exclusive) removePending(ctx context.Context, op, p string) error {
-	if err := recipe.Remove(ctx, x.st, p); err != nil {
+	if err := recipe.Remove(telemetry.NewContext(ctx, x.rec), x.st, p); err != nil {
 		return opErr(op, x.path, err)
 	}
 	x.mu.Lock()

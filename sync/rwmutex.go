@@ -7,6 +7,7 @@ import (
 	gosync "sync"
 
 	"github.com/corral-go/corral/internal/recipe"
+	"github.com/corral-go/corral/internal/telemetry"
 	"github.com/corral-go/corral/store"
 )
 
@@ -29,6 +30,7 @@ import (
 type RWMutex struct {
 	w    exclusive
 	opts lockOptions
+	rrec *telemetry.Recorder // of the readers
 
 	mu     gosync.Mutex
 	rholds []*recipe.Hold // read holds, oldest first
@@ -43,8 +45,8 @@ type RWMutex struct {
 // store.ErrInvalidPath.
 func NewRWMutex(st store.Store, path string, opts ...LockOption) *RWMutex {
 	o := newLockOptions(opts)
-	rw := &RWMutex{opts: o}
-	rw.w.init(st, path, recipe.WritePrefix, o)
+	rw := &RWMutex{opts: o, rrec: o.recorder(telemetry.KindRead, path, ErrNodeDeleted)}
+	rw.w.init(st, path, recipe.WritePrefix, telemetry.KindWrite, o)
 	return rw
 }
 
@@ -85,11 +87,14 @@ func (rw *RWMutex) RLock(ctx context.Context) error {
 	if ctx.Err() != nil {
 		return acquireErr(ctx, "rlock", rw.w.path, nil)
 	}
-	n, err := recipe.Acquire(ctx, rw.w.st, rw.w.path, recipe.ReadPrefix, rw.opts.data, recipe.LastWriter)
+	a := rw.rrec.Begin(ctx)
+	tctx := telemetry.NewContext(ctx, rw.rrec)
+	n, err := recipe.Acquire(tctx, rw.w.st, rw.w.path, recipe.ReadPrefix, rw.opts.nodeData(a.Start()), recipe.LastWriter)
 	if err != nil {
+		a.Failed(ctx, err)
 		return acquireErr(ctx, "rlock", rw.w.path, err)
 	}
-	rw.rgrant(n)
+	rw.rgrant(n, a.Granted(ctx, n))
 	return nil
 }
 
@@ -99,18 +104,23 @@ func (rw *RWMutex) TryRLock(ctx context.Context) (bool, error) {
 	if err := rw.w.usable("tryrlock"); err != nil {
 		return false, err
 	}
-	n, ok, err := recipe.TryAcquire(ctx, rw.w.st, rw.w.path, recipe.ReadPrefix, rw.opts.data, recipe.LastWriter)
+	a := rw.rrec.Try()
+	tctx := telemetry.NewContext(ctx, rw.rrec)
+	n, ok, err := recipe.TryAcquire(tctx, rw.w.st, rw.w.path, recipe.ReadPrefix, rw.opts.nodeData(a.Start()), recipe.LastWriter)
 	if err != nil {
+		a.Failed(ctx, err)
 		return false, acquireErr(ctx, "tryrlock", rw.w.path, err)
 	}
-	if ok {
-		rw.rgrant(n)
+	if !ok {
+		a.Busy(ctx)
+		return false, nil
 	}
-	return ok, nil
+	rw.rgrant(n, a.Granted(ctx, n))
+	return true, nil
 }
 
-func (rw *RWMutex) rgrant(n store.Node) {
-	h := recipe.NewHold(rw.w.st, n, rw.opts.hold())
+func (rw *RWMutex) rgrant(n store.Node, held *telemetry.Holding) {
+	h := recipe.NewHold(rw.w.st, n, rw.opts.holdWith(held))
 	rw.mu.Lock()
 	rw.rholds = append(rw.rholds, h)
 	// RLock removed this session's pending nodes before it contended.
@@ -142,7 +152,7 @@ func (rw *RWMutex) RUnlock(ctx context.Context) error {
 		}
 		p := rw.rpending[0]
 		rw.mu.Unlock()
-		if err := recipe.Remove(ctx, rw.w.st, p); err != nil {
+		if err := recipe.Remove(telemetry.NewContext(ctx, rw.rrec), rw.w.st, p); err != nil {
 			return opErr("runlock", rw.w.path, err)
 		}
 		rw.mu.Lock()
@@ -154,7 +164,7 @@ func (rw *RWMutex) RUnlock(ctx context.Context) error {
 	rw.rholds[0] = nil
 	rw.rholds = rw.rholds[1:]
 	rw.mu.Unlock()
-	err := releaseErr(ctx, "runlock", rw.w.path, h)
+	err := releaseErr(telemetry.NewContext(ctx, rw.rrec), "runlock", rw.w.path, h)
 	if errors.Is(err, recipe.ErrRemovalPending) {
 		rw.mu.Lock()
 		rw.rpending = append(rw.rpending, h.Node().Path)

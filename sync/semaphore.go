@@ -10,6 +10,7 @@ import (
 	gosync "sync"
 
 	"github.com/corral-go/corral/internal/recipe"
+	"github.com/corral-go/corral/internal/telemetry"
 	"github.com/corral-go/corral/store"
 )
 
@@ -133,6 +134,7 @@ type Semaphore struct {
 	path string
 	n    int
 	opts lockOptions
+	rec  *telemetry.Recorder
 
 	mu      gosync.Mutex
 	limitOK bool // the stored limit was checked
@@ -142,7 +144,8 @@ type Semaphore struct {
 // It does no I/O: an invalid path, an n under 1 or one that differs from the
 // stored one are reported by the first Acquire or TryAcquire.
 func NewSemaphore(st store.Store, path string, n int, opts ...LockOption) *Semaphore {
-	return &Semaphore{st: st, path: path, n: n, opts: newLockOptions(opts)}
+	o := newLockOptions(opts)
+	return &Semaphore{st: st, path: path, n: n, opts: o, rec: o.recorder(telemetry.KindSemaphore, path, ErrNodeDeleted)}
 }
 
 // Path returns the path of the semaphore's node.
@@ -160,14 +163,19 @@ func (s *Semaphore) Acquire(ctx context.Context) (*Lease, error) {
 	if err := s.prepare(ctx, "acquire"); err != nil {
 		return nil, err
 	}
-	node, kids, err := s.create(ctx)
+	a := s.rec.Begin(ctx)
+	tctx := telemetry.NewContext(ctx, s.rec)
+	node, kids, err := s.create(tctx, s.opts.nodeData(a.Start()))
 	if err != nil {
+		a.Failed(ctx, err)
 		return nil, acquireErr(ctx, "acquire", s.path, err)
 	}
 	if err := s.wait(ctx, node, kids); err != nil {
-		return nil, acquireErr(ctx, "acquire", s.path, errors.Join(err, recipe.Remove(ctx, s.st, node.Path)))
+		err = errors.Join(err, recipe.Remove(tctx, s.st, node.Path))
+		a.Failed(ctx, err)
+		return nil, acquireErr(ctx, "acquire", s.path, err)
 	}
-	return s.grant(node), nil
+	return s.grant(node, a.Granted(ctx, node)), nil
 }
 
 // TryAcquire acquires a lease if one is free now, without waiting. It
@@ -179,8 +187,11 @@ func (s *Semaphore) TryAcquire(ctx context.Context) (*Lease, bool, error) {
 	if err := s.prepare(ctx, "tryacquire"); err != nil {
 		return nil, false, err
 	}
-	node, kids, err := s.create(ctx)
+	a := s.rec.Try()
+	tctx := telemetry.NewContext(ctx, s.rec)
+	node, kids, err := s.create(tctx, s.opts.nodeData(a.Start()))
 	if err != nil {
+		a.Failed(ctx, err)
 		return nil, false, acquireErr(ctx, "tryacquire", s.path, err)
 	}
 	leases := semLeases(s.path, kids)
@@ -192,12 +203,14 @@ func (s *Semaphore) TryAcquire(ctx context.Context) (*Lease, bool, error) {
 		// Without CreateLister a waiter that came later may have listed
 		// this node before it was granted, and watch it.
 		if err = s.handOn(ctx, node, len(leases)-i-1); err == nil {
-			return s.grant(node), true, nil
+			return s.grant(node, a.Granted(ctx, node)), true, nil
 		}
 	}
-	if err = errors.Join(err, recipe.Remove(ctx, s.st, node.Path)); err != nil {
+	if err = errors.Join(err, recipe.Remove(tctx, s.st, node.Path)); err != nil {
+		a.Failed(ctx, err)
 		return nil, false, acquireErr(ctx, "tryacquire", s.path, err)
 	}
+	a.Busy(ctx)
 	return nil, false, nil
 }
 
@@ -230,9 +243,9 @@ func (s *Semaphore) prepare(ctx context.Context, op string) error {
 	return nil
 }
 
-// create makes the own lease node and lists the semaphore's children right
-// after, in one round trip when the store can.
-func (s *Semaphore) create(ctx context.Context) (store.Node, []store.Child, error) {
+// create makes the own lease node with data and lists the semaphore's
+// children right after, in one round trip when the store can.
+func (s *Semaphore) create(ctx context.Context, data []byte) (store.Node, []store.Child, error) {
 	if err := recipe.Flush(ctx, s.st, s.path); err != nil {
 		return store.Node{}, nil, err
 	}
@@ -243,8 +256,8 @@ func (s *Semaphore) create(ctx context.Context) (store.Node, []store.Child, erro
 		err  error
 	)
 	if cl, ok := s.st.(store.CreateLister); ok {
-		node, kids, err = cl.CreateAndList(ctx, p, s.opts.data, store.EphemeralSequential)
-	} else if node, err = s.st.Create(ctx, p, s.opts.data, store.EphemeralSequential); err == nil {
+		node, kids, err = cl.CreateAndList(ctx, p, data, store.EphemeralSequential)
+	} else if node, err = s.st.Create(ctx, p, data, store.EphemeralSequential); err == nil {
 		kids, err = s.st.Children(ctx, s.path)
 		if err != nil {
 			return store.Node{}, nil, errors.Join(err, recipe.Remove(ctx, s.st, node.Path))
@@ -293,14 +306,15 @@ func (s *Semaphore) wait(ctx context.Context, own store.Node, kids []store.Child
 }
 
 // handOn is the last step of a grant to own, followed in line by behind
-// leases: the next in line may be watching own, so touch it, and it moves
-// up and watches the holders in its turn.
+// leases: the next in line may be watching own, so touch it (setting its
+// data again, the identity record included), and it moves up and watches
+// the holders in its turn.
 func (s *Semaphore) handOn(ctx context.Context, own store.Node, behind int) error {
 	if behind == 0 {
 		return nil
 	}
 	return s.retry(ctx, func() error {
-		_, err := s.st.Set(ctx, own.Path, s.opts.data, store.AnyVersion)
+		_, err := s.st.Set(ctx, own.Path, own.Data, store.AnyVersion)
 		return err
 	})
 }
@@ -378,8 +392,8 @@ func (s *Semaphore) ownGone(path string) error {
 	return fmt.Errorf("lease %q: %w", path, ErrNodeDeleted)
 }
 
-func (s *Semaphore) grant(node store.Node) *Lease {
-	return &Lease{path: s.path, hold: recipe.NewHold(s.st, node, s.opts.hold())}
+func (s *Semaphore) grant(node store.Node, held *telemetry.Holding) *Lease {
+	return &Lease{path: s.path, rec: s.rec, hold: recipe.NewHold(s.st, node, s.opts.holdWith(held))}
 }
 
 // Lease is one of a Semaphore's n leases, held from Acquire until Release.
@@ -393,6 +407,7 @@ func (s *Semaphore) grant(node store.Node) *Lease {
 // Release returns an error wrapping ErrLeaseLost.
 type Lease struct {
 	path string
+	rec  *telemetry.Recorder
 	hold *recipe.Hold
 
 	mu       gosync.Mutex
@@ -442,7 +457,7 @@ func (l *Lease) Release(ctx context.Context) error {
 	if again && !pending {
 		return opErr("release", l.path, ErrReleased)
 	}
-	lost, err := l.hold.Release(ctx, ErrReleased)
+	lost, err := l.hold.Release(telemetry.NewContext(ctx, l.rec), ErrReleased)
 	l.mu.Lock()
 	l.pending = errors.Is(err, recipe.ErrRemovalPending)
 	l.mu.Unlock()

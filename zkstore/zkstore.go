@@ -594,7 +594,11 @@ func isConnErr(err error) bool {
 
 func node(path string, data []byte, st *zk.Stat) store.Node {
 	seq, _ := store.ParseSeq(store.Base(path))
-	return store.Node{Path: path, Data: data, Seq: seq, Version: int64(st.Version), Owner: st.EphemeralOwner}
+	n := store.Node{Path: path, Data: data, Seq: seq, Version: int64(st.Version), Owner: st.EphemeralOwner}
+	if st.Ctime > 0 {
+		n.Created = time.UnixMilli(st.Ctime)
+	}
+	return n
 }
 
 func children(names []string) []store.Child {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/corral-go/corral/election"
+	"github.com/corral-go/corral/inspect"
 )
 
 func init() {
@@ -19,7 +20,7 @@ func runElect(ctx context.Context, e *env, args []string) error {
 		"Campaigns at PATH and runs CMD once elected, for as long as the leadership lasts.\n"+
 			"If leadership is lost while CMD runs, CMD gets SIGTERM, then SIGKILL after --grace,\n"+
 			"and corral exits with status 4. When CMD exits, corral resigns and exits with its status.")
-	value := fs.String("value", "", "the value to proclaim while leader (an identity or address)")
+	value := fs.String("value", "", "the value to proclaim while leader (an identity or address; default: corral's identity record, host and pid)")
 	timeout := fs.Duration("timeout", 0, "give up campaigning after this long (exit 3); 0 waits forever")
 	grace := fs.Duration("grace", 10*time.Second, "time between SIGTERM and SIGKILL when leadership is lost")
 	keep := fs.Bool("keep-on-disconnect", false, "stay leader through a lost connection until the session expires (default: stop CMD at once)")
@@ -43,7 +44,11 @@ func runElect(ctx context.Context, e *env, args []string) error {
 		actx, cancel = context.WithTimeout(ctx, *timeout)
 		defer cancel()
 	}
-	lead, err := el.Campaign(actx, []byte(*value))
+	v := []byte(*value)
+	if *value == "" {
+		v = inspect.IdentityRecord("")
+	}
+	lead, err := el.Campaign(actx, v)
 	if err != nil {
 		return err
 	}

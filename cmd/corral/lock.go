@@ -26,6 +26,7 @@ func runLock(ctx context.Context, e *env, args []string) error {
 	timeout := fs.Duration("timeout", 0, "give up acquiring after this long (exit 3); 0 waits forever")
 	shared := fs.Bool("shared", false, "take a shared (read) lock: shared holders run together, exclusive ones alone")
 	grace := fs.Duration("grace", 10*time.Second, "time between SIGTERM and SIGKILL when the lock is lost")
+	label := fs.String("label", "", "a label for the lock's node, beside the host and pid (shown by corral locks)")
 	keep := fs.Bool("keep-on-disconnect", false, "keep running through a lost connection until the session expires (default: stop CMD at once, since ownership is unknown)")
 	path, argv, err := parsePathCmd(fs, args)
 	if err != nil {
@@ -41,12 +42,13 @@ func runLock(ctx context.Context, e *env, args []string) error {
 	if *keep {
 		policy = corralsync.KeepOnDisconnect
 	}
+	opts := []corralsync.LockOption{corralsync.WithDisconnectPolicy(policy), corralsync.WithLabel(*label)}
 	var l locker
 	if *shared {
-		rw := corralsync.NewRWMutex(st, path, corralsync.WithDisconnectPolicy(policy))
+		rw := corralsync.NewRWMutex(st, path, opts...)
 		l = locker{rw.RLock, rw.RUnlock, rw.RContext, rw.RToken}
 	} else {
-		m := corralsync.NewMutex(st, path, corralsync.WithDisconnectPolicy(policy))
+		m := corralsync.NewMutex(st, path, opts...)
 		l = locker{m.Lock, m.Unlock, m.Context, m.Token}
 	}
 	return holdAndRun(ctx, e, l, *timeout, *grace, argv)

@@ -42,6 +42,7 @@ Usage:
   corral barrier set|remove|wait PATH       a barrier
   corral barrier enter N PATH -- CMD        a double barrier of N around CMD
   corral queue put|take|consume PATH        a queue
+  corral locks [flags] [PATH]               who holds and who waits, at or below PATH
   corral ls [flags] PATH                    list what is stored under PATH
   corral help                               this text
 

@@ -7,6 +7,7 @@ import (
 	gosync "sync"
 	"time"
 
+	"github.com/corral-go/corral/internal/telemetry"
 	"github.com/corral-go/corral/store"
 )
 
@@ -42,16 +43,17 @@ type cleaner struct {
 }
 
 type pendingNode struct {
-	done chan struct{} // closed once the node is gone, or the session
+	done chan struct{}       // closed once the node is gone, or the session
+	rec  *telemetry.Recorder // of the primitive that handed it over, or nil
 }
 
 // handOver hands the node at path to st's cleaner and returns a channel
 // that is closed once it is gone (or the session has ended).
-func handOver(st store.Store, path string) <-chan struct{} {
+func handOver(st store.Store, path string, rec *telemetry.Recorder) <-chan struct{} {
 	for {
 		c, loaded := cleaners.LoadOrStore(st, &cleaner{st: st, pending: map[string]*pendingNode{}})
 		cl := c.(*cleaner)
-		done, ok := cl.add(path)
+		done, ok := cl.add(path, rec)
 		if !loaded {
 			go cl.run()
 		}
@@ -62,7 +64,7 @@ func handOver(st store.Store, path string) <-chan struct{} {
 }
 
 // add adds the node at path, unless the cleaner has ended.
-func (c *cleaner) add(path string) (<-chan struct{}, bool) {
+func (c *cleaner) add(path string, rec *telemetry.Recorder) (<-chan struct{}, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.dead {
@@ -70,19 +72,24 @@ func (c *cleaner) add(path string) (<-chan struct{}, bool) {
 	}
 	p, ok := c.pending[path]
 	if !ok {
-		p = &pendingNode{done: make(chan struct{})}
+		p = &pendingNode{done: make(chan struct{}), rec: rec}
 		c.pending[path] = p
 	}
 	return p.done, true
 }
 
-// finish marks the node at path gone.
-func (c *cleaner) finish(path string) {
+// finish marks the node at path gone; err says why it is no longer
+// pending when it was not deleted.
+func (c *cleaner) finish(path string, err error) {
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	if p, ok := c.pending[path]; ok {
+	p, ok := c.pending[path]
+	if ok {
 		close(p.done)
 		delete(c.pending, path)
+	}
+	c.mu.Unlock()
+	if ok {
+		p.rec.CleanupDone(path, err)
 	}
 }
 
@@ -107,13 +114,13 @@ func (c *cleaner) run() {
 		for _, p := range c.paths("") {
 			switch err := deleteOnce(sctx, c.st, p); {
 			case err == nil:
-				c.finish(p)
+				c.finish(p, nil)
 			case errors.Is(err, store.ErrDisconnected):
 				// Try again once the connection is back.
 			default:
 				// Nothing more can be done for it (the session
 				// ended, say, or the store refuses): stop trying.
-				c.finish(p)
+				c.finish(p, err)
 			}
 		}
 		c.mu.Lock()
@@ -163,7 +170,7 @@ func Flush(ctx context.Context, st store.Store, dir string) error {
 		if err != nil {
 			return fmt.Errorf("remove abandoned node %q: %w", p, err)
 		}
-		cl.finish(p)
+		cl.finish(p, nil)
 	}
 	return nil
 }
@@ -211,22 +218,29 @@ func Remove(ctx context.Context, st store.Store, path string) error {
 func remove(ctx context.Context, st store.Store, path string) (gone bool, err error) {
 	rctx, cancel := GraceContext(ctx)
 	defer cancel()
-	first := true
+	rec := telemetry.FromContext(ctx)
+	attempt := 0
+	var last error
 	_, err = retry(rctx, st, func() (struct{}, error) {
+		if attempt > 0 {
+			rec.CleanupRetried(rctx, path, attempt, last)
+		}
 		err := st.Delete(rctx, path)
-		gone = first && errors.Is(err, store.ErrNoNode)
-		first = false
+		gone = attempt == 0 && errors.Is(err, store.ErrNoNode)
+		attempt++
+		last = err
 		return struct{}{}, err
 	})
 	switch {
 	case err == nil, errors.Is(err, store.ErrNoNode),
 		errors.Is(err, store.ErrSessionExpired), errors.Is(err, store.ErrClosed):
 		if c, ok := cleaners.Load(st); ok {
-			c.(*cleaner).finish(path) // removed by an earlier hand-over's owner
+			c.(*cleaner).finish(path, nil) // removed by an earlier hand-over's owner
 		}
 		return gone, nil
 	case errors.Is(err, store.ErrDisconnected), rctx.Err() != nil:
-		handOver(st, path)
+		rec.CleanupHandedOver(rctx, path, err)
+		handOver(st, path, rec)
 		return gone, fmt.Errorf("remove %q: %w (%w: %w)", path, ErrRemovalPending, store.ErrDisconnected, err)
 	}
 	return gone, fmt.Errorf("remove %q: %w", path, err)

@@ -26,6 +26,12 @@ type HoldOptions struct {
 	// Release still reports as lost a node found deleted, an ended
 	// session, and a disconnection under the Disconnected policy.
 	Lazy bool
+	// OnEnd, when not nil, is called once when the hold ends: with nil
+	// when it was released (Release, Stop) while live, and with the cause
+	// when it was lost. A loss is reported when the hold notices it: by a
+	// watch, by Context, or at the latest by Release, which first checks
+	// whether the node is still there. It must not block.
+	OnEnd func(lost error)
 }
 
 // Hold is a granted contender node, held until its Context is cancelled.
@@ -46,6 +52,8 @@ type Hold struct {
 	watching bool // the watches were started
 	stopped  bool // Stop was called: start nothing more
 	wg       gosync.WaitGroup
+
+	ended gosync.Once // guards opts.OnEnd
 }
 
 // NewHold starts holding node, a granted contender of st's session. The
@@ -117,6 +125,7 @@ func (h *Hold) check() {
 		default:
 		}
 	}
+	h.noticeEnd()
 }
 
 // Node returns the held node.
@@ -138,7 +147,7 @@ func (h *Hold) Release(ctx context.Context, cause error) (lost, err error) {
 	if h.ctx.Err() != nil {
 		lost = context.Cause(h.ctx)
 	}
-	h.Stop(cause)
+	h.stop(cause)
 	gone, err := remove(ctx, h.st, h.node.Path)
 	if lost == nil && gone {
 		// Deleted by someone else, and nobody watched it go.
@@ -148,17 +157,52 @@ func (h *Hold) Release(ctx context.Context, cause error) (lost, err error) {
 			lost = c
 		}
 	}
+	h.report(lost)
 	return lost, err
 }
 
 // Stop ends the hold with cause, if it has not ended yet, and waits for its
 // goroutines; it leaves the node in place.
 func (h *Hold) Stop(cause error) {
+	h.stop(cause)
+	if cause == nil {
+		cause = context.Canceled // what cancel(nil) sets
+	}
+	var lost error
+	if c := context.Cause(h.ctx); c != cause {
+		lost = c // it had ended before
+	}
+	h.report(lost)
+}
+
+func (h *Hold) stop(cause error) {
 	h.mu.Lock()
 	h.stopped = true
 	h.mu.Unlock()
 	h.cancel(cause)
 	h.wg.Wait()
+}
+
+// noticeEnd reports an end found while the hold was not being stopped (a
+// stopping Release or Stop reports the end itself, once it knows whether the
+// hold was lost).
+func (h *Hold) noticeEnd() {
+	if h.ctx.Err() == nil {
+		return
+	}
+	h.mu.Lock()
+	stopped := h.stopped
+	h.mu.Unlock()
+	if !stopped {
+		h.report(context.Cause(h.ctx))
+	}
+}
+
+// report calls opts.OnEnd, once.
+func (h *Hold) report(lost error) {
+	if h.opts.OnEnd != nil {
+		h.ended.Do(func() { h.opts.OnEnd(lost) })
+	}
 }
 
 // watch cancels the hold when the own node goes or the session ends.
@@ -169,6 +213,7 @@ func (h *Hold) watch() {
 		if err != nil {
 			stop()
 			if h.ctx.Err() != nil {
+				h.noticeEnd() // the session's end, say
 				return
 			}
 			if errors.Is(err, store.ErrDisconnected) {
@@ -197,6 +242,7 @@ func (h *Hold) watch() {
 			}
 		case <-h.ctx.Done():
 			stop()
+			h.noticeEnd()
 			return
 		}
 	}
@@ -210,7 +256,16 @@ func (h *Hold) lose(cause error) {
 	if c := context.Cause(h.st.Context()); c != nil {
 		cause = c
 	}
+	// Reported before the context is cancelled, so that whoever sees
+	// it end finds the loss recorded.
+	h.mu.Lock()
+	stopped := h.stopped
+	h.mu.Unlock()
+	if !stopped && h.ctx.Err() == nil {
+		h.report(cause)
+	}
 	h.cancel(cause)
+	h.noticeEnd()
 }
 
 // DisconnectPolicy says what a lost connection does to a hold. The sync and

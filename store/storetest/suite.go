@@ -249,6 +249,11 @@ func (s *suite) createGet(t *testing.T) {
 	if string(got.Data) != "hello" || got.Version != 0 || got.Owner != 0 || got.Path != dir+"/a" {
 		t.Errorf("Get = %+v; want data hello, version 0, owner 0", got)
 	}
+	// Created is optional, but a store that sets it sets the creation
+	// time: on the server's clock, so only roughly now.
+	if c := got.Created; !c.IsZero() && (time.Since(c) > time.Minute || time.Until(c) > time.Minute) {
+		t.Errorf("Get(%q).Created = %v; want about %v or the zero Time", got.Path, c, time.Now())
+	}
 	_, err := st.Create(ctx, dir+"/a", nil, store.Persistent)
 	wantErr(t, "Create(existing)", err, store.ErrNodeExists)
 	_, err = st.Create(ctx, dir+"/a", nil, store.Ephemeral)

@@ -1,0 +1,201 @@
+package inspect
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	gosync "sync"
+	"time"
+
+	"github.com/corral-go/corral/store"
+)
+
+// MinInterval is the shortest time between two walks of a Watcher: changes
+// that come faster (a busy lock hands over hundreds of times a second) are
+// merged into one report rather than read one by one.
+const MinInterval = 100 * time.Millisecond
+
+// ErrNoChildrenWatch: the store does not implement store.ChildrenWatcher,
+// which Watch needs. Every adapter of this module does.
+var ErrNoChildrenWatch = errors.New("inspect: store cannot watch children")
+
+// ErrWatcherClosed is the Err of a Watcher after Close.
+var ErrWatcherClosed = errors.New("inspect: watcher closed")
+
+// Watcher follows the recipes at or below a path; see Watch. Its methods
+// are safe for concurrent use.
+type Watcher struct {
+	ch     chan []Report
+	cancel context.CancelCauseFunc
+	done   chan struct{}
+
+	mu  gosync.Mutex
+	err error
+}
+
+// Watch reports the recipe directories at or below root (as Walk does) on
+// the Watcher's Reports channel: first as they are, and again after every
+// change. It sets a children watch with every listing (and a watch on a
+// double barrier's ready node), waits for one of them to fire, and walks
+// again, never sooner than MinInterval after the last walk; it never polls.
+// A snapshot not yet received when a change comes is replaced by a newer
+// one. A missing root is reported as no recipes until it is created. A data
+// change that does not change a directory's children (a leader that
+// proclaims a new value) shows at the next change that does.
+//
+// Watch returns at once; the watcher runs in a goroutine of its own until
+// ctx ends, Close is called, the session ends, or a read fails for a reason
+// other than a lost connection (which is waited out). Then Reports is closed
+// and Err says why.
+func Watch(ctx context.Context, st store.Store, root string) *Watcher {
+	wctx, cancel := context.WithCancelCause(ctx)
+	w := &Watcher{ch: make(chan []Report), cancel: cancel, done: make(chan struct{})}
+	cw, ok := st.(store.ChildrenWatcher)
+	switch err := store.ValidatePath(root); {
+	case err != nil:
+		w.finish(wctx, fmt.Errorf("inspect: %w", err))
+	case !ok:
+		w.finish(wctx, ErrNoChildrenWatch)
+	default:
+		go func() { w.finish(wctx, w.run(wctx, st, cw, root)) }()
+	}
+	return w
+}
+
+// Reports returns the channel the watcher sends each snapshot on. It is
+// closed when the watcher has stopped; Err then says why.
+func (w *Watcher) Reports() <-chan []Report { return w.ch }
+
+// Done returns a channel that is closed when the watcher has stopped.
+func (w *Watcher) Done() <-chan struct{} { return w.done }
+
+// Err returns nil while the watcher runs and, once it stopped, why: the
+// cause of its ctx's end, ErrWatcherClosed after Close, the session's end
+// (store.ErrSessionExpired, store.ErrClosed) or the error that stopped it.
+func (w *Watcher) Err() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.err
+}
+
+// Close stops the watcher and waits until it has stopped. It is idempotent
+// and returns nil.
+func (w *Watcher) Close() error {
+	w.cancel(ErrWatcherClosed)
+	<-w.done
+	return nil
+}
+
+func (w *Watcher) finish(ctx context.Context, err error) {
+	if ctx.Err() != nil {
+		err = context.Cause(ctx)
+	}
+	w.mu.Lock()
+	w.err = err
+	w.mu.Unlock()
+	close(w.ch)
+	w.cancel(err)
+	close(w.done)
+}
+
+func (w *Watcher) run(ctx context.Context, st store.Store, cw store.ChildrenWatcher, root string) error {
+	for attempt := 0; ; {
+		begun := time.Now()
+		wctx, stop := context.WithCancel(ctx)
+		r := &reader{st: st, cw: cw}
+		reps, err := r.snapshot(wctx, root)
+		if err != nil {
+			stop()
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			if sctx := st.Context(); sctx.Err() != nil {
+				return context.Cause(sctx)
+			}
+			if !errors.Is(err, store.ErrDisconnected) {
+				return err
+			}
+			if err := sleep(ctx, min(10*time.Millisecond<<min(attempt, 6), time.Second)); err != nil {
+				return err
+			}
+			attempt++
+			continue
+		}
+		attempt = 0
+		err = w.send(ctx, st, reps, r.evs)
+		stop()
+		if err != nil {
+			return err
+		}
+		if err := sleep(ctx, MinInterval-time.Since(begun)); err != nil {
+			return err
+		}
+	}
+}
+
+// snapshot walks root with watches; a missing root gives no reports and a
+// watch for its creation.
+func (r *reader) snapshot(ctx context.Context, root string) ([]Report, error) {
+	reps := []Report{}
+	err := r.walk(ctx, root, func(rep Report) error { reps = append(reps, rep); return nil })
+	if !errors.Is(err, store.ErrNoNode) || len(r.evs) > 0 {
+		return reps, err
+	}
+	exists, _, ev, err := r.st.ExistsW(ctx, root)
+	if err != nil {
+		return nil, err
+	}
+	if exists {
+		// Made since the listing: walk again at once.
+		fired := make(chan store.Event, 1)
+		fired <- store.Event{Type: store.EventCreated, Path: root}
+		close(fired)
+		ev = fired
+	}
+	r.evs = append(r.evs, ev)
+	return reps, nil
+}
+
+// send offers reps on the channel until it is taken, and then waits until
+// one of evs fires; a watch that fires first makes reps stale, and send
+// returns to walk again.
+func (w *Watcher) send(ctx context.Context, st store.Store, reps []Report, evs []<-chan store.Event) error {
+	cases := make([]reflect.SelectCase, 0, len(evs)+3)
+	for _, ev := range evs {
+		cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ev)})
+	}
+	done := len(cases)
+	cases = append(cases,
+		reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ctx.Done())},
+		reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(st.Context().Done())},
+		reflect.SelectCase{Dir: reflect.SelectSend, Chan: reflect.ValueOf(w.ch), Send: reflect.ValueOf(reps)})
+	sendCase := len(cases) - 1
+	for {
+		i, _, _ := reflect.Select(cases)
+		switch {
+		case i == done:
+			return ctx.Err()
+		case i == done+1:
+			return context.Cause(st.Context())
+		case i == sendCase:
+			cases = cases[:sendCase] // sent: now only wait
+			continue
+		}
+		return nil // a watch fired (or can no longer fire): walk again
+	}
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
