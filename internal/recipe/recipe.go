@@ -154,9 +154,13 @@ func kindOf(name string) Kind {
 }
 
 // isLeaseKey reports whether name looks like the key etcd's concurrency
-// package writes: a lease ID in lower-case hexadecimal.
+// package writes: a lease ID in lower-case hexadecimal. etcd makes lease IDs
+// of a member's 16 bits over a 48-bit clock and counter, so they have 12 to
+// 16 digits; shorter hexadecimal names ("a", "cafe", "deadbeef") are taken
+// for what they more likely are, nodes of no recipe, so that a lock never
+// waits behind a directory.
 func isLeaseKey(name string) bool {
-	if name == "" || len(name) > 16 {
+	if len(name) < 12 || len(name) > 16 {
 		return false
 	}
 	for i := 0; i < len(name); i++ {

@@ -48,7 +48,10 @@ func TestParse(t *testing.T) {
 		{"8c1f0e2d3b4a59687766554433221100__rlock__0000000006", recipe.Reader, true},    // kazoo
 		{"lock--000000001", recipe.Exclusive, true},                                     // ZooKeeper counter overflow
 		{"694d7c1e8b3a2f04", recipe.Exclusive, true},                                    // etcd concurrency key
-		{"__READ__1a2b3c", recipe.Reader, true},                                         // corral on etcd
+		{"94d7c1e8b3a2f04", recipe.Exclusive, true},                                     // a lease ID with a leading zero digit
+		{"cafe", recipe.Exclusive, false},                                               // a name, not a lease ID
+		{"deadbeef", recipe.Exclusive, false},
+		{"__READ__1a2b3c", recipe.Reader, true}, // corral on etcd
 		{"lock-1a2b3c", recipe.Exclusive, true},
 		{"8c1f0e2d3b4a59687766554433221100__lock__1a2b3c", recipe.Exclusive, true},
 		{"ready", recipe.Exclusive, false},
