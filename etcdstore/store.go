@@ -305,11 +305,12 @@ func open(ctx context.Context, cli *clientv3.Client, o options, diag *dialDiag) 
 	}
 	s.fenceKey = fmt.Sprintf("\x00corral/etcdstore/fence/%x", int64(s.lease))
 	s.ctx, s.cancel = context.WithCancelCause(context.Background())
+	// Read before the keepalive loop can move it.
+	s.log.Debug("etcdstore: session opened", "lease", s.leaseHex(), "ttl", s.ttl, "deadline_in", time.Until(s.deadline))
 	s.wg.Add(3)
 	go s.keepAlive()
 	go s.watchConn()
 	go s.anchor()
-	s.log.Debug("etcdstore: session opened", "lease", s.leaseHex(), "ttl", s.ttl, "deadline_in", time.Until(s.deadline))
 	return s, nil
 }
 
