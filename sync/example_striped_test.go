@@ -144,3 +144,31 @@ func ExampleStripedMutex() {
 	// 8 segment(s): 200 units sold
 	// 8 segments at least twice as fast: true
 }
+
+// TryLock hands out the free stripes, one per call, each with its own token.
+func ExampleStripe() {
+	ctx := context.Background()
+	st := memstore.New()
+	defer st.Close()
+
+	hot := sync.NewStripedMutex(st, "/counters/hits", 2)
+	first, _, _ := hot.TryLock(ctx)
+	second, _, _ := hot.TryLock(ctx)
+	fmt.Println("two different stripes:", first.Index() != second.Index())
+	_, ok, _ := hot.TryLock(ctx)
+	fmt.Println("a third:", ok)
+
+	// Work on segment first.Index() under first.Context(); fence writes
+	// with first.Token().
+	if err := first.Unlock(ctx); err != nil {
+		log.Fatal(err)
+	}
+	again, ok, _ := hot.TryLock(ctx)
+	fmt.Println("after an unlock:", ok, again.Index() == first.Index())
+	_ = again.Unlock(ctx)
+	_ = second.Unlock(ctx)
+	// Output:
+	// two different stripes: true
+	// a third: false
+	// after an unlock: true true
+}
