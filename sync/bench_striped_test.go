@@ -49,15 +49,6 @@ func BenchmarkStripedInventory(b *testing.B) {
 					}
 					b.ReportMetric(float64(sold)/b.Elapsed().Seconds(), "purchases/s")
 					reportCounts(b, counted)
-					per := map[string]int{}
-					for _, c := range counted {
-						for m, v := range c.Counts().Calls {
-							per[m] += v
-						}
-					}
-					for m, v := range per {
-						b.ReportMetric(float64(v)/float64(b.N), m+"/op")
-					}
 				})
 			}
 		})
