@@ -1,6 +1,7 @@
 // Package sync provides distributed synchronization primitives that look
 // and feel like the standard library's sync package: a [Mutex], an
-// [RWMutex], a [Barrier], a [DoubleBarrier] and a [Semaphore]. Each is
+// [RWMutex], a [MultiMutex] over several paths, a [StripedMutex] of k
+// stripes, a [Barrier], a [DoubleBarrier] and a [Semaphore]. Each is
 // written once against a store.Store and runs unchanged on ZooKeeper
 // (zkstore), etcd (etcdstore) and in memory (memstore).
 //
@@ -37,6 +38,23 @@
 // the contenders are ordered by create revision, as etcd's own
 // concurrency.Mutex orders its keys, so a corral Mutex and a
 // concurrency.Mutex on the same prefix exclude each other.
+//
+// # Several locks at once, and striped locks
+//
+// MultiMutex holds a set of locks all together or not at all, as Curator's
+// InterProcessMultiLock does. Each member is an ordinary Mutex contender on
+// its path, so it excludes with a Mutex there; Lock takes the members in
+// sorted order, so overlapping sets never deadlock each other. Its one hold
+// context ends when any member is lost, with a [*MemberError] naming it, and
+// each member keeps its own fencing token.
+//
+// StripedMutex splits a hot resource into k stripes and grants any one that
+// is free: k holders at once, each on its own segment (a flash sale's stock
+// split into k segments sells k units at a time). A caller tries the free
+// stripes first, from an offset of its own, then waits in the shortest
+// line; a release wakes the next in that line, or, when the line is empty,
+// hands the stripe to one waiter elsewhere, so a release never wakes more
+// than one waiter. Each [Stripe] has its own hold context and token.
 //
 // # Semaphore and barriers
 //

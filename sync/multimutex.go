@@ -1,0 +1,382 @@
+package sync
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	gosync "sync"
+
+	"github.com/corral-go/corral/internal/recipe"
+	"github.com/corral-go/corral/store"
+)
+
+// MemberError is the cause of a MultiMutex hold's end when one of its member
+// locks ended first: which member, and why. It unwraps to the member's own
+// cause (ErrNodeDeleted, ErrDisconnected, store.ErrSessionExpired, ...), so
+// errors.Is sees through it.
+type MemberError struct {
+	Path string // the member lock that ended
+	Err  error  // why, as a Mutex's hold would report it
+}
+
+func (e *MemberError) Error() string {
+	return fmt.Sprintf("sync: member lock %q lost: %v", e.Path, e.Err)
+}
+
+// Unwrap returns e.Err.
+func (e *MemberError) Unwrap() error { return e.Err }
+
+// MultiMutex locks a set of paths all together or not at all, as Curator's
+// InterProcessMultiLock does: it holds every member lock at once, or none.
+//
+// Each member is an ordinary Mutex contender ("lock-" node) under its path,
+// so a MultiMutex and a Mutex (or a Curator or go-zookeeper lock) on a
+// member path exclude each other. Lock takes the members one at a time in
+// one canonical order, the paths sorted and without duplicates, whatever
+// order the caller gave: two MultiMutexes whose sets overlap both wait for
+// the lower shared path first, so they never wait for each other in a cycle.
+// (Code that also takes several plain Mutexes in another order can still
+// deadlock against them, as with any lock ordering.)
+//
+// A granted MultiMutex has one hold context, Context, cancelled the moment
+// any member is lost, with a *MemberError that says which member and why; and
+// one fencing token per member, Token(path).
+//
+// A MultiMutex is safe for concurrent use and excludes the goroutines that
+// share it, as a Mutex does. It must not be copied after first use; the zero
+// value is not usable (its methods fail with store.ErrInvalidArgument), make
+// one with NewMultiMutex. When the session ends, a Lock in progress returns
+// the session's cause and the hold ends (its members' nodes are gone with
+// the session).
+type MultiMutex struct {
+	st    store.Store
+	paths []string // sorted, without duplicates
+	bad   error    // why the set is unusable, reported by every call
+	opts  lockOptions
+	// local holds a token while a goroutine of this value holds or
+	// acquires the locks.
+	local chan struct{}
+
+	mu   gosync.Mutex
+	hold *multiHold // nil when not held
+	// pending are the nodes of the last release whose removal could not
+	// finish (the session's cleaner deletes them); the next Unlock removes
+	// them rather than report ErrNotLocked.
+	pending []string
+}
+
+// NewMultiMutex returns a MultiMutex on the locks at paths in st, in any
+// order and with any repetition. It does no I/O: an empty set, an invalid
+// path (store.ErrInvalidPath) or a path inside another member's
+// (store.ErrInvalidArgument, since a lock's directory holds only its
+// contenders) is reported by every later call.
+func NewMultiMutex(st store.Store, paths []string, opts ...LockOption) *MultiMutex {
+	ps := slices.Clone(paths)
+	slices.Sort(ps)
+	ps = slices.Compact(ps)
+	return &MultiMutex{st: st, paths: ps, bad: checkMembers(ps), opts: newLockOptions(opts), local: make(chan struct{}, 1)}
+}
+
+// checkMembers reports why the sorted, deduplicated paths cannot be locked
+// together.
+func checkMembers(ps []string) error {
+	if len(ps) == 0 {
+		return fmt.Errorf("%w: no path to lock", store.ErrInvalidArgument)
+	}
+	for i, p := range ps {
+		if err := store.ValidatePath(p); err != nil {
+			return err
+		}
+		// Sorted, a path's descendants come right after it.
+		if i+1 < len(ps) && (p == "/" || strings.HasPrefix(ps[i+1], p+"/")) {
+			return fmt.Errorf("%w: %q is inside %q", store.ErrInvalidArgument, ps[i+1], p)
+		}
+	}
+	return nil
+}
+
+// Paths returns the member paths in the order Lock takes them: sorted,
+// without duplicates.
+func (m *MultiMutex) Paths() []string { return slices.Clone(m.paths) }
+
+// usable reports a MultiMutex not made by NewMultiMutex with a store, or
+// made with an unusable set of paths.
+func (m *MultiMutex) usable(op string) error {
+	if m.local == nil || m.st == nil {
+		return m.opErr(op, fmt.Errorf("%w: lock not made by NewMultiMutex with a store", store.ErrInvalidArgument))
+	}
+	if m.bad != nil {
+		return m.opErr(op, m.bad)
+	}
+	return nil
+}
+
+// Lock acquires every member lock, blocking until all are held, ctx is done
+// or the session ends. It takes them one at a time in the order of Paths,
+// each as Mutex.Lock would (waiting in that lock's line). On failure it
+// returns an error (ctx.Err() wrapped, with its cause, when ctx ended first)
+// and has released the members it had taken and removed its nodes, so the
+// other contenders are as if it had never asked. Calling Lock while this
+// MultiMutex is held blocks until an Unlock (or ctx).
+func (m *MultiMutex) Lock(ctx context.Context) error {
+	if err := m.usable("lock"); err != nil {
+		return err
+	}
+	if ctx.Err() != nil {
+		return m.opErr("lock", recipe.CtxErr(ctx, nil))
+	}
+	select {
+	case m.local <- struct{}{}:
+	case <-ctx.Done():
+		return m.opErr("lock", recipe.CtxErr(ctx, nil))
+	}
+	holds, err := m.take(ctx, func(p string) (store.Node, bool, error) {
+		n, err := recipe.Acquire(ctx, m.st, p, recipe.LockPrefix, m.opts.data, recipe.Predecessor)
+		return n, err == nil, err
+	})
+	if err != nil {
+		<-m.local
+		return m.opErr("lock", recipe.CtxErr(ctx, err))
+	}
+	m.grant(holds)
+	return nil
+}
+
+// TryLock tries to acquire every member lock without waiting for another
+// holder. It reports whether it got them all; when a member is held (by
+// anyone, this MultiMutex included) it releases those it took and returns
+// false and nil, and false and an error when the store failed.
+func (m *MultiMutex) TryLock(ctx context.Context) (bool, error) {
+	if err := m.usable("trylock"); err != nil {
+		return false, err
+	}
+	select {
+	case m.local <- struct{}{}:
+	default:
+		return false, nil
+	}
+	holds, err := m.take(ctx, func(p string) (store.Node, bool, error) {
+		return recipe.TryAcquire(ctx, m.st, p, recipe.LockPrefix, m.opts.data, recipe.Predecessor)
+	})
+	if err != nil || holds == nil {
+		<-m.local
+		if err != nil {
+			return false, m.opErr("trylock", recipe.CtxErr(ctx, err))
+		}
+		return false, nil
+	}
+	m.grant(holds)
+	return true, nil
+}
+
+// take acquires the members in order with acquire. It returns their holds,
+// or nil when acquire reported one not granted, or an error; in both cases
+// it has released the members it took.
+func (m *MultiMutex) take(ctx context.Context, acquire func(p string) (store.Node, bool, error)) ([]*recipe.Hold, error) {
+	holds := make([]*recipe.Hold, 0, len(m.paths))
+	for _, p := range m.paths {
+		n, ok, err := acquire(p)
+		if err != nil {
+			err = fmt.Errorf("member %q: %w", p, err)
+		}
+		if err != nil || !ok {
+			return nil, errors.Join(err, giveBack(ctx, holds))
+		}
+		holds = append(holds, recipe.NewHold(m.st, n, m.opts.hold()))
+	}
+	return holds, nil
+}
+
+// giveBack releases holds taken by an acquisition that failed, last first,
+// and returns what could not be removed.
+func giveBack(ctx context.Context, holds []*recipe.Hold) error {
+	var errs []error
+	for _, h := range slices.Backward(holds) {
+		if _, err := h.Release(ctx, ErrUnlocked); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (m *MultiMutex) grant(holds []*recipe.Hold) {
+	// Not derived from the session's context: a session's end is a loss
+	// of every member, reported as a *MemberError like any other.
+	ctx, cancel := context.WithCancelCause(context.Background())
+	h := &multiHold{paths: m.paths, members: holds, ctx: ctx, cancel: cancel}
+	m.mu.Lock()
+	m.hold = h
+	m.pending = nil // removed before the grant (recipe.Flush in each member)
+	m.mu.Unlock()
+}
+
+// Unlock releases every member lock and removes their nodes, on
+// context.WithoutCancel(ctx), bounded, so a cancelled ctx still releases.
+// It returns an error wrapping ErrNotLocked, and changes nothing, when the
+// MultiMutex is not held; and one wrapping ErrLockLost and a *MemberError
+// naming the first member lost when the hold had already ended. It releases
+// every member in any case, and never touches another holder's node.
+func (m *MultiMutex) Unlock(ctx context.Context) error {
+	m.mu.Lock()
+	h, pending := m.hold, m.pending
+	m.hold = nil
+	m.mu.Unlock()
+	if h == nil {
+		if len(pending) == 0 {
+			return m.opErr("unlock", ErrNotLocked)
+		}
+		return m.removePending(ctx, pending)
+	}
+	defer func() { <-m.local }()
+	lost, err := h.release(ctx)
+	if errors.Is(err, recipe.ErrRemovalPending) {
+		m.mu.Lock()
+		m.pending = h.nodes()
+		m.mu.Unlock()
+	}
+	if lost != nil {
+		return m.opErr("unlock", errors.Join(fmt.Errorf("%w: %w", ErrLockLost, lost), err))
+	}
+	if err != nil {
+		return m.opErr("unlock", err)
+	}
+	return nil
+}
+
+// removePending removes the nodes of a release that could not remove them.
+func (m *MultiMutex) removePending(ctx context.Context, ps []string) error {
+	var errs []error
+	for _, p := range ps {
+		if err := recipe.Remove(ctx, m.st, p); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return m.opErr("unlock", err)
+	}
+	m.mu.Lock()
+	if slices.Equal(m.pending, ps) {
+		m.pending = nil
+	}
+	m.mu.Unlock()
+	return nil
+}
+
+// Context returns a context that is cancelled the moment the current hold
+// ends: with ErrUnlocked after Unlock, or with a *MemberError as soon as any
+// member lock is lost (its session ended, its node was deleted, or the
+// connection was lost under LoseOnDisconnect). When the MultiMutex is not
+// held it returns a context already cancelled with ErrNotLocked. The first
+// call of a hold starts the watches of its members' nodes.
+func (m *MultiMutex) Context() context.Context {
+	m.mu.Lock()
+	h := m.hold
+	m.mu.Unlock()
+	if h == nil {
+		return notHeld
+	}
+	return h.context()
+}
+
+// Token returns the fencing token of the member lock at path in the
+// current hold (its node's Seq, which grows with every grant of that lock,
+// to a MultiMutex or a Mutex alike), or -1 when the MultiMutex is not held
+// or path is not a member.
+func (m *MultiMutex) Token(path string) int64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.hold == nil {
+		return -1
+	}
+	i, ok := slices.BinarySearch(m.paths, path)
+	if !ok {
+		return -1
+	}
+	return m.hold.members[i].Token()
+}
+
+func (m *MultiMutex) opErr(op string, err error) error {
+	return fmt.Errorf("sync: %s %q: %w", op, m.paths, err)
+}
+
+// multiHold is a granted MultiMutex: one recipe.Hold per member, and the
+// context that ends with the first of them.
+type multiHold struct {
+	paths   []string
+	members []*recipe.Hold
+	ctx     context.Context
+	cancel  context.CancelCauseFunc
+
+	mu       gosync.Mutex
+	watching bool          // the members' contexts are tied to ctx
+	stopped  bool          // released: tie nothing more
+	stops    []func() bool // the ties, undone on release
+}
+
+// context ties the members' contexts to the hold's the first time it is
+// asked for (which starts the members' watches: they are lazy, as a
+// Mutex's).
+func (h *multiHold) context() context.Context {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.watching || h.stopped {
+		return h.ctx
+	}
+	h.watching = true
+	for i, mh := range h.members {
+		mctx, path := mh.Context(), h.paths[i]
+		lose := func() { h.cancel(&MemberError{Path: path, Err: context.Cause(mctx)}) }
+		if mctx.Err() != nil {
+			// Known lost already (Hold.Context checks): say so now,
+			// not when AfterFunc's goroutine gets to it.
+			lose()
+			continue
+		}
+		h.stops = append(h.stops, context.AfterFunc(mctx, lose))
+	}
+	return h.ctx
+}
+
+// release ends the hold with ErrUnlocked and releases every member, last
+// first. lost is the cause of an end that came before (a *MemberError), err
+// what could not be removed.
+func (h *multiHold) release(ctx context.Context) (lost, err error) {
+	if h.ctx.Err() != nil {
+		lost = context.Cause(h.ctx)
+	}
+	h.mu.Lock()
+	h.stopped = true
+	stops := h.stops
+	h.mu.Unlock()
+	h.cancel(ErrUnlocked)
+	for _, stop := range stops {
+		stop()
+	}
+	var errs []error
+	mlost := make([]error, len(h.members))
+	for i, mh := range slices.Backward(h.members) {
+		var err error
+		if mlost[i], err = mh.Release(ctx, ErrUnlocked); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	for i, c := range mlost {
+		if lost == nil && c != nil {
+			// Lost with nobody watching: say which, as the context
+			// would have.
+			lost = &MemberError{Path: h.paths[i], Err: c}
+		}
+	}
+	return lost, errors.Join(errs...)
+}
+
+// nodes returns the paths of the members' nodes.
+func (h *multiHold) nodes() []string {
+	ns := make([]string, len(h.members))
+	for i, mh := range h.members {
+		ns[i] = mh.Node().Path
+	}
+	return ns
+}
