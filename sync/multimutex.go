@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	gosync "sync"
+	"time"
 
 	"github.com/corral-go/corral/internal/recipe"
 	"github.com/corral-go/corral/store"
@@ -133,7 +134,7 @@ func (m *MultiMutex) Lock(ctx context.Context) error {
 		return m.opErr("lock", recipe.CtxErr(ctx, nil))
 	}
 	holds, err := m.take(ctx, func(p string) (store.Node, bool, error) {
-		n, err := recipe.Acquire(ctx, m.st, p, recipe.LockPrefix, m.opts.data, recipe.Predecessor)
+		n, err := recipe.Acquire(ctx, m.st, p, recipe.LockPrefix, m.opts.nodeData(time.Now()), recipe.Predecessor)
 		return n, err == nil, err
 	})
 	if err != nil {
@@ -158,7 +159,7 @@ func (m *MultiMutex) TryLock(ctx context.Context) (bool, error) {
 		return false, nil
 	}
 	holds, err := m.take(ctx, func(p string) (store.Node, bool, error) {
-		return recipe.TryAcquire(ctx, m.st, p, recipe.LockPrefix, m.opts.data, recipe.Predecessor)
+		return recipe.TryAcquire(ctx, m.st, p, recipe.LockPrefix, m.opts.nodeData(time.Now()), recipe.Predecessor)
 	})
 	if err != nil || holds == nil {
 		<-m.local

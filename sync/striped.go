@@ -9,6 +9,7 @@ import (
 	"strings"
 	gosync "sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/corral-go/corral/internal/recipe"
 	"github.com/corral-go/corral/store"
@@ -334,7 +335,7 @@ func (s *StripedMutex) acquire(ctx context.Context, ord []int, all, wait bool) (
 		i := ord[j]
 		// Create lists the directory right after the create: in one round
 		// trip on a store with CreateLister.
-		n, cs, err := recipe.Create(ctx, s.st, s.dir(), stripePrefix(i, all), s.opts.data)
+		n, cs, err := recipe.Create(ctx, s.st, s.dir(), stripePrefix(i, all), s.opts.nodeData(time.Now()))
 		if err != nil {
 			return nil, fmt.Errorf("stripe %d: %w", i, err)
 		}
@@ -499,7 +500,7 @@ func (s *StripedMutex) move(ctx context.Context, others []int) *Stripe {
 		if counts[j] > 0 {
 			continue
 		}
-		n, ok, err := recipe.TryAcquire(ctx, s.st, s.dir(), stripePrefix(i, true), s.opts.data, stripeBlocker)
+		n, ok, err := recipe.TryAcquire(ctx, s.st, s.dir(), stripePrefix(i, true), s.opts.nodeData(time.Now()), stripeBlocker)
 		if err != nil {
 			return nil
 		}
