@@ -18,7 +18,9 @@ import (
 )
 
 // Dial creates a client from cfg and opens a session on it as [Open] does.
-// The Store owns that client and closes it in Close.
+// The Store owns that client and closes it in Close. cfg's TLS, Username
+// and Password are how a Store reaches a cluster that requires them; a
+// wrong password or an unknown user fails with [store.ErrAuth].
 //
 // Unless cfg sets Logger or LogConfig, the client logs through the logger
 // of [WithLogger] (at debug level), or not at all: clientv3's default
@@ -42,6 +44,10 @@ func Dial(ctx context.Context, cfg clientv3.Config, opts ...Option) (*Store, err
 	cfg.DialOptions = append(slices.Clip(cfg.DialOptions), grpc.WithChainUnaryInterceptor(diag.intercept))
 	cli, err := clientv3.New(cfg)
 	if err != nil {
+		// With credentials, New authenticates at once.
+		if sentinel := authSentinel(err, codeOf(err)); sentinel != nil {
+			return nil, fmt.Errorf("etcdstore: dial %v: %w: %w", cfg.Endpoints, sentinel, err)
+		}
 		return nil, fmt.Errorf("etcdstore: dial %v: %w", cfg.Endpoints, err)
 	}
 	s, err := open(ctx, cli, o, diag)
