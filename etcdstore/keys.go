@@ -81,7 +81,7 @@ func (s *Store) check(ctx context.Context, diag *dialDiag) error {
 			return nil
 		}
 		if refusal := tlsRefusal(err, diag); refusal != nil {
-			return refusal
+			return fmt.Errorf("etcdstore: open: %w", refusal)
 		}
 		if ctx.Err() != nil {
 			return unreachable(ctx, s.cli, diag, err)
@@ -135,7 +135,7 @@ func tlsRefusal(err error, diag *dialDiag) error {
 	if !isCertRefusal(err) {
 		return nil
 	}
-	return fmt.Errorf("etcdstore: open: %w: the TLS handshake failed on a certificate: %w", store.ErrAuth, err)
+	return fmt.Errorf("%w: the TLS handshake failed on a certificate: %w", store.ErrAuth, err)
 }
 
 // certTexts are what crypto/tls says of certificate failures: its own

@@ -377,7 +377,7 @@ func (s *Store) establish(ctx context.Context, secs int64, diag *dialDiag) error
 		cancel()
 		if err != nil {
 			if refusal := tlsRefusal(err, diag); refusal != nil {
-				return refusal
+				return fmt.Errorf("etcdstore: open: %w", refusal)
 			}
 			if ctx.Err() != nil {
 				return unreachable(ctx, s.cli, diag, err)
