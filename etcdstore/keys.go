@@ -30,7 +30,7 @@ const ownKeys = "\x00corral/etcdstore/"
 //
 // That is what a role scoped to a prefix needs. A user whose role grants
 // read and write on the prefix "/app/" (etcdctl role grant-permission
-// --prefix app readwrite /app/) can run every recipe with
+// --prefix=true app readwrite /app/) can run every recipe with
 // WithChroot("/app"), at the Store's paths "/lock", "/jobs" and so on:
 // the keys "/app/lock/...", "/app/jobs/...", and the adapter's own keys
 // under "/app/\x00corral/etcdstore/". Without a chroot the same recipe at
