@@ -211,6 +211,7 @@ func TestTLS(t *testing.T) {
 			{"no TLS", nil, context.DeadlineExceeded, "server preface: EOF"},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
+				t.Parallel()
 				cfg := c.ClientConfig()
 				cfg.TLS = tc.tls
 				if tc.tls == nil {
