@@ -358,3 +358,25 @@ func TestTLS(t *testing.T) {
 		}
 	})
 }
+
+// Options that cannot work fail Open with ErrInvalidArgument, before any
+// I/O (nothing listens on the address).
+func TestSecureOptionsInvalid(t *testing.T) {
+	for name, opt := range map[string]zkstore.Option{
+		"nil TLS":           zkstore.WithTLS(nil),
+		"empty ACL":         zkstore.WithACL(nil),
+		"empty digest user": zkstore.WithDigestAuth("", "pw"),
+		"':' in user":       zkstore.WithDigestAuth("a:b", "pw"),
+		"empty scheme":      zkstore.WithAuth("", []byte("x")),
+		"relative chroot":   zkstore.WithChroot("app"),
+		"chroot ending /":   zkstore.WithChroot("/app/"),
+	} {
+		st, err := zkstore.Open(t.Context(), []string{"127.0.0.1:1"}, opt)
+		if st != nil {
+			st.Close()
+		}
+		if !errors.Is(err, store.ErrInvalidArgument) {
+			t.Errorf("Open(%s) = %v; want ErrInvalidArgument", name, err)
+		}
+	}
+}
