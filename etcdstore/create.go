@@ -157,7 +157,7 @@ func (s *Store) send(r *createReq) <-chan txnResult {
 	started := s.goWatch(func() {
 		actx, cancel := context.WithTimeout(s.ctx, s.attempt)
 		defer cancel()
-		resp, err := s.cli.Txn(actx).If(cmps...).Then(then...).Else(els...).Commit()
+		resp, err := s.kv.Txn(actx).If(cmps...).Then(then...).Else(els...).Commit()
 		if err != nil && s.ctx.Err() == nil && actx.Err() != nil {
 			s.log.Debug("etcdstore: attempt given up", "op", "create", "node", r.name, "timeout", s.attempt, "err", err)
 			err = fmt.Errorf("%w: no reply within the attempt timeout (%v): %w", store.ErrDisconnected, s.attempt, err)
@@ -250,7 +250,7 @@ func (s *Store) undo(r *createReq, inflight <-chan txnResult, unknown bool) {
 	}
 	for i := 1; ; i++ {
 		ctx, cancel := context.WithTimeout(s.ctx, s.attempt)
-		resp, err := s.cli.Txn(ctx).If(cmps...).Then(then...).Else(els...).Commit()
+		resp, err := s.kv.Txn(ctx).If(cmps...).Then(then...).Else(els...).Commit()
 		cancel()
 		switch {
 		case err == nil:

@@ -2,10 +2,15 @@ package etcdstore
 
 import (
 	"context"
+	"crypto/tls"
+	"errors"
 	"fmt"
 	"log/slog"
+	"net"
+	"net/url"
 	"slices"
 	"sync/atomic"
+	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
@@ -18,7 +23,14 @@ import (
 )
 
 // Dial creates a client from cfg and opens a session on it as [Open] does.
-// The Store owns that client and closes it in Close.
+// The Store owns that client and closes it in Close. cfg's TLS, Username
+// and Password are how a Store reaches a cluster that requires them; a
+// wrong password or an unknown user fails with [store.ErrAuth].
+//
+// With credentials, clientv3.New authenticates before Dial can send
+// anything, waiting up to cfg.DialTimeout (lowered to what is left of
+// ctx) for a connection; a certificate refused meanwhile fails Dial with
+// [store.ErrAuth] once that time is up.
 //
 // Unless cfg sets Logger or LogConfig, the client logs through the logger
 // of [WithLogger] (at debug level), or not at all: clientv3's default
@@ -26,7 +38,10 @@ import (
 // caller. An empty cfg.Endpoints fails with [store.ErrInvalidArgument].
 // When ctx ends before a lease is granted, the error wraps ctx's error and
 // says which endpoints were tried and why they did not answer (connection
-// refused, name not found, connected but no reply, ...).
+// refused, name not found, connected but no reply, ...); with cfg.TLS, Dial
+// then spends up to a second more on one TLS connection to each endpoint,
+// to tell a certificate the servers refuse ([store.ErrAuth]; under TLS 1.3
+// gRPC often sees only a broken pipe) from an unreachable cluster.
 func Dial(ctx context.Context, cfg clientv3.Config, opts ...Option) (*Store, error) {
 	o, err := newOptions(opts)
 	if err != nil {
@@ -38,19 +53,81 @@ func Dial(ctx context.Context, cfg clientv3.Config, opts ...Option) (*Store, err
 	if cfg.Logger == nil && cfg.LogConfig == nil {
 		cfg.Logger = clientLogger(o.logger)
 	}
+	if dl, ok := ctx.Deadline(); ok && cfg.DialTimeout > time.Until(dl) {
+		// New blocks for up to DialTimeout (authenticating, with
+		// credentials) and takes no ctx: keep it within Dial's.
+		cfg.DialTimeout = max(time.Until(dl), time.Millisecond)
+	}
 	diag := new(dialDiag)
 	cfg.DialOptions = append(slices.Clip(cfg.DialOptions), grpc.WithChainUnaryInterceptor(diag.intercept))
 	cli, err := clientv3.New(cfg)
 	if err != nil {
+		// With credentials, New authenticates at once, waiting up to
+		// cfg.DialTimeout for a connection.
+		if sentinel := authSentinel(err, codeOf(err)); sentinel != nil {
+			return nil, fmt.Errorf("etcdstore: dial %v: %w: %w", cfg.Endpoints, sentinel, err)
+		}
+		if refusal := tlsRefusal(err, diag); refusal != nil {
+			return nil, fmt.Errorf("etcdstore: dial %v: %w", cfg.Endpoints, refusal)
+		}
+		if refusal := probeTLS(cfg.TLS, cfg.Endpoints); refusal != nil {
+			return nil, fmt.Errorf("etcdstore: dial %v: %w", cfg.Endpoints, refusal)
+		}
+		if p := diag.last.Load(); p != nil {
+			return nil, fmt.Errorf("etcdstore: dial %v: %w (last error: %v)", cfg.Endpoints, err, *p)
+		}
 		return nil, fmt.Errorf("etcdstore: dial %v: %w", cfg.Endpoints, err)
 	}
 	s, err := open(ctx, cli, o, diag)
 	if err != nil {
 		cli.Close()
+		if ctx.Err() != nil && !errors.Is(err, store.ErrAuth) {
+			if refusal := probeTLS(cfg.TLS, cfg.Endpoints); refusal != nil {
+				return nil, fmt.Errorf("etcdstore: dial %v: %w (%w)", cfg.Endpoints, refusal, err)
+			}
+		}
 		return nil, err
 	}
 	s.ownClient = true
 	return s, nil
+}
+
+// probeWait bounds probeTLS.
+const probeWait = time.Second
+
+// probeTLS finds out, once Dial has failed, whether the servers refuse the
+// client's certificate. Under TLS 1.3 a server refuses it after the
+// client's side of the handshake is done, with an alert that gRPC often
+// never reads: its first write meets the closed connection, and all it
+// reports is a broken pipe. So probeTLS makes one TLS connection to each
+// endpoint with cfg and reads without writing anything, which yields the
+// server's alert. It returns the refusal wrapping store.ErrAuth, or nil
+// (no TLS, nothing refused, or no answer within probeWait in all).
+func probeTLS(cfg *tls.Config, endpoints []string) error {
+	if cfg == nil {
+		return nil
+	}
+	deadline := time.Now().Add(probeWait)
+	for _, ep := range endpoints {
+		host := ep
+		if u, err := url.Parse(ep); err == nil && u.Host != "" {
+			host = u.Host
+		}
+		c := cfg.Clone()
+		if h, _, err := net.SplitHostPort(host); err == nil && c.ServerName == "" {
+			c.ServerName = h
+		}
+		conn, err := tls.DialWithDialer(&net.Dialer{Deadline: deadline}, "tcp", host, c)
+		if err == nil {
+			conn.SetReadDeadline(deadline)
+			_, err = conn.Read(make([]byte, 1))
+			conn.Close()
+		}
+		if err != nil && isCertRefusal(err) {
+			return fmt.Errorf("%w: the TLS handshake with %s failed on a certificate: %w", store.ErrAuth, host, err)
+		}
+	}
+	return nil
 }
 
 // dialDiag keeps the last error of a request of a client made by Dial, as

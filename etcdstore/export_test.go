@@ -37,6 +37,6 @@ func StaleCreate(s *Store, name string, data []byte, mode store.Mode) func(conte
 	r.fence = s.fenceRev()
 	cmps, then, els := r.txn(s.fenceKey)
 	return func(ctx context.Context) (*clientv3.TxnResponse, error) {
-		return s.cli.Txn(ctx).If(cmps...).Then(then...).Else(els...).Commit()
+		return s.kv.Txn(ctx).If(cmps...).Then(then...).Else(els...).Commit()
 	}
 }

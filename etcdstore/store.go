@@ -23,7 +23,8 @@
 // and cannot be written or deleted. Keys that do not start with '/' are
 // invisible to the adapter; it uses two of its own there: one it watches
 // and never writes (see the Store type) and the session's create fence,
-// attached to the lease (see Abandoned creates).
+// attached to the lease (see Abandoned creates). With [WithChroot] every
+// key, the adapter's own included, is below the chroot instead.
 //
 // A Children call reads every key under the node, not only its direct
 // children, so it costs in proportion to the node's whole subtree; the
@@ -120,6 +121,27 @@
 // setup of a watch is one attempt, bounded by the call's ctx; once set up,
 // the watch lives until its event, its ctx's end or the session's end.
 //
+// # Credentials, TLS and roles
+//
+// A Store talks to etcd with whatever its client was configured with:
+// clientv3.Config's TLS (the CA in RootCAs, a client certificate in
+// Certificates, for a cluster run with --client-cert-auth) and Username and
+// Password (for a cluster with authentication enabled). See the package
+// example and README.md, "Secure connections".
+//
+// Open makes one read in the Store's root before it grants its lease, so
+// that what would fail every call fails Open instead, with a sentinel:
+// [store.ErrAuth] for no credentials where the cluster requires them
+// (Dial fails with it too for a wrong password or an unknown user,
+// which clientv3.New reports, and when a TLS handshake fails on a
+// certificate, after its first attempt rather than when ctx ends), and
+// [store.ErrPermission] when the user's roles do not let it read there.
+// Later calls that a role does not allow fail with [store.ErrPermission]
+// and change nothing.
+//
+// A role scoped to a key prefix needs [WithChroot]: it keeps every key
+// the Store reads or writes, its own included, below the chroot.
+//
 // # Logging
 //
 // The Store logs nothing unless given a logger with [WithLogger], and then
@@ -142,6 +164,7 @@ import (
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.etcd.io/etcd/client/v3/namespace"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -178,6 +201,8 @@ type options struct {
 	ttl     time.Duration
 	attempt time.Duration
 	logger  *slog.Logger
+	chroot  string // "" for none
+	invalid string // what an option got wrong
 	// expiryHook, when set, runs in the keepalive loop when its timer
 	// finds the deadline passed, before it ends the session (tests only,
 	// see export_test.go).
@@ -188,6 +213,9 @@ func newOptions(opts []Option) (options, error) {
 	o := options{ttl: DefaultTTL, attempt: DefaultAttemptTimeout}
 	for _, opt := range opts {
 		opt(&o)
+	}
+	if o.invalid != "" {
+		return o, fmt.Errorf("etcdstore: %w: %s", store.ErrInvalidArgument, o.invalid)
 	}
 	if o.ttl <= 0 {
 		return o, fmt.Errorf("etcdstore: %w: TTL %v", store.ErrInvalidArgument, o.ttl)
@@ -242,6 +270,11 @@ func WithLogger(l *slog.Logger) Option {
 // until it is undone. Close waits for all of them.
 type Store struct {
 	cli        *clientv3.Client
+	kv         clientv3.KV      // cli's, below the chroot if any
+	watcher    clientv3.Watcher // cli's, below the chroot if any
+	chroot     string
+	ownKeys    string // the prefix of the adapter's own keys; see keys.go
+	anchorKey  string
 	ownClient  bool
 	lease      clientv3.LeaseID
 	ttl        time.Duration // as granted by the server
@@ -274,11 +307,13 @@ type Store struct {
 // Open starts a session on cli: it grants a lease and keeps it alive until
 // the Store is closed or the lease is lost. It blocks until the lease is
 // granted (and, after a slow Grant, renewed; see Sessions in the package
-// doc) or ctx ends; Grant attempts given up after the attempt timeout are
+// doc) or ctx ends; attempts given up after the attempt timeout are
 // retried. When ctx ends first, the error wraps ctx's error and says which
-// endpoints were tried and what the connection was doing. A nil cli fails
-// with [store.ErrInvalidArgument]. The Store never closes cli: close it
-// after the Store.
+// endpoints were tried and what the connection was doing. Refused
+// credentials or certificates fail with [store.ErrAuth], a root the user
+// may not read with [store.ErrPermission] (see Credentials, TLS and roles
+// in the package doc). A nil cli fails with [store.ErrInvalidArgument].
+// The Store never closes cli: close it after the Store.
 func Open(ctx context.Context, cli *clientv3.Client, opts ...Option) (*Store, error) {
 	o, err := newOptions(opts)
 	if err != nil {
@@ -293,17 +328,30 @@ func Open(ctx context.Context, cli *clientv3.Client, opts ...Option) (*Store, er
 func open(ctx context.Context, cli *clientv3.Client, o options, diag *dialDiag) (*Store, error) {
 	s := &Store{
 		cli:        cli,
+		kv:         cli.KV,
+		watcher:    cli.Watcher,
+		chroot:     o.chroot,
+		ownKeys:    ownKeys,
 		attempt:    o.attempt,
 		log:        o.logger,
 		expiryHook: o.expiryHook,
 		kick:       make(chan struct{}, 1),
 		disc:       make(chan struct{}),
 	}
+	if s.chroot != "" {
+		s.kv = namespace.NewKV(cli.KV, s.chroot)
+		s.watcher = namespace.NewWatcher(cli.Watcher, s.chroot)
+		s.ownKeys = "/" + ownKeys
+	}
+	s.anchorKey = s.ownKeys + "anchor"
 	secs := int64((o.ttl + time.Second - 1) / time.Second)
+	if err := s.check(ctx, diag); err != nil {
+		return nil, err
+	}
 	if err := s.establish(ctx, secs, diag); err != nil {
 		return nil, err
 	}
-	s.fenceKey = fmt.Sprintf("\x00corral/etcdstore/fence/%x", int64(s.lease))
+	s.fenceKey = fmt.Sprintf("%sfence/%x", s.ownKeys, int64(s.lease))
 	s.ctx, s.cancel = context.WithCancelCause(context.Background())
 	// Read before the keepalive loop can move it.
 	s.log.Debug("etcdstore: session opened", "lease", s.leaseHex(), "ttl", s.ttl, "deadline_in", time.Until(s.deadline))
@@ -329,11 +377,14 @@ func (s *Store) establish(ctx context.Context, secs int64, diag *dialDiag) error
 		resp, err := s.cli.Grant(actx, secs)
 		cancel()
 		if err != nil {
+			if refusal := tlsRefusal(err, diag); refusal != nil {
+				return fmt.Errorf("etcdstore: open: %w", refusal)
+			}
 			if ctx.Err() != nil {
 				return unreachable(ctx, s.cli, diag, err)
 			}
 			if err := classify(ctx, err); !errors.Is(err, store.ErrDisconnected) {
-				return fmt.Errorf("etcdstore: grant lease: %w", err)
+				return fmt.Errorf("etcdstore: open: grant lease: %w", err)
 			}
 			s.log.Debug("etcdstore: grant attempt failed", "err", err)
 			last = err
@@ -387,7 +438,8 @@ func sleep(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// Client returns the etcd client the Store uses.
+// Client returns the etcd client the Store uses. It is not confined to the
+// Store's chroot: its keys are the server's.
 func (s *Store) Client() *clientv3.Client { return s.cli }
 
 // Lease returns the ID of the session's lease.
@@ -613,12 +665,9 @@ func classify(ctx context.Context, err error) error {
 	if errors.Is(err, store.ErrDisconnected) {
 		return err
 	}
-	code := status.Code(err)
-	var ee rpctypes.EtcdError
-	if errors.As(err, &ee) {
-		// clientv3 turns the server's errors into EtcdError, which
-		// keeps the gRPC code apart from status.
-		code = ee.Code()
+	code := codeOf(err)
+	if sentinel := authSentinel(err, code); sentinel != nil {
+		return fmt.Errorf("%w: %w", sentinel, err)
 	}
 	switch code {
 	case codes.Unavailable, codes.DeadlineExceeded, codes.Canceled, codes.Aborted:
@@ -639,6 +688,17 @@ func classify(ctx context.Context, err error) error {
 	return err
 }
 
+// codeOf returns the gRPC code of an etcd client error.
+func codeOf(err error) codes.Code {
+	var ee rpctypes.EtcdError
+	if errors.As(err, &ee) {
+		// clientv3 turns the server's errors into EtcdError, which
+		// keeps the gRPC code apart from status.
+		return ee.Code()
+	}
+	return status.Code(err)
+}
+
 // Get returns the node at p, or ErrNoNode. The root has no data and Seq 0.
 func (s *Store) Get(ctx context.Context, p string) (store.Node, error) {
 	if err := store.ValidatePath(p); err != nil {
@@ -653,7 +713,7 @@ func (s *Store) Get(ctx context.Context, p string) (store.Node, error) {
 		return store.Node{Path: "/"}, nil
 	}
 	resp, err := do(s, ctx, func(ctx context.Context) (*clientv3.GetResponse, error) {
-		return s.cli.Get(ctx, p)
+		return s.kv.Get(ctx, p)
 	})
 	if err != nil {
 		return store.Node{}, s.fail(ctx, "get", p, err)
@@ -689,7 +749,7 @@ func (s *Store) Set(ctx context.Context, p string, data []byte, version int64) (
 		cmps = append(cmps, clientv3.Compare(clientv3.Version(p), "=", version+1))
 	}
 	resp, err := do(s, ctx, func(ctx context.Context) (*clientv3.TxnResponse, error) {
-		return s.cli.Txn(ctx).If(cmps...).
+		return s.kv.Txn(ctx).If(cmps...).
 			Then(clientv3.OpPut(p, string(data), clientv3.WithIgnoreLease()), clientv3.OpGet(p)).
 			Else(clientv3.OpGet(p, clientv3.WithKeysOnly())).
 			Commit()
@@ -723,7 +783,7 @@ func (s *Store) Delete(ctx context.Context, p string) error {
 	}
 	defer done()
 	resp, err := do(s, ctx, func(ctx context.Context) (*clientv3.TxnResponse, error) {
-		return s.cli.Txn(ctx).
+		return s.kv.Txn(ctx).
 			If(clientv3.Compare(clientv3.CreateRevision(p+"/"), "=", 0).WithPrefix()).
 			Then(clientv3.OpDelete(p)).
 			Else(clientv3.OpGet(p, clientv3.WithCountOnly())).
@@ -761,7 +821,7 @@ func (s *Store) Children(ctx context.Context, p string) ([]store.Child, error) {
 	defer done()
 	key, opts := listRange(p)
 	resp, err := do(s, ctx, func(ctx context.Context) (*clientv3.GetResponse, error) {
-		return s.cli.Get(ctx, key, opts...)
+		return s.kv.Get(ctx, key, opts...)
 	})
 	if err != nil {
 		return nil, s.fail(ctx, "children", p, err)

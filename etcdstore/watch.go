@@ -213,10 +213,10 @@ func (s *Store) open(ctx context.Context, spec *watchSpec) (watcher, *clientv3.G
 		return watcher{}, nil, err
 	}
 	w := watcher{
-		ch:     s.cli.Watch(wctx, spec.key, append(spec.watchOpts, clientv3.WithCreatedNotify())...),
+		ch:     s.watcher.Watch(wctx, spec.key, append(spec.watchOpts, clientv3.WithCreatedNotify())...),
 		cancel: cancel,
 	}
-	resp, err := s.cli.Get(actx, spec.key, spec.readOpts...)
+	resp, err := s.kv.Get(actx, spec.key, spec.readOpts...)
 	if err != nil {
 		return fail(err)
 	}
@@ -230,7 +230,7 @@ func (s *Store) open(ctx context.Context, spec *watchSpec) (watcher, *clientv3.G
 			return fail(fmt.Errorf("%w: watch closed before it was created", store.ErrDisconnected))
 		}
 		if err := wr.Err(); err != nil {
-			return fail(fmt.Errorf("%w: %w", store.ErrDisconnected, err))
+			return fail(watchErr(err))
 		}
 		created = wr
 	case <-actx.Done():
@@ -240,7 +240,7 @@ func (s *Store) open(ctx context.Context, spec *watchSpec) (watcher, *clientv3.G
 		// The read was served at an older revision than the watch
 		// starts from (another member, or a write in between): read
 		// again, now at or after the watch's start.
-		if resp, err = s.cli.Get(actx, spec.key, spec.readOpts...); err != nil {
+		if resp, err = s.kv.Get(actx, spec.key, spec.readOpts...); err != nil {
 			return fail(err)
 		}
 	}
@@ -344,7 +344,7 @@ func (s *Store) serve(ctx context.Context, spec *watchSpec, w watcher, last *cli
 				// No leader, most likely: find out whether the
 				// session can still be renewed.
 				s.probe()
-				send(store.EventNone, fmt.Errorf("%w: %w", store.ErrDisconnected, wr.Err()))
+				send(store.EventNone, watchErr(wr.Err()))
 				return
 			}
 			for _, ev := range wr.Events {
@@ -391,10 +391,6 @@ func (s *Store) idle(ctx context.Context, op, p string, out chan<- store.Event) 
 	close(out)
 }
 
-// anchorKey is a key the adapter never writes (it does not start with '/'),
-// watched for the whole session.
-const anchorKey = "\x00corral/etcdstore/anchor"
-
 // anchor keeps one watch open on the session's watch stream for as long as
 // the session lives. clientv3 tears a watch stream down when its last
 // watcher is cancelled, and opens a new one for the next watch: without
@@ -405,7 +401,7 @@ func (s *Store) anchor() {
 	defer s.wg.Done()
 	for {
 		ctx, cancel := context.WithCancel(clientv3.WithRequireLeader(s.ctx))
-		for range s.cli.Watch(ctx, anchorKey) {
+		for range s.watcher.Watch(ctx, s.anchorKey) {
 			// Nobody writes the key; drain whatever comes.
 		}
 		cancel()

@@ -117,6 +117,27 @@
 // event carries Err instead of a change. There is no gap between the check a
 // watch call makes and the watch it sets: a change made after the check is
 // always reported.
+//
+// # Errors
+//
+// Every error a Store returns wraps one of the sentinels below (and, as a
+// rule, the backend's own error beside it); callers match them with
+// errors.Is:
+//
+//   - [ErrNoNode], [ErrNodeExists], [ErrNotEmpty], [ErrBadVersion],
+//     [ErrEphemeralParent]: the tree is not as the call requires.
+//   - [ErrInvalidPath], [ErrInvalidArgument], [ErrTooLarge]: the call is
+//     malformed; it is refused before any I/O where the adapter can tell.
+//   - [ErrSessionExpired], [ErrClosed]: the session has ended (see
+//     Sessions).
+//   - [ErrDisconnected]: the connection was lost; the call's outcome is
+//     unknown.
+//   - [ErrAuth]: the server did not accept the client's credentials (a
+//     wrong password, none where the server requires some, a certificate
+//     one side does not trust). An adapter reports it when the session is
+//     opened, where the backend lets it tell.
+//   - [ErrPermission]: the client is who it says, but its identity may not
+//     do this to this node (a ZooKeeper ACL, an etcd role).
 package store
 
 import (
@@ -364,4 +385,12 @@ var (
 	// ErrDisconnected: the connection was lost; the outcome of the call is
 	// unknown and the session may still recover.
 	ErrDisconnected = errors.New("store: disconnected")
+	// ErrAuth: the server did not accept the client's credentials, or the
+	// client the server's (a TLS certificate it does not trust). Trying
+	// again with the same credentials fails again.
+	ErrAuth = errors.New("store: authentication failed")
+	// ErrPermission: the server refused the call because the client's
+	// identity lacks the right to do it on that node (a ZooKeeper ACL, an
+	// etcd role). Nothing was changed.
+	ErrPermission = errors.New("store: permission denied")
 )

@@ -1,7 +1,9 @@
 package zkstore
 
 import (
+	"errors"
 	"fmt"
+	"io"
 	"net"
 	"sync"
 	"time"
@@ -36,22 +38,28 @@ func (l *link) Write(p []byte) (int, error) {
 
 func (l *link) Read(p []byte) (int, error) {
 	n, err := l.Conn.Read(p)
+	if err != nil {
+		l.mu.Lock()
+		handshook := l.handshook
+		l.mu.Unlock()
+		if !handshook {
+			// Why the server would not talk: a refused client
+			// certificate arrives here under TLS 1.3.
+			hint := ""
+			if l.s.tls == nil && errors.Is(err, io.EOF) {
+				hint = " (the server hung up: is it a TLS port?)"
+			}
+			l.s.noteConnErr(fmt.Errorf("zkstore: session handshake with %s: %w%s", l.RemoteAddr(), err, hint))
+		}
+	}
 	if n > 0 {
 		l.mu.Lock()
 		perr := l.t.read(p[:n], l.acked)
 		l.mu.Unlock()
 		if perr != nil {
 			l.Conn.Close()
-			l.s.noteTried(fmt.Errorf("%s: %w", l.RemoteAddr(), perr))
+			l.s.noteConnErr(fmt.Errorf("%s: %w", l.RemoteAddr(), perr))
 			return 0, perr
-		}
-	}
-	if err != nil {
-		l.mu.Lock()
-		handshook := l.handshook
-		l.mu.Unlock()
-		if !handshook {
-			l.s.noteTried(fmt.Errorf("no handshake with %s: %w", l.RemoteAddr(), err))
 		}
 	}
 	return n, err

@@ -123,53 +123,48 @@ func (s *Store) SessionTimeout() time.Duration {
 	return s.negotiated
 }
 
-// dial is the client's dialer. It wraps each connection in a link, bounds
-// the dial and the handshake, and once the session has ended hands out a
-// standIn instead of connecting: the client would otherwise open a new
-// session, and act for a session that is not this Store's.
+// dial is the client's dialer. It wraps each connection in a link (over
+// TLS with WithTLS), bounds the dial and the handshake, and once the
+// session has ended hands out a standIn instead of connecting: the client
+// would otherwise open a new session, and act for a session that is not
+// this Store's.
 func (s *Store) dial(network, addr string, timeout time.Duration) (net.Conn, error) {
 	if c := s.standInIfEnded(); c != nil {
 		return c, nil
 	}
+	s.mu.Lock()
+	bound := s.requested
+	if s.negotiated > 0 {
+		bound = s.negotiated
+	}
+	s.mu.Unlock()
+	handshakeBy := time.Now().Add(bound / time.Duration(s.nservers))
 	d := net.Dialer{Timeout: timeout}
-	raw, err := d.DialContext(s.ctx, network, addr)
+	conn, err := d.DialContext(s.ctx, network, addr)
+	if err == nil && s.tls != nil {
+		raw := conn
+		if conn, err = s.handshake(raw, addr, handshakeBy); err != nil {
+			raw.Close()
+		}
+	}
 	if err != nil {
 		if c := s.standInIfEnded(); c != nil {
 			return c, nil
 		}
-		s.noteTried(err)
+		s.noteConnErr(err)
 		return nil, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.ended != nil {
-		raw.Close()
+		conn.Close()
 		return s.standInLocked(), nil
 	}
-	bound := s.requested
-	if s.negotiated > 0 {
-		bound = s.negotiated
-	}
-	l := &link{Conn: raw, s: s, handshakeBy: time.Now().Add(bound / time.Duration(s.nservers))}
+	l := &link{Conn: conn, s: s, handshakeBy: handshakeBy}
 	s.links[l] = struct{}{}
 	// Until its answer comes, that is all there is to say.
-	s.tried = fmt.Errorf("%s accepted the connection but has not completed ZooKeeper's handshake (is it a ZooKeeper server?)", addr)
+	s.lastConnErr = fmt.Errorf("%s accepted the connection but has not completed ZooKeeper's handshake (is it a ZooKeeper server?)", addr)
 	return l, nil
-}
-
-// noteTried records why the last attempt to reach a server failed.
-func (s *Store) noteTried(err error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.tried = err
-}
-
-// triedErr returns why the last attempt to reach a server failed, if one
-// did.
-func (s *Store) triedErr() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.tried
 }
 
 func (s *Store) standInIfEnded() net.Conn {

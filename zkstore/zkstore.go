@@ -88,6 +88,34 @@
 // session asks the server to close it and waits up to a second for the
 // answer; otherwise it returns at once, with the client shut down.
 //
+// # Credentials, ACLs, chroot and TLS
+//
+// [WithDigestAuth] (or [WithAuth], for another scheme) authenticates the
+// session. Open sends the credentials before it returns; go-zookeeper
+// keeps those that succeeded and sends them again on every reconnection,
+// before any other request, so the session never acts without its
+// identity. The nodes the Store creates, parents included, then get
+// [CreatorACL] (every right to the creator's identities, read to anyone);
+// [WithACL] sets another. ZooKeeper checks the rights to create and to
+// delete a node on its parent, so the ACL of a recipe's directory decides
+// who may contend there and who may remove a contender.
+//
+// Digest passwords are not checked by the server when given, only when an
+// ACL is met; Open checks them against the ACL of the Store's root, so a
+// wrong password for the user that owns the root fails Open rather than
+// every later call (see [WithAuth]).
+//
+// [WithChroot] roots the Store at a subtree, as a chroot in a ZooKeeper
+// connect string does. [WithTLS] talks TLS to ZooKeeper's secure client
+// port; a certificate either side refuses fails Open at once.
+//
+// The server's refusals map onto the store's sentinels:
+// [store.ErrPermission] for an ACL that denies a call (ZooKeeper's
+// NOAUTH), [store.ErrAuth] for refused credentials (AUTHFAILED, a
+// certificate refused in the TLS handshake, a wrong digest password found
+// by Open), and [store.ErrInvalidArgument] for an ACL the server will not
+// set (INVALIDACL).
+//
 // # Logging
 //
 // A Store logs nothing unless given a logger with [WithLogger]; the
@@ -97,6 +125,7 @@ package zkstore
 import (
 	"context"
 	"crypto/rand"
+	"crypto/tls"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -134,12 +163,15 @@ const UndoWait = time.Second
 // Curator: "_c_<uuid>-<name>".
 const protectedPrefix = "_c_"
 
-var openACL = zk.WorldACL(zk.PermAll)
-
 type options struct {
 	sessionTimeout time.Duration
 	logger         *slog.Logger
-	noTimer        bool // tests: end the session only when its state is read
+	auth           []credential
+	acl            []zk.ACL // nil: the default for the credentials
+	chroot         string   // "" for none
+	tls            *tls.Config
+	invalid        []string // what the options given got wrong
+	noTimer        bool     // tests: end the session only when its state is read
 }
 
 // Option configures Open.
@@ -156,7 +188,9 @@ func WithSessionTimeout(d time.Duration) Option {
 // not usable. All methods are safe for concurrent use. A Store must not be
 // copied.
 type Store struct {
-	conn      *zk.Conn
+	conn      *client
+	acl       []zk.ACL // of every node the Store creates
+	tls       *tls.Config
 	events    <-chan zk.Event // closed when the client's goroutines have ended
 	id        atomic.Int64
 	ctx       context.Context
@@ -166,7 +200,6 @@ type Store struct {
 	log       *slog.Logger
 	requested time.Duration
 	nservers  int
-	tried     error // the last failure to reach a server, for Open's error
 	over      atomic.Bool // the session has ended
 
 	// The session's clock. The deadline is in nanoseconds since base (0
@@ -176,6 +209,7 @@ type Store struct {
 
 	atStandIn   chan struct{} // closed when the client dials after the end
 	standInOnce sync.Once
+	refused     chan struct{} // closed when Open is to fail with refusal
 
 	mu          sync.Mutex
 	ended       error // ErrSessionExpired or ErrClosed, once the session ended
@@ -193,17 +227,29 @@ type Store struct {
 	timer       *time.Timer   // ends the session at its deadline
 	timerAt     time.Duration // when timer fires, since base
 	noTimer     bool
+	lastConnErr error // why the latest connection failed before its handshake
+	certFails   int   // consecutive certificate failures before the session
+	refusal     error // why Open fails: every server refused our certificate or theirs
 }
 
 // Open connects to the ZooKeeper servers ("host:port"; the port defaults
-// to 2181) and returns once a session is established. If ctx ends first,
-// or the session cannot be had, it shuts the client down (promptly: the
-// connections are closed under it) and returns ctx.Err() or the reason,
-// wrapped. Close the Store to end the session.
+// to 2181) and returns once a session is established and, with
+// credentials or a chroot, set up: authenticated, its credentials checked
+// against its root, its chroot created if missing (see [WithAuth] and
+// [WithChroot]). If ctx ends first, or the session cannot be had, it shuts
+// the client down (promptly: the connections are closed under it) and
+// returns ctx.Err() or the reason, wrapped: [store.ErrAuth] for refused
+// credentials or certificates, [store.ErrPermission] for a root the
+// session's identities may not use. When ctx ends before any server
+// answered, the error names the last connection failure. Invalid options
+// fail with [store.ErrInvalidArgument]. Close the Store to end the session.
 func Open(ctx context.Context, servers []string, opts ...Option) (*Store, error) {
 	o := options{sessionTimeout: DefaultSessionTimeout}
 	for _, opt := range opts {
 		opt(&o)
+	}
+	if len(o.invalid) > 0 {
+		return nil, fmt.Errorf("zkstore: open: %w: %s", store.ErrInvalidArgument, strings.Join(o.invalid, "; "))
 	}
 	if len(servers) == 0 {
 		return nil, fmt.Errorf("zkstore: open: %w: no servers", store.ErrInvalidArgument)
@@ -214,7 +260,16 @@ func Open(ctx context.Context, servers []string, opts ...Option) (*Store, error)
 	if o.logger == nil {
 		o.logger = discardLogger
 	}
+	if o.acl == nil {
+		o.acl = zk.WorldACL(zk.PermAll)
+		if len(o.auth) > 0 {
+			o.acl = CreatorACL()
+		}
+	}
 	s := &Store{
+		acl:         o.acl,
+		tls:         o.tls,
+		refused:     make(chan struct{}),
 		stop:        make(chan struct{}),
 		stopped:     make(chan struct{}),
 		established: make(chan struct{}),
@@ -241,25 +296,40 @@ func Open(ctx context.Context, servers []string, opts ...Option) (*Store, error)
 		s.cancel(nil)
 		return nil, fmt.Errorf("zkstore: open: %w", err)
 	}
-	s.conn, s.events = conn, events
+	s.conn, s.events = &client{zk: conn, root: o.chroot}, events
 	s.mu.Unlock()
 	go s.monitor()
 
 	select {
 	case <-s.established:
-		return s, nil
+	case <-s.refused:
+		s.mu.Lock()
+		err := s.refusal
+		s.mu.Unlock()
+		s.Close()
+		return nil, fmt.Errorf("zkstore: open: %w", err)
 	case <-s.ctx.Done():
 		err := s.endErr()
 		s.Close()
 		return nil, fmt.Errorf("zkstore: open: %w", err)
 	case <-ctx.Done():
-		tried := s.triedErr()
+		s.mu.Lock()
+		last := s.lastConnErr
+		s.mu.Unlock()
 		s.Close()
-		if tried != nil {
-			return nil, fmt.Errorf("zkstore: open: no session with %v: %v: %w", servers, tried, ctx.Err())
+		if last != nil {
+			return nil, fmt.Errorf("zkstore: open: no session with %v: %w (last connection error: %v)", servers, ctx.Err(), last)
 		}
 		return nil, fmt.Errorf("zkstore: open: no session with %v: %w", servers, ctx.Err())
 	}
+	if _, err := call(s, ctx, func(left <-chan struct{}) (struct{}, error) {
+		return struct{}{}, s.setUp(left, o.auth)
+	}, nil); err != nil {
+		err = s.fail("open", s.rootName(), err)
+		s.Close()
+		return nil, err
+	}
+	return s, nil
 }
 
 // onEvent follows the client's session state. The client calls it on its
@@ -551,7 +621,8 @@ func (s *Store) fail(op, path string, err error) error {
 	}
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) ||
 		errors.Is(err, store.ErrInvalidPath) || errors.Is(err, store.ErrDisconnected) ||
-		errors.Is(err, store.ErrClosed) || errors.Is(err, store.ErrSessionExpired) {
+		errors.Is(err, store.ErrClosed) || errors.Is(err, store.ErrSessionExpired) ||
+		errors.Is(err, store.ErrAuth) || errors.Is(err, store.ErrPermission) {
 		return fmt.Errorf("zkstore: %s %s: %w", op, path, err)
 	}
 	if sentinel := sentinelOf(err); sentinel != nil {
@@ -576,6 +647,12 @@ func sentinelOf(err error) error {
 		return store.ErrInvalidPath
 	case errors.Is(err, zk.ErrSessionExpired):
 		return store.ErrSessionExpired
+	case errors.Is(err, zk.ErrNoAuth):
+		return store.ErrPermission
+	case errors.Is(err, zk.ErrAuthFailed):
+		return store.ErrAuth
+	case errors.Is(err, zk.ErrInvalidACL):
+		return store.ErrInvalidArgument
 	case isConnErr(err):
 		return store.ErrDisconnected
 	}
@@ -669,7 +746,7 @@ var errAbandoned = errors.New("zkstore: create abandoned before it was made")
 func (s *Store) create(left <-chan struct{}, path string, data []byte, flags int32, guid string) (string, error) {
 	parent := store.Parent(path)
 	for attempt := 0; ; attempt++ {
-		created, err := s.conn.Create(path, data, flags, openACL)
+		created, err := s.conn.Create(path, data, flags, s.acl)
 		switch {
 		case err == nil:
 			return created, nil
@@ -753,12 +830,12 @@ func (s *Store) makeParents(p string) error {
 	if p == "/" {
 		return nil
 	}
-	_, err := s.conn.Create(p, nil, 0, openACL)
+	_, err := s.conn.Create(p, nil, 0, s.acl)
 	if errors.Is(err, zk.ErrNoNode) {
 		if err := s.makeParents(store.Parent(p)); err != nil {
 			return err
 		}
-		_, err = s.conn.Create(p, nil, 0, openACL)
+		_, err = s.conn.Create(p, nil, 0, s.acl)
 	}
 	if err == nil || errors.Is(err, zk.ErrNodeExists) {
 		return nil

@@ -29,6 +29,7 @@ const (
 	exitTimeout     = 3 // --timeout passed before the lock/barrier/item came
 	exitLost        = 4 // the lock or leadership was lost while the command ran
 	exitUnreachable = 5 // the store could not be reached, or the session ended
+	exitDenied      = 6 // the store refused the credentials, or the permission
 	exitInterrupted = 130
 )
 
@@ -49,9 +50,19 @@ Usage:
 "corral COMMAND --help" describes each command's flags.
 
 Stores (--store, or the environment variable CORRAL_STORE):
-  zk://HOST:PORT[,HOST:PORT...][?session=10s]   ZooKeeper servers, session timeout
-  etcd://HOST:PORT[,HOST:PORT...][?session=10s] etcd endpoints, lease TTL
-  mem://                                         in-process memory (for trying things)
+  zk://[USER@]HOST:PORT[,HOST:PORT...][/CHROOT][?session=10s&tls=true]
+                        ZooKeeper servers; session timeout; the subtree to work in
+  etcd://[USER@]HOST:PORT[,HOST:PORT...][/CHROOT][?session=10s&tls=true]
+                        etcd endpoints; lease TTL; every key below /CHROOT/
+  mem://                in-process memory (for trying things)
+
+Credentials and TLS (flags of every command that talks to a store):
+  --user NAME           etcd user, or ZooKeeper digest user ($CORRAL_USER, or USER@ in the URL)
+  --password-file FILE  its password, from FILE ($CORRAL_PASSWORD_FILE); else $CORRAL_PASSWORD;
+                        else a prompt on the terminal. A password in the URL or in --user is refused.
+  --cacert FILE         CA bundle to verify the servers by; talks TLS ($CORRAL_CACERT)
+  --cert FILE --key FILE  client certificate and key ($CORRAL_CERT, $CORRAL_KEY)
+  ?tls=true             TLS with the system's CAs, when there is no --cacert
 
 Exit codes:
   0    success (lock, elect: CMD's own exit status is passed through)
@@ -60,6 +71,7 @@ Exit codes:
   3    --timeout passed before the lock, barrier or item came
   4    the lock or leadership was lost while CMD ran (CMD was stopped)
   5    the store could not be reached, or the session ended
+  6    the store refused the credentials, the certificate or the permission
   130  interrupted (Ctrl-C); nodes corral created are removed
 `
 
@@ -139,6 +151,8 @@ func exitCode(ctx context.Context, err error) int {
 		return exitInterrupted
 	case errors.Is(err, errLost):
 		return exitLost
+	case errors.Is(err, store.ErrAuth), errors.Is(err, store.ErrPermission):
+		return exitDenied
 	case errors.Is(err, context.DeadlineExceeded):
 		return exitTimeout
 	case errors.Is(err, store.ErrSessionExpired), errors.Is(err, store.ErrDisconnected), errors.Is(err, errUnreachable):
@@ -157,14 +171,17 @@ var errInterrupted = &exitError{code: exitInterrupted}
 type storeFlags struct {
 	url     string
 	connect time.Duration
+	secure  secureFlags
+	e       *env
 }
 
 func newFlagSet(e *env, name, args, help string) (*flag.FlagSet, *storeFlags) {
 	fs := flag.NewFlagSet("corral "+name, flag.ContinueOnError)
 	fs.SetOutput(e.stderr)
-	sf := &storeFlags{}
-	fs.StringVar(&sf.url, "store", e.getenv("CORRAL_STORE"), "store `URL`: zk://host:port[,...], etcd://host:port[,...] or mem:// (default $CORRAL_STORE)")
+	sf := &storeFlags{e: e}
+	fs.StringVar(&sf.url, "store", e.getenv("CORRAL_STORE"), "store `URL`: zk://host:port[,...][/chroot], etcd://host:port[,...][/chroot] or mem:// (default $CORRAL_STORE)")
 	fs.DurationVar(&sf.connect, "connect-timeout", 10*time.Second, "how long to try to reach the store")
+	sf.secure.register(fs, e.getenv)
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: corral %s %s\n\n%s\n\nFlags:\n", name, args, help)
 		fs.PrintDefaults()
@@ -203,16 +220,22 @@ func (sf *storeFlags) open(ctx context.Context) (store.Store, error) {
 	if err != nil {
 		return nil, err
 	}
+	creds, err := sf.secure.resolve(sf.e, su.user, su.tls)
+	if err != nil {
+		return nil, err
+	}
 	cctx, cancel := context.WithTimeout(ctx, sf.connect)
 	defer cancel()
-	st, err := su.open(cctx)
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		return nil, fmt.Errorf("%w: %s: %v", errUnreachable, sf.url, err)
+	st, err := su.open(cctx, creds)
+	switch {
+	case err == nil:
+		return st, nil
+	case ctx.Err() != nil:
+		return nil, ctx.Err()
+	case errors.Is(err, errUsage), errors.Is(err, store.ErrAuth), errors.Is(err, store.ErrPermission), errors.Is(err, store.ErrInvalidArgument):
+		return nil, fmt.Errorf("%s: %w", sf.url, err)
 	}
-	return st, nil
+	return nil, fmt.Errorf("%w: %s: %v", errUnreachable, sf.url, err)
 }
 
 // parsePathCmd parses the "[flags] PATH -- CMD [ARGS]" of lock and elect.

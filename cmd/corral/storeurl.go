@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -25,10 +26,16 @@ type storeURL struct {
 	scheme  string   // "zk", "etcd" or "mem"
 	servers []string // host:port
 	session time.Duration
+	chroot  string // "" for none
+	user    string // named before the '@', if any
+	tls     bool   // ?tls=true
 }
 
 // parseStoreURL parses zk://h1:p1,h2:p2, etcd://h:p or mem://, with an
-// optional ?session=10s.
+// optional user@ in front of the servers, a chroot path after them (as in
+// a ZooKeeper connect string, host:port/chroot), and the options
+// ?session=10s and ?tls=true. A password in the URL is refused: it would
+// be visible to every user of the machine.
 func parseStoreURL(raw string) (storeURL, error) {
 	if raw == "" {
 		return storeURL{}, fmt.Errorf("%w: no store: give --store or set CORRAL_STORE (zk://host:port or etcd://host:port)", errUsage)
@@ -38,6 +45,12 @@ func parseStoreURL(raw string) (storeURL, error) {
 		return storeURL{}, fmt.Errorf("%w: store URL %q: %v", errUsage, raw, err)
 	}
 	su := storeURL{scheme: u.Scheme}
+	if u.User != nil {
+		if _, ok := u.User.Password(); ok {
+			return storeURL{}, fmt.Errorf("%w: store URL %s has a password: it would be visible to every user of the machine; name the user as user@host or with --user and give the password in --password-file, $CORRAL_PASSWORD or at the prompt", errUsage, u.Redacted())
+		}
+		su.user = u.User.Username()
+	}
 	switch u.Scheme {
 	case "zk", "etcd":
 		if u.Host == "" {
@@ -54,13 +67,29 @@ func parseStoreURL(raw string) (storeURL, error) {
 		return storeURL{}, fmt.Errorf("%w: store URL %q: scheme must be zk://, etcd:// or mem://", errUsage, raw)
 	}
 	if u.Path != "" && u.Path != "/" {
-		return storeURL{}, fmt.Errorf("%w: store URL %q: a path (%q) is not supported", errUsage, raw, u.Path)
+		if u.Scheme == "mem" {
+			return storeURL{}, fmt.Errorf("%w: store URL %q: mem:// takes no path", errUsage, raw)
+		}
+		if err := store.ValidatePath(u.Path); err != nil {
+			return storeURL{}, fmt.Errorf("%w: store URL %q: chroot: %v", errUsage, raw, err)
+		}
+		su.chroot = u.Path
+	}
+	if u.Scheme == "mem" && su.user != "" {
+		return storeURL{}, fmt.Errorf("%w: store URL %q: mem:// takes no user", errUsage, raw)
 	}
 	q := u.Query()
 	for k := range q {
-		if k != "session" {
-			return storeURL{}, fmt.Errorf("%w: store URL %q: unknown option %q (known: session)", errUsage, raw, k)
+		if k != "session" && k != "tls" {
+			return storeURL{}, fmt.Errorf("%w: store URL %q: unknown option %q (known: session, tls)", errUsage, raw, k)
 		}
+	}
+	if t := q.Get("tls"); t != "" {
+		b, err := strconv.ParseBool(t)
+		if err != nil {
+			return storeURL{}, fmt.Errorf("%w: store URL %q: tls=%q is not true or false", errUsage, raw, t)
+		}
+		su.tls = b
 	}
 	if s := q.Get("session"); s != "" {
 		d, err := time.ParseDuration(s)
@@ -72,13 +101,22 @@ func parseStoreURL(raw string) (storeURL, error) {
 	return su, nil
 }
 
-// open opens one session on the store.
-func (su storeURL) open(ctx context.Context) (store.Store, error) {
+// open opens one session on the store, with creds.
+func (su storeURL) open(ctx context.Context, creds credentials) (store.Store, error) {
 	switch su.scheme {
 	case "zk":
 		var opts []zkstore.Option
 		if su.session > 0 {
 			opts = append(opts, zkstore.WithSessionTimeout(su.session))
+		}
+		if su.chroot != "" {
+			opts = append(opts, zkstore.WithChroot(su.chroot))
+		}
+		if creds.user != "" {
+			opts = append(opts, zkstore.WithDigestAuth(creds.user, creds.password))
+		}
+		if creds.tls != nil {
+			opts = append(opts, zkstore.WithTLS(creds.tls))
 		}
 		return zkstore.Open(ctx, su.servers, opts...)
 	case "etcd":
@@ -86,12 +124,28 @@ func (su storeURL) open(ctx context.Context) (store.Store, error) {
 		if su.session > 0 {
 			opts = append(opts, etcdstore.WithTTL(su.session))
 		}
-		return etcdstore.Dial(ctx, clientv3.Config{
+		if su.chroot != "" {
+			opts = append(opts, etcdstore.WithChroot(su.chroot))
+		}
+		cfg := clientv3.Config{
 			Endpoints:   su.servers,
 			DialTimeout: 5 * time.Second,
 			Logger:      zap.NewNop(),
-		}, opts...)
+			Username:    creds.user,
+			Password:    creds.password,
+			TLS:         creds.tls,
+		}
+		if creds.tls != nil {
+			cfg.Endpoints = make([]string, len(su.servers))
+			for i, h := range su.servers {
+				cfg.Endpoints[i] = "https://" + h
+			}
+		}
+		return etcdstore.Dial(ctx, cfg, opts...)
 	default:
+		if creds.user != "" || creds.tls != nil {
+			return nil, fmt.Errorf("%w: mem:// takes no credentials or TLS", errUsage)
+		}
 		return memstore.New(), nil
 	}
 }

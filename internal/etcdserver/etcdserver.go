@@ -6,10 +6,16 @@
 //
 // Tests use [Start]; code that outlives one test (a server shared by a whole
 // test binary) uses [New] and calls [Cluster.Close] itself.
+//
+// A cluster can serve its clients over TLS with client certificates
+// ([WithTLS]) and have authentication enabled ([Cluster.EnableAuth]); its
+// own client configuration ([Cluster.ClientConfig]) then carries the root
+// user's certificate and credentials.
 package etcdserver
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -21,11 +27,13 @@ import (
 	"testing"
 	"time"
 
+	"go.etcd.io/etcd/client/pkg/v3/transport"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/server/v3/embed"
 	"go.uber.org/zap"
 
 	"github.com/corral-go/corral/internal/tcpproxy"
+	"github.com/corral-go/corral/internal/testcert"
 )
 
 // StartTimeout bounds how long a member may take to join its cluster and
@@ -39,7 +47,34 @@ type Cluster struct {
 	// Members are the cluster's members, in the order they were started.
 	Members []*Member
 
+	tls *clientTLS // nil: plain HTTP
+
+	mu           sync.Mutex
+	rootPassword string // set once auth is enabled
+
 	closeOnce sync.Once
+}
+
+// Option configures a cluster.
+type Option func(*config)
+
+type config struct {
+	tls *clientTLS
+}
+
+// clientTLS is what serving clients over TLS takes.
+type clientTLS struct {
+	ca     *testcert.CA
+	server testcert.Pair
+	root   testcert.Pair // the cluster's own client certificate, CN=root
+}
+
+// WithTLS makes the members serve clients over TLS (https) with the
+// certificate server, and require client certificates signed by ca (etcd's
+// --client-cert-auth). Peers still talk plain HTTP. The cluster's own
+// clients present a certificate for CN=root, made from ca.
+func WithTLS(ca *testcert.CA, server testcert.Pair) Option {
+	return func(c *config) { c.tls = &clientTLS{ca: ca, server: server} }
 }
 
 // Member is one embedded etcd server. Its client and peer addresses never
@@ -68,6 +103,7 @@ type Member struct {
 	dir            string
 	initialCluster string
 	token          string
+	tls            *clientTLS
 
 	mu sync.Mutex
 	e  *embed.Etcd // nil while stopped
@@ -76,9 +112,9 @@ type Member struct {
 // Start starts an n-member cluster in t.TempDir() and stops it when the test
 // ends. If the cluster cannot start, Start fails the test: a missing server
 // is a failure, never a skip.
-func Start(t testing.TB, n int) *Cluster {
+func Start(t testing.TB, n int, opts ...Option) *Cluster {
 	t.Helper()
-	c, err := New(t.TempDir(), n)
+	c, err := New(t.TempDir(), n, opts...)
 	if err != nil {
 		t.Fatalf("etcdserver.Start(%d): %v", n, err)
 	}
@@ -88,16 +124,27 @@ func Start(t testing.TB, n int) *Cluster {
 
 // New starts an n-member cluster whose data lives under dir and returns once
 // every member is ready to serve clients. The caller must Close it.
-func New(dir string, n int) (*Cluster, error) {
+func New(dir string, n int, opts ...Option) (*Cluster, error) {
 	if n < 1 {
 		return nil, fmt.Errorf("etcdserver: %d members", n)
+	}
+	var cfg config
+	for _, opt := range opts {
+		opt(&cfg)
+	}
+	if cfg.tls != nil {
+		root, err := cfg.tls.ca.Client("root")
+		if err != nil {
+			return nil, fmt.Errorf("etcdserver: client certificate: %w", err)
+		}
+		cfg.tls.root = root
 	}
 	// A port picked free can be taken by someone else before etcd binds
 	// it; such a start fails fast, and is retried with new ports.
 	var err error
 	for attempt := range 3 {
 		var c *Cluster
-		c, err = start(filepath.Join(dir, fmt.Sprintf("try%d", attempt)), n)
+		c, err = start(filepath.Join(dir, fmt.Sprintf("try%d", attempt)), n, cfg)
 		if err == nil {
 			return c, nil
 		}
@@ -108,21 +155,26 @@ func New(dir string, n int) (*Cluster, error) {
 	return nil, err
 }
 
-func start(dir string, n int) (*Cluster, error) {
+func start(dir string, n int, cfg config) (*Cluster, error) {
 	ports, err := freePorts(2 * n)
 	if err != nil {
 		return nil, err
 	}
-	c := &Cluster{}
+	c := &Cluster{tls: cfg.tls}
+	scheme := "http"
+	if cfg.tls != nil {
+		scheme = "https"
+	}
 	token := fmt.Sprintf("corral-%d-%d", os.Getpid(), time.Now().UnixNano())
 	var initial []string
 	for i := range n {
 		m := &Member{
 			Name:       fmt.Sprintf("m%d", i),
-			ListenURL:  fmt.Sprintf("http://127.0.0.1:%d", ports[2*i]),
+			ListenURL:  fmt.Sprintf("%s://127.0.0.1:%d", scheme, ports[2*i]),
 			peerListen: fmt.Sprintf("http://127.0.0.1:%d", ports[2*i+1]),
 			dir:        filepath.Join(dir, fmt.Sprintf("m%d", i)),
 			token:      token,
+			tls:        cfg.tls,
 		}
 		c.Members = append(c.Members, m)
 		m.proxy, err = tcpproxy.New(fmt.Sprintf("127.0.0.1:%d", ports[2*i]))
@@ -133,7 +185,7 @@ func start(dir string, n int) (*Cluster, error) {
 			c.Close()
 			return nil, fmt.Errorf("etcdserver: proxy: %w", err)
 		}
-		m.ClientURL = "http://" + m.proxy.Addr()
+		m.ClientURL = scheme + "://" + m.proxy.Addr()
 		m.PeerURL = "http://" + m.peerProxy.Addr()
 		initial = append(initial, m.Name+"="+m.PeerURL)
 	}
@@ -180,6 +232,18 @@ func (m *Member) config(state string) *embed.Config {
 	cfg.AdvertiseClientUrls = []url.URL{*cu}
 	cfg.ListenPeerUrls = []url.URL{*plu}
 	cfg.AdvertisePeerUrls = []url.URL{*pu}
+	if m.tls != nil {
+		cfg.ClientTLSInfo = transport.TLSInfo{
+			CertFile:       m.tls.server.CertFile,
+			KeyFile:        m.tls.server.KeyFile,
+			TrustedCAFile:  m.tls.ca.File,
+			ClientCertAuth: true,
+		}
+	}
+	// Authentication hashes a password at every client's Authenticate:
+	// bcrypt's cheapest cost keeps a test that opens many sessions fast
+	// (the default, 10, costs tens of milliseconds each).
+	cfg.BcryptCost = 4
 	cfg.InitialCluster = m.initialCluster
 	cfg.InitialClusterToken = m.token
 	cfg.ClusterState = state
@@ -302,16 +366,87 @@ func (c *Cluster) Leader() *Member {
 }
 
 // ClientConfig returns a quiet client configuration for endpoints, or for
-// every member when none are given.
+// every member when none are given: with the root user's client
+// certificate under WithTLS, and its credentials once auth is enabled.
 func (c *Cluster) ClientConfig(endpoints ...string) clientv3.Config {
 	if len(endpoints) == 0 {
 		endpoints = c.Endpoints()
 	}
-	return clientv3.Config{
+	cfg := clientv3.Config{
 		Endpoints:   endpoints,
 		DialTimeout: 5 * time.Second,
 		Logger:      zap.NewNop(),
 	}
+	if c.tls != nil {
+		cfg.TLS = c.ClientTLS(c.tls.root)
+	}
+	c.mu.Lock()
+	if c.rootPassword != "" {
+		cfg.Username, cfg.Password = "root", c.rootPassword
+	}
+	c.mu.Unlock()
+	return cfg
+}
+
+// ClientTLS returns a client TLS configuration that trusts the cluster's
+// CA and presents the given certificates, or nil for a cluster without
+// TLS.
+func (c *Cluster) ClientTLS(pairs ...testcert.Pair) *tls.Config {
+	if c.tls == nil {
+		return nil
+	}
+	return c.tls.ca.ClientTLS(pairs...)
+}
+
+// EnableAuth turns etcd's authentication on: it adds the user root with
+// password and the root role, then enables auth. ClientConfig carries
+// root's credentials from then on.
+func (c *Cluster) EnableAuth(ctx context.Context, password string) error {
+	cli, err := c.NewClient()
+	if err != nil {
+		return err
+	}
+	defer cli.Close()
+	if _, err := cli.UserAdd(ctx, "root", password); err != nil {
+		return fmt.Errorf("etcdserver: add root: %w", err)
+	}
+	if _, err := cli.UserGrantRole(ctx, "root", "root"); err != nil {
+		return fmt.Errorf("etcdserver: grant root: %w", err)
+	}
+	if _, err := cli.AuthEnable(ctx); err != nil {
+		return fmt.Errorf("etcdserver: enable auth: %w", err)
+	}
+	c.mu.Lock()
+	c.rootPassword = password
+	c.mu.Unlock()
+	return nil
+}
+
+// AddUser adds user with password and a role of the same name that may
+// read and write every key that starts with one of prefixes (none: no key
+// at all).
+func (c *Cluster) AddUser(ctx context.Context, user, password string, prefixes ...string) error {
+	cli, err := c.NewClient()
+	if err != nil {
+		return err
+	}
+	defer cli.Close()
+	if _, err := cli.UserAdd(ctx, user, password); err != nil {
+		return fmt.Errorf("etcdserver: add user %s: %w", user, err)
+	}
+	if _, err := cli.RoleAdd(ctx, user); err != nil {
+		return fmt.Errorf("etcdserver: add role %s: %w", user, err)
+	}
+	for _, p := range prefixes {
+		end := clientv3.GetPrefixRangeEnd(p)
+		if _, err := cli.RoleGrantPermission(ctx, user, p, end, clientv3.PermissionType(clientv3.PermReadWrite)); err != nil {
+			return fmt.Errorf("etcdserver: grant %s on %q: %w", user, p, err)
+		}
+	}
+	if _, err := cli.UserGrantRole(ctx, user, user); err != nil {
+		return fmt.Errorf("etcdserver: grant role %s: %w", user, err)
+	}
+	return nil
 }
 
 // NewClient returns a new client of the cluster; the caller closes it.

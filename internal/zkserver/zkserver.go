@@ -4,7 +4,8 @@
 // client's session.
 //
 // It starts the server from the Debian package zookeeper (the jars under
-// /usr/share/java, run by the java on PATH). [Require] skips a test when that
+// /usr/share/java, run by the java on PATH). A server can also serve clients
+// over TLS, on a secure client port of its own (see [TLS]). [Require] skips a test when that
 // is not installed, or fails it when the environment variable CI is "true":
 // in CI a missing server is a failure, never a skip. The environment
 // variable ZOOKEEPER_CLASSPATH replaces the default class path.
@@ -31,7 +32,11 @@ import (
 )
 
 // DefaultClassPath is the class path of the Debian package zookeeper.
-const DefaultClassPath = "/usr/share/java/zookeeper.jar:/usr/share/java/slf4j-simple.jar"
+// netty-codec is not in the Class-Path of Debian's zookeeper.jar, but
+// Netty's TLS handler needs it (without it the secure client port fails
+// every handshake with a ClassNotFoundException); it comes with
+// libnetty-java, which the package depends on.
+const DefaultClassPath = "/usr/share/java/zookeeper.jar:/usr/share/java/slf4j-simple.jar:/usr/share/java/netty-codec.jar"
 
 // Config describes the servers to start. The zero Config is usable.
 type Config struct {
@@ -47,6 +52,46 @@ type Config struct {
 	Dir string
 	// StartTimeout bounds the wait for a server to serve; default 60s.
 	StartTimeout time.Duration
+	// TLS, when set, makes a standalone server serve clients over TLS
+	// too, on a secure client port of its own ([Server.TLSAddr]); the
+	// plain port stays open (Addr, for the four-letter commands and for
+	// tests that compare). Ensembles ignore it.
+	TLS *TLS
+}
+
+// TLS is the TLS configuration of a server's secure client port, served by
+// ZooKeeper's Netty connection factory with PEM key and trust stores (the
+// format ZooKeeper 3.8's X509Util reads besides JKS and PKCS12).
+type TLS struct {
+	// KeyStore is a PEM file holding the server's private key (PKCS #8)
+	// and its certificate: testcert.Pair.BundleFile.
+	KeyStore string
+	// TrustStore is a PEM file holding the CA certificates that client
+	// certificates must chain to.
+	TrustStore string
+	// ClientAuth is ZooKeeper's ssl.clientAuth: "need" (the default:
+	// a client without a certificate the trust store vouches for is
+	// refused during the handshake), "want" or "none". A client
+	// certificate the server accepts also authenticates the session as
+	// x509:<subject DN> (ZooKeeper's X509AuthenticationProvider).
+	ClientAuth string
+}
+
+// conf returns the lines of zoo.cfg that serve the secure port.
+func (c *TLS) conf(port int) string {
+	auth := c.ClientAuth
+	if auth == "" {
+		auth = "need"
+	}
+	return fmt.Sprintf(`secureClientPort=%d
+secureClientPortAddress=127.0.0.1
+serverCnxnFactory=org.apache.zookeeper.server.NettyServerCnxnFactory
+ssl.keyStore.location=%s
+ssl.keyStore.type=PEM
+ssl.trustStore.location=%s
+ssl.trustStore.type=PEM
+ssl.clientAuth=%s
+`, port, c.KeyStore, c.TrustStore, auth)
 }
 
 func (c Config) withDefaults() Config {
@@ -107,6 +152,7 @@ type Server struct {
 	dir     string
 	cfgFile string
 	port    int
+	tlsPort int    // 0 without TLS
 	main    string // Java main class
 
 	mu     sync.Mutex
@@ -123,12 +169,23 @@ func Start(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	ports, err := freePorts(1)
+	nports := 1
+	if cfg.TLS != nil {
+		nports = 2
+	}
+	ports, err := freePorts(nports)
 	if err != nil {
 		return nil, err
 	}
-	s, err := newServer(cfg, dir, ports[0], "org.apache.zookeeper.server.ZooKeeperServerMain", "")
+	extra := ""
+	if cfg.TLS != nil {
+		extra = cfg.TLS.conf(ports[1])
+	}
+	s, err := newServer(cfg, dir, ports[0], "org.apache.zookeeper.server.ZooKeeperServerMain", extra)
 	if err == nil {
+		if cfg.TLS != nil {
+			s.tlsPort = ports[1]
+		}
 		err = s.Start()
 	}
 	if err != nil {
@@ -195,6 +252,15 @@ maxSessionTimeout=%d
 // across restarts.
 func (s *Server) Addr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(s.port)) }
 
+// TLSAddr returns the address of the secure client port, "127.0.0.1:port",
+// or "" for a server started without TLS.
+func (s *Server) TLSAddr() string {
+	if s.tlsPort == 0 {
+		return ""
+	}
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(s.tlsPort))
+}
+
 // Start starts the stopped server again, with its data, and returns once it
 // serves clients. It does nothing if the server is running.
 func (s *Server) Start() error {
@@ -246,7 +312,7 @@ func (s *Server) WaitServing(timeout time.Duration) error {
 		if exited == nil {
 			return errors.New("zkserver: server not running")
 		}
-		if _, err := s.Mode(); err == nil {
+		if _, err := s.Mode(); err == nil && s.tlsListening() {
 			return nil
 		}
 		select {
@@ -258,6 +324,20 @@ func (s *Server) WaitServing(timeout time.Duration) error {
 			return fmt.Errorf("zkserver: server on %s not serving after %v:\n%s", s.Addr(), timeout, out)
 		}
 	}
+}
+
+// tlsListening reports whether the secure client port, if any, accepts
+// connections: the server opens it after the plain one.
+func (s *Server) tlsListening() bool {
+	if s.tlsPort == 0 {
+		return true
+	}
+	c, err := net.DialTimeout("tcp", s.TLSAddr(), time.Second)
+	if err != nil {
+		return false
+	}
+	c.Close()
+	return true
 }
 
 // Mode returns the server's mode as srvr reports it: "standalone",

@@ -55,6 +55,8 @@ var (
 type Backend struct {
 	cluster *etcdserver.Cluster
 	opts    []etcdstore.Option
+	// user and password replace the cluster's own credentials, if set.
+	user, password string
 
 	mu    gosync.Mutex
 	conns map[*etcdstore.Store]*conn
@@ -87,6 +89,14 @@ func New(c *etcdserver.Cluster, opts ...etcdstore.Option) *Backend {
 		opts:    append([]etcdstore.Option{etcdstore.WithTTL(TTL)}, opts...),
 		conns:   map[*etcdstore.Store]*conn{},
 	}
+}
+
+// NewAs is New for sessions authenticated as user with password, on a
+// cluster with auth enabled; Expire still revokes leases as root.
+func NewAs(c *etcdserver.Cluster, user, password string, opts ...etcdstore.Option) *Backend {
+	b := New(c, opts...)
+	b.user, b.password = user, password
+	return b
 }
 
 // Cluster returns the cluster the Backend opens sessions on.
@@ -145,9 +155,12 @@ func (b *Backend) open(hooks Hooks, opts []etcdstore.Option) (*etcdstore.Store, 
 			return nil, fmt.Errorf("etcdbackend: proxy: %w", err)
 		}
 		c.proxies = append(c.proxies, p)
-		eps = append(eps, "http://"+p.Addr())
+		eps = append(eps, u.Scheme+"://"+p.Addr())
 	}
 	cfg := b.cluster.ClientConfig(eps...)
+	if b.user != "" {
+		cfg.Username, cfg.Password = b.user, b.password
+	}
 	cfg.DialOptions = append(cfg.DialOptions, grpc.WithChainUnaryInterceptor(c.intercept))
 	cli, err := clientv3.New(cfg)
 	if err != nil {

@@ -1,0 +1,133 @@
+package main
+
+import (
+	"bufio"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+)
+
+// secureFlags are the credential and TLS flags of every command that talks
+// to a store, named as etcdctl names them. Each defaults to an environment
+// variable, so that a password never has to be on the command line.
+type secureFlags struct {
+	user         string
+	passwordFile string
+	cacert       string
+	cert, key    string
+}
+
+func (sf *secureFlags) register(fs *flag.FlagSet, getenv func(string) string) {
+	fs.StringVar(&sf.user, "user", getenv("CORRAL_USER"), "`NAME` to authenticate as: an etcd user, or a ZooKeeper digest user (default $CORRAL_USER); the password comes from --password-file, $CORRAL_PASSWORD or a prompt")
+	fs.StringVar(&sf.passwordFile, "password-file", getenv("CORRAL_PASSWORD_FILE"), "read the password of --user from `FILE`, its first line (default $CORRAL_PASSWORD_FILE)")
+	fs.StringVar(&sf.cacert, "cacert", getenv("CORRAL_CACERT"), "verify the servers' certificates with the CA bundle in `FILE`, and talk TLS (default $CORRAL_CACERT)")
+	fs.StringVar(&sf.cert, "cert", getenv("CORRAL_CERT"), "present the client certificate in `FILE` over TLS (default $CORRAL_CERT)")
+	fs.StringVar(&sf.key, "key", getenv("CORRAL_KEY"), "the key of --cert, in `FILE` (default $CORRAL_KEY)")
+}
+
+// credentials are what a store is reached with, resolved from the flags,
+// the environment and the store URL.
+type credentials struct {
+	user, password string
+	tls            *tls.Config // nil: plain TCP
+}
+
+// resolve reads the password and the certificates the flags name. urlUser
+// is the user named in the store URL, if any; wantTLS says whether the URL
+// asked for TLS.
+func (sf *secureFlags) resolve(e *env, urlUser string, wantTLS bool) (credentials, error) {
+	var c credentials
+	c.user = sf.user
+	switch {
+	case urlUser != "" && c.user != "" && urlUser != c.user:
+		return c, fmt.Errorf("%w: the store URL names user %q and --user %q", errUsage, urlUser, c.user)
+	case urlUser != "":
+		c.user = urlUser
+	}
+	if strings.Contains(c.user, ":") {
+		return c, fmt.Errorf("%w: --user has a ':': a password on the command line is visible to every user of the machine; give it in --password-file, $CORRAL_PASSWORD or at the prompt", errUsage)
+	}
+	if c.user != "" {
+		pw, err := sf.password(e, c.user)
+		if err != nil {
+			return c, err
+		}
+		c.password = pw
+	}
+	if sf.cacert == "" && sf.cert == "" && sf.key == "" && !wantTLS {
+		return c, nil
+	}
+	if (sf.cert == "") != (sf.key == "") {
+		return c, fmt.Errorf("%w: --cert and --key go together", errUsage)
+	}
+	c.tls = &tls.Config{MinVersion: tls.VersionTLS12}
+	if sf.cacert != "" {
+		pem, err := os.ReadFile(sf.cacert)
+		if err != nil {
+			return c, fmt.Errorf("%w: --cacert: %v", errUsage, err)
+		}
+		c.tls.RootCAs = x509.NewCertPool()
+		if !c.tls.RootCAs.AppendCertsFromPEM(pem) {
+			return c, fmt.Errorf("%w: --cacert %s: no PEM certificate in it", errUsage, sf.cacert)
+		}
+	}
+	if sf.cert != "" {
+		pair, err := tls.LoadX509KeyPair(sf.cert, sf.key)
+		if err != nil {
+			return c, fmt.Errorf("%w: --cert/--key: %v", errUsage, err)
+		}
+		c.tls.Certificates = []tls.Certificate{pair}
+	}
+	return c, nil
+}
+
+// password returns the password of --user: from --password-file, else
+// $CORRAL_PASSWORD, else asked on the terminal.
+func (sf *secureFlags) password(e *env, user string) (string, error) {
+	if sf.passwordFile != "" {
+		data, err := os.ReadFile(sf.passwordFile)
+		if err != nil {
+			return "", fmt.Errorf("%w: --password-file: %v", errUsage, err)
+		}
+		line, _, _ := strings.Cut(string(data), "\n")
+		return strings.TrimSuffix(line, "\r"), nil
+	}
+	if pw := e.getenv("CORRAL_PASSWORD"); pw != "" {
+		return pw, nil
+	}
+	pw, err := prompt(fmt.Sprintf("Password for %s: ", user))
+	if err != nil {
+		return "", fmt.Errorf("%w: no password for user %q: give --password-file or $CORRAL_PASSWORD (%v)", errUsage, user, err)
+	}
+	return pw, nil
+}
+
+// errNoTerminal says that there is no terminal to ask for a password on.
+var errNoTerminal = errors.New("no terminal to ask on")
+
+// prompt asks for a password on the controlling terminal (as ssh and sudo
+// do, so that corral's own stdin stays the command's), without echo.
+func prompt(question string) (string, error) {
+	tty, err := os.OpenFile("/dev/tty", os.O_RDWR, 0)
+	if err != nil {
+		return "", errNoTerminal
+	}
+	defer tty.Close()
+	restore, err := noEcho(tty)
+	if err != nil {
+		return "", err
+	}
+	fmt.Fprint(tty, question)
+	line, err := bufio.NewReader(tty).ReadString('\n')
+	restore()
+	fmt.Fprintln(tty)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return "", err
+	}
+	return strings.TrimRight(line, "\r\n"), nil
+}

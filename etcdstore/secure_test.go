@@ -1,0 +1,245 @@
+package etcdstore_test
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/corral-go/corral/etcdstore"
+	"github.com/corral-go/corral/internal/etcdserver"
+	"github.com/corral-go/corral/internal/etcdserver/etcdbackend"
+	"github.com/corral-go/corral/internal/smoke"
+	"github.com/corral-go/corral/internal/testcert"
+	"github.com/corral-go/corral/store"
+	"github.com/corral-go/corral/store/storetest"
+	corralsync "github.com/corral-go/corral/sync"
+)
+
+// dialAs dials c as user (no credentials for ""), with opts.
+func dialAs(ctx context.Context, c *etcdserver.Cluster, user, password string, opts ...etcdstore.Option) (*etcdstore.Store, error) {
+	cfg := c.ClientConfig()
+	cfg.Username, cfg.Password = user, password
+	return etcdstore.Dial(ctx, cfg, opts...)
+}
+
+// TestAuth runs etcd with authentication: a user whose role grants only
+// the prefix /app/ runs the conformance suite and the recipes with
+// WithChroot("/app"), and no key outside /app/ is touched; missing or
+// wrong credentials fail Dial with ErrAuth, a role that grants nothing
+// there with ErrPermission, and a write a role does not grant fails with
+// ErrPermission.
+func TestAuth(t *testing.T) {
+	c := etcdserver.Start(t, 1)
+	ctx := ctxFor(t)
+	if err := c.EnableAuth(ctx, "root-pw"); err != nil {
+		t.Fatal(err)
+	}
+	for _, u := range []struct{ user, prefix string }{{"app", "/app/"}, {"other", "/other/"}} {
+		if err := c.AddUser(ctx, u.user, u.user+"-pw", u.prefix); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	t.Run("conformance", func(t *testing.T) {
+		storetest.Run(t, etcdbackend.NewAs(c, "app", "app-pw", etcdstore.WithChroot("/app")))
+	})
+	t.Run("recipes", func(t *testing.T) {
+		var sts []store.Store
+		for range 2 {
+			st, err := dialAs(ctx, c, "app", "app-pw", etcdstore.WithChroot("/app"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { st.Close() })
+			sts = append(sts, st)
+		}
+		smoke.Recipes(t, sts[0], sts[1], "/recipes")
+	})
+	t.Run("no key outside the chroot", func(t *testing.T) {
+		resp, err := c.Client(t).Get(ctx, "\x00", clientv3.WithFromKey(), clientv3.WithKeysOnly())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var app int
+		for _, kv := range resp.Kvs {
+			if k := string(kv.Key); !strings.HasPrefix(k, "/app/") {
+				t.Errorf("key %q outside /app/", k)
+			} else {
+				app++
+			}
+		}
+		if app == 0 {
+			t.Error("no key under /app/: the tests above wrote nothing?")
+		}
+	})
+	t.Run("refused", func(t *testing.T) {
+		for _, tc := range []struct {
+			name, user, password string
+			opts                 []etcdstore.Option
+			want                 error
+			says                 string
+		}{
+			{"no credentials", "", "", nil, store.ErrAuth, "user name is empty"},
+			{"wrong password", "app", "wrong", nil, store.ErrAuth, "invalid user ID or password"},
+			{"unknown user", "ghost", "pw", nil, store.ErrAuth, "invalid user ID or password"},
+			{"no chroot", "app", "app-pw", nil, store.ErrPermission, "WithChroot"},
+			{"another prefix", "other", "other-pw", []etcdstore.Option{etcdstore.WithChroot("/app")}, store.ErrPermission, "permission denied"},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				st, err := dialAs(ctx, c, tc.user, tc.password, tc.opts...)
+				if err == nil {
+					st.Close()
+					t.Fatal("Dial succeeded")
+				}
+				if !errors.Is(err, tc.want) || !strings.Contains(err.Error(), tc.says) {
+					t.Fatalf("Dial = %v; want %v, saying %q", err, tc.want, tc.says)
+				}
+				t.Logf("Dial: %v", err)
+			})
+		}
+	})
+	t.Run("read only", func(t *testing.T) {
+		cli := c.Client(t)
+		if _, err := cli.RoleAdd(ctx, "reader"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := cli.RoleGrantPermission(ctx, "reader", "/app/", "/app0", clientv3.PermissionType(clientv3.PermRead)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := cli.UserAdd(ctx, "reader", "reader-pw"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := cli.UserGrantRole(ctx, "reader", "reader"); err != nil {
+			t.Fatal(err)
+		}
+		st, err := dialAs(ctx, c, "reader", "reader-pw", etcdstore.WithChroot("/app"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer st.Close()
+		if _, err := st.Children(ctx, "/"); err != nil {
+			t.Errorf("Children(/) = %v; want the listing", err)
+		}
+		if err := corralsync.NewMutex(st, "/readers-lock").Lock(ctx); !errors.Is(err, store.ErrPermission) {
+			t.Errorf("Mutex.Lock = %v; want ErrPermission", err)
+		}
+		if _, err := st.Create(ctx, "/x", nil, store.Persistent); !errors.Is(err, store.ErrPermission) {
+			t.Errorf("Create = %v; want ErrPermission", err)
+		}
+	})
+}
+
+// TestChroot: a Store with a chroot sees only the keys below it, under
+// its own paths; two chroots do not see each other.
+func TestChroot(t *testing.T) {
+	c := etcdserver.Start(t, 1)
+	ctx := ctxFor(t)
+	open := func(opts ...etcdstore.Option) *etcdstore.Store {
+		st, err := etcdstore.Dial(ctx, c.ClientConfig(), opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { st.Close() })
+		return st
+	}
+	a, b, whole := open(etcdstore.WithChroot("/a")), open(etcdstore.WithChroot("/b/deeper")), open()
+	na, err := a.Create(ctx, "/x/n-", []byte("a"), store.EphemeralSequential)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nb, err := b.Create(ctx, "/x/n-", []byte("b"), store.EphemeralSequential)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, tc := range map[string]struct {
+		st *etcdstore.Store
+		n  store.Node
+	}{"a": {a, na}, "b": {b, nb}} {
+		if !strings.HasPrefix(tc.n.Path, "/x/n-") {
+			t.Errorf("%s: Create = %s; want a path in the Store's tree", name, tc.n.Path)
+		}
+		kids, err := tc.st.Children(ctx, "/x")
+		if err != nil || len(kids) != 1 || kids[0].Name != tc.n.Name() {
+			t.Errorf("%s: Children(/x) = %v, %v; want only %s", name, kids, err, tc.n.Name())
+		}
+		root, err := tc.st.Children(ctx, "/")
+		if err != nil || len(root) != 1 || root[0].Name != "x" {
+			t.Errorf("%s: Children(/) = %v, %v; want only x", name, root, err)
+		}
+	}
+	for _, p := range []string{"/a/x/" + na.Name(), "/b/deeper/x/" + nb.Name()} {
+		if _, err := whole.Get(ctx, p); err != nil {
+			t.Errorf("Get(%s) without chroot = %v", p, err)
+		}
+	}
+	if _, err := etcdstore.Dial(ctx, c.ClientConfig(), etcdstore.WithChroot("a")); !errors.Is(err, store.ErrInvalidArgument) {
+		t.Errorf("Dial(WithChroot(a)) = %v; want ErrInvalidArgument", err)
+	}
+}
+
+// TestTLS runs the conformance suite and the recipes on etcd serving
+// clients over TLS with client certificates; clients without a
+// certificate the server trusts, or that do not trust the server's, fail
+// Dial with an error that says so.
+func TestTLS(t *testing.T) {
+	ca := testcert.ForTest(t, "etcd")
+	c := etcdserver.Start(t, 1, etcdserver.WithTLS(ca, ca.MustServer(t, "etcd-server")))
+	t.Run("conformance", func(t *testing.T) {
+		storetest.Run(t, etcdbackend.New(c))
+	})
+	t.Run("recipes", func(t *testing.T) {
+		b := etcdbackend.New(c)
+		smoke.Recipes(t, b.Open(t), b.Open(t), "/recipes")
+	})
+	t.Run("refused", func(t *testing.T) {
+		stranger := testcert.ForTest(t, "stranger")
+		for _, tc := range []struct {
+			name string
+			tls  *tls.Config
+			want error
+			says string
+		}{
+			{"no client certificate", ca.ClientTLS(), store.ErrAuth, "certificate required"},
+			// crypto/tls sends no certificate the server's CAs did not sign.
+			{"certificate of another CA", &tls.Config{RootCAs: ca.Pool(), Certificates: []tls.Certificate{stranger.MustClient(t, "alice").Cert}}, store.ErrAuth, "certificate required"},
+			{"server not trusted", stranger.ClientTLS(ca.MustClient(t, "alice")), store.ErrAuth, "unknown authority"},
+			{"no TLS", nil, context.DeadlineExceeded, "server preface: EOF"},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				t.Parallel()
+				cfg := c.ClientConfig()
+				cfg.TLS = tc.tls
+				if tc.tls == nil {
+					for i, ep := range cfg.Endpoints {
+						cfg.Endpoints[i] = strings.Replace(ep, "https://", "http://", 1)
+					}
+				}
+				// A refused certificate fails after the first
+				// attempt, or once ctx ends when gRPC saw only a
+				// broken pipe; a connection that does not speak TLS
+				// is only unreachable.
+				timeout := 5 * time.Second
+				if tc.want == context.DeadlineExceeded {
+					timeout = 2 * time.Second
+				}
+				ctx, cancel := context.WithTimeout(t.Context(), timeout)
+				defer cancel()
+				begun := time.Now()
+				st, err := etcdstore.Dial(ctx, cfg)
+				if err == nil {
+					st.Close()
+					t.Fatal("Dial succeeded")
+				}
+				if !errors.Is(err, tc.want) || !strings.Contains(err.Error(), tc.says) {
+					t.Errorf("Dial = %v; want %v, saying %q", err, tc.want, tc.says)
+				}
+				t.Logf("Dial after %v: %v", time.Since(begun).Round(time.Millisecond), err)
+			})
+		}
+	})
+}

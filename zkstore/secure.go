@@ -1,0 +1,341 @@
+package zkstore
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/corral-go/corral/store"
+)
+
+// credential is one AddAuth of the session.
+type credential struct {
+	scheme string
+	auth   []byte
+}
+
+// WithDigestAuth authenticates the session as user with password, in
+// ZooKeeper's digest scheme: the session then holds the identity
+// digest:user:base64(sha1(user:password)), which ACLs name (see
+// zk.DigestACL). user must not be empty or contain ':'. It is WithAuth
+// with the scheme "digest" and "user:password"; see WithAuth for when the
+// credentials are sent and checked.
+func WithDigestAuth(user, password string) Option {
+	return func(o *options) {
+		if user == "" || strings.Contains(user, ":") {
+			o.invalid = append(o.invalid, fmt.Sprintf("digest user %q (empty, or contains ':')", user))
+			return
+		}
+		o.auth = append(o.auth, credential{"digest", []byte(user + ":" + password)})
+	}
+}
+
+// WithAuth adds credentials in scheme (ZooKeeper's addauth, as
+// zk.Conn.AddAuth sends them) to the session. It may be given several
+// times. Open sends them once the session is established and before it
+// returns; the client sends them again first thing on every reconnection,
+// before any other request, so the session never acts without them.
+//
+// Open fails with [store.ErrAuth] when the server refuses them (an unknown
+// scheme). A digest password, which the server does not check when it is
+// given but only against the ACLs it meets, is checked against the ACL of
+// the Store's root (the chroot node, or "/"): Open fails with
+// [store.ErrAuth] when that ACL names the user and the session does not
+// hold that identity (a wrong password). A wrong password elsewhere shows
+// as [store.ErrPermission] on the nodes it does not open.
+//
+// With credentials, the nodes the Store creates get [CreatorACL] unless
+// [WithACL] says otherwise.
+func WithAuth(scheme string, auth []byte) Option {
+	return func(o *options) {
+		if scheme == "" {
+			o.invalid = append(o.invalid, "auth scheme \"\"")
+			return
+		}
+		o.auth = append(o.auth, credential{scheme, slices.Clone(auth)})
+	}
+}
+
+// CreatorACL returns the ACL a Store with credentials gives the nodes it
+// creates unless [WithACL] says otherwise: every right to the identities
+// the creating session holds (ZooKeeper's "auth" scheme: its digest users,
+// and its x509 subject over TLS), and read to anyone. It is Curator's
+// CREATOR_ALL_ACL plus READ_ACL_UNSAFE.
+//
+// Deleting a node takes the delete right on its parent; corral's recipes
+// create their directories with the same ACL, so the nodes of a lock or an
+// election can be deleted only by the identity that made the directory.
+// Sessions of other identities cannot contend there either (creating a
+// node takes the create right on the parent): for a lock shared by
+// several identities, give WithACL an ACL that names them all, bearing in
+// mind that ZooKeeper cannot let an identity delete its own nodes in a
+// directory without letting it delete the others'.
+func CreatorACL() []zk.ACL {
+	return []zk.ACL{
+		{Perms: zk.PermAll, Scheme: "auth", ID: ""},
+		{Perms: zk.PermRead, Scheme: "world", ID: "anyone"},
+	}
+}
+
+// WithACL sets the ACL of every node the Store creates: the nodes asked
+// for, the parents it creates for them, and the chroot node if Open
+// creates it. The default is zk.WorldACL(zk.PermAll) (anyone may do
+// anything) for a Store without credentials, and [CreatorACL] for one with
+// them. An empty ACL fails Open with [store.ErrInvalidArgument]; one the
+// server refuses (the "auth" scheme for a session that holds no identity)
+// fails each create with it.
+func WithACL(acl []zk.ACL) Option {
+	return func(o *options) {
+		if len(acl) == 0 {
+			o.invalid = append(o.invalid, "empty ACL")
+			return
+		}
+		o.acl = slices.Clone(acl)
+	}
+}
+
+// WithChroot makes the Store's tree the subtree at path, as a ZooKeeper
+// connect string's chroot suffix ("host:2181/app") does for ZooKeeper's own
+// clients: the Store's "/" is the server's path, its "/lock" is
+// path+"/lock", and it never reads or writes above path. Open creates path
+// and its missing ancestors (with the Store's ACL) when path does not
+// exist, and fails with [store.ErrPermission] when it may not. path must
+// be a valid absolute path ([store.ValidatePath]); "/" means no chroot.
+func WithChroot(path string) Option {
+	return func(o *options) {
+		if err := store.ValidatePath(path); err != nil {
+			o.invalid = append(o.invalid, fmt.Sprintf("chroot %q: %v", path, err))
+			return
+		}
+		o.chroot = path
+		if path == "/" {
+			o.chroot = ""
+		}
+	}
+}
+
+// WithTLS makes the Store talk to the servers over TLS, as configured by
+// cfg: ZooKeeper's secure client port (secureClientPort, served by its
+// Netty connection factory). Set cfg.RootCAs to the CA that signed the
+// servers' certificates and, where the servers require client
+// certificates (ssl.clientAuth=need, ZooKeeper's default), cfg.Certificates
+// to the client's; the server then also authenticates the session as
+// x509:<the certificate's subject DN>, an identity that [CreatorACL] and
+// other ACLs can name. An empty cfg.ServerName is set to the host of each
+// server's address, so the address must be one the certificate names.
+//
+// The TLS handshake is part of connecting: it is bounded like the rest of
+// the handshake (the session timeout divided by the number of servers).
+// When every server fails it on a certificate, either side's (an unknown
+// authority, no client certificate, an expired one), Open fails at once
+// with [store.ErrAuth]; other failures (a server that does not speak TLS)
+// make Open wait for its ctx, and its error then names the last one.
+func WithTLS(cfg *tls.Config) Option {
+	return func(o *options) {
+		if cfg == nil {
+			o.invalid = append(o.invalid, "nil TLS config")
+			return
+		}
+		o.tls = cfg.Clone()
+	}
+}
+
+// setUp readies a new session for its caller: it authenticates it, checks
+// its credentials against its root and creates the chroot if missing. It
+// retries across lost connections until the session ends or the caller
+// leaves.
+func (s *Store) setUp(left <-chan struct{}, auth []credential) error {
+	for _, c := range auth {
+		if err := s.retry(left, func() error { return s.conn.AddAuth(c.scheme, c.auth) }); err != nil {
+			if errors.Is(err, zk.ErrAuthFailed) {
+				return fmt.Errorf("%w: the server refused the %q credentials (%w)", store.ErrAuth, c.scheme, err)
+			}
+			return err
+		}
+	}
+	if len(auth) == 0 && s.conn.root == "" {
+		return nil
+	}
+	var acl []zk.ACL
+	err := s.retry(left, func() error {
+		var err error
+		acl, _, err = s.conn.GetACL("/")
+		return err
+	})
+	switch {
+	case errors.Is(err, zk.ErrNoNode) && s.conn.root != "":
+		return s.makeChroot(left)
+	case errors.Is(err, zk.ErrNoAuth):
+		return fmt.Errorf("%w: the session's identities may neither read nor administer the root %s (%w)", store.ErrPermission, s.rootName(), err)
+	case err != nil:
+		return err
+	}
+	for _, c := range auth {
+		if err := s.checkDigest(acl, c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// retry calls f until it returns something other than a connection error,
+// waiting for a reconnection in between, or until the session ends or the
+// caller leaves.
+func (s *Store) retry(left <-chan struct{}, f func() error) error {
+	for attempt := 0; ; attempt++ {
+		if attempt > 0 {
+			if gone(left) {
+				return context.Canceled
+			}
+			if err := s.pause(attempt - 1); err != nil {
+				return err
+			}
+		}
+		if err := s.waitConnected(); err != nil {
+			return err
+		}
+		err := f()
+		if !isConnErr(err) || errors.Is(err, zk.ErrClosing) {
+			return err
+		}
+	}
+}
+
+// makeChroot creates the chroot and its missing ancestors.
+func (s *Store) makeChroot(left <-chan struct{}) error {
+	root := s.conn.root
+	for i := 1; i <= len(root); i++ {
+		if i < len(root) && root[i] != '/' {
+			continue
+		}
+		p := root[:i]
+		err := s.retry(left, func() error {
+			_, err := s.conn.zk.Create(p, nil, 0, s.acl)
+			return err
+		})
+		switch {
+		case errors.Is(err, zk.ErrNoAuth):
+			return fmt.Errorf("%w: cannot create the chroot %s: %s may not be created (%w)", store.ErrPermission, root, p, err)
+		case err != nil && !errors.Is(err, zk.ErrNodeExists):
+			return fmt.Errorf("create the chroot %s: %s: %w", root, p, err)
+		}
+	}
+	return nil
+}
+
+func (s *Store) rootName() string {
+	if s.conn.root == "" {
+		return "/"
+	}
+	return s.conn.root
+}
+
+// checkDigest checks digest credentials against acl, the ACL of the
+// Store's root. The server hides the password hashes of digest entries
+// from a session without the admin right (it shows "user:x"), so a
+// session that sees hashes holds admin, and one that sees "x" in an entry
+// that grants admin does not hold that entry's identity.
+func (s *Store) checkDigest(acl []zk.ACL, c credential) error {
+	if c.scheme != "digest" {
+		return nil
+	}
+	user, password, _ := strings.Cut(string(c.auth), ":")
+	ours := zk.DigestACL(0, user, password)[0].ID
+	wrong := false
+	for _, a := range acl {
+		if a.Scheme != "digest" {
+			continue
+		}
+		u, hash, _ := strings.Cut(a.ID, ":")
+		switch {
+		case u != user:
+		case a.ID == ours:
+			return nil
+		case hash != "x", a.Perms&zk.PermAdmin != 0:
+			wrong = true
+		}
+	}
+	if wrong {
+		return fmt.Errorf("%w: the ACL of the root %s names digest user %q with another password", store.ErrAuth, s.rootName(), user)
+	}
+	return nil
+}
+
+// handshake runs the TLS handshake on raw, a new connection to addr,
+// finished by the time by at the latest.
+func (s *Store) handshake(raw net.Conn, addr string, by time.Time) (net.Conn, error) {
+	cfg := s.tls
+	if cfg.ServerName == "" {
+		cfg = cfg.Clone()
+		cfg.ServerName = addr
+		if host, _, err := net.SplitHostPort(addr); err == nil {
+			cfg.ServerName = host
+		}
+	}
+	c := tls.Client(raw, cfg)
+	ctx, cancel := context.WithDeadline(s.ctx, by)
+	defer cancel()
+	if err := c.HandshakeContext(ctx); err != nil {
+		return nil, fmt.Errorf("zkstore: TLS handshake with %s: %w", addr, err)
+	}
+	return c, nil
+}
+
+// noteConnErr records why a connection to a server failed before its
+// session handshake completed. Before the session is established, a run
+// of certificate failures as long as the list of servers ends Open with
+// store.ErrAuth: every server was tried, and a certificate does not get
+// better by trying again.
+func (s *Store) noteConnErr(err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ended != nil {
+		return
+	}
+	s.lastConnErr = err
+	if s.id.Load() != 0 || !isCertErr(err) {
+		s.certFails = 0
+		return
+	}
+	s.certFails++
+	if s.certFails >= s.nservers && s.refusal == nil {
+		s.refusal = fmt.Errorf("%w: %w", store.ErrAuth, err)
+		close(s.refused)
+	}
+}
+
+// isCertErr reports whether err is a TLS handshake failure on a
+// certificate: this side's verification of the server's, or the server's
+// alert about the client's (which TLS 1.3 delivers on the first read after
+// the handshake).
+func isCertErr(err error) bool {
+	var (
+		cve *tls.CertificateVerificationError
+		uae x509.UnknownAuthorityError
+		cie x509.CertificateInvalidError
+		he  x509.HostnameError
+		oe  *net.OpError
+	)
+	if errors.As(err, &cve) || errors.As(err, &uae) || errors.As(err, &cie) || errors.As(err, &he) {
+		return true
+	}
+	if !errors.As(err, &oe) || oe.Op != "remote error" {
+		return false
+	}
+	// crypto/tls reports the peer's alert as its text.
+	switch strings.TrimPrefix(oe.Err.Error(), "tls: ") {
+	case "bad certificate", "unsupported certificate", "revoked certificate",
+		"expired certificate", "unknown certificate", "unknown certificate authority",
+		"access denied", "certificate required":
+		return true
+	}
+	return false
+}
