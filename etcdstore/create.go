@@ -396,7 +396,7 @@ func (s *Store) makeParents(ctx context.Context, name string) error {
 	}
 	actx, cancel := context.WithTimeout(ctx, s.attempt)
 	defer cancel()
-	resp, err := s.cli.Txn(actx).If(cmps...).Then(then...).Commit()
+	resp, err := s.kv.Txn(actx).If(cmps...).Then(then...).Commit()
 	if err != nil {
 		if ctx.Err() == nil && actx.Err() != nil {
 			err = fmt.Errorf("%w: no reply within the attempt timeout (%v): %w", store.ErrDisconnected, s.attempt, err)
