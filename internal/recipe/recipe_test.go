@@ -170,7 +170,7 @@ func TestAcquireOrder(t *testing.T) {
 			t.Fatalf("second Acquire returned %v while the first held", err)
 		default:
 		}
-		if err := recipe.Remove(ctx, s1, n1.Path); err != nil {
+		if err := recipe.Remove(ctx, s1, n1); err != nil {
 			t.Fatalf("Remove = %v", err)
 		}
 		select {
