@@ -67,7 +67,8 @@ import (
 // "1,8,32,128,512"; ZooKeeper stops at 128 unless asked), CORRAL_PEER_ROUNDS
 // (3), CORRAL_PEER_SECONDS (measured seconds per round, 3; a second of
 // warm-up comes first), CORRAL_ETCD_BIN (an etcd binary to serve instead of
-// the embedded server, such as Debian's etcd-server 3.4: /usr/bin/etcd).
+// the embedded server, such as Debian's etcd-server 3.4: /usr/bin/etcd),
+// CORRAL_PEER_ONLY (run only the variant so named, to profile it).
 func BenchmarkLockPeers(b *testing.B) {
 	for _, name := range []string{"zk", "etcd"} {
 		b.Run(name, func(b *testing.B) {
@@ -140,6 +141,13 @@ func comparePeers(b *testing.B, env peerEnv, n int) {
 			v.close()
 		}
 	}()
+	if only := os.Getenv("CORRAL_PEER_ONLY"); only != "" {
+		// For profiling one variant: the others are opened but not run.
+		vs = slices.DeleteFunc(slices.Clone(vs), func(v *peerVariant) bool { return v.name != only })
+		if len(vs) == 0 {
+			b.Fatalf("CORRAL_PEER_ONLY=%q names no variant", only)
+		}
+	}
 	rounds := envInts("CORRAL_PEER_ROUNDS", []int{3})[0]
 	measured := time.Duration(envInts("CORRAL_PEER_SECONDS", []int{3})[0]) * time.Second
 	results := make([][]roundResult, len(vs))
@@ -171,7 +179,7 @@ func comparePeers(b *testing.B, env peerEnv, n int) {
 		}
 		b.ReportMetric(float64(med[i].perAcq.reqs)/1000, v+"-req/acq")
 	}
-	for i := 1; i < len(vs); i++ {
+	for i := 1; i < len(vs) && vs[0].name == "corral"; i++ {
 		b.ReportMetric(med[0].acqPerSec/med[i].acqPerSec, "ratio-"+vs[i].name)
 	}
 }
