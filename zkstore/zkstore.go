@@ -168,6 +168,7 @@ type Store struct {
 	nservers  int
 	tried     error // the last failure to reach a server, for Open's error
 	over      atomic.Bool // the session has ended
+	wires     wires       // frames awaited on the wire (see pipeline.go)
 
 	// The session's clock. The deadline is in nanoseconds since base (0
 	// until the first connect response), read without s.mu.
@@ -632,6 +633,12 @@ func (s *Store) Create(ctx context.Context, path string, data []byte, mode store
 	if err := store.ValidateCreate(path, data, mode); err != nil {
 		return store.Node{}, err
 	}
+	return s.create1(ctx, path, data, mode, "")
+}
+
+// create1 is Create of a valid request; guid, when not empty, is the uuid
+// of an ephemeral sequential node's protected name.
+func (s *Store) create1(ctx context.Context, path string, data []byte, mode store.Mode, guid string) (store.Node, error) {
 	var flags int32
 	if mode&store.Ephemeral != 0 {
 		flags |= zk.FlagEphemeral
@@ -639,10 +646,14 @@ func (s *Store) Create(ctx context.Context, path string, data []byte, mode store
 	if mode&store.Sequential != 0 {
 		flags |= zk.FlagSequence
 	}
-	target, guid := path, ""
+	target := path
 	if mode == store.EphemeralSequential {
-		guid = newUUID()
+		if guid == "" {
+			guid = newUUID()
+		}
 		target = store.Join(store.Parent(path), protectedPrefix+guid+"-"+store.Base(path))
+	} else {
+		guid = ""
 	}
 	data = slices.Clone(data)
 	created, err := call(s, ctx,
