@@ -16,7 +16,9 @@
 //     written under the same prefix by etcd's own concurrency.Mutex or
 //     concurrency.Election, or by etcdctl lock, sorts correctly beside
 //     corral's. A sequential node's name is the requested name followed by
-//     16 random hexadecimal digits.
+//     16 hexadecimal digits: random, or those of an ephemeral sequential
+//     node of the same session and requested name that was deleted with
+//     DeleteSeq (see Names).
 //   - Node.Version is the key's Version minus one (0 after Create).
 //
 // The root "/" is not a key: it always exists, has no data, never changes
@@ -27,7 +29,27 @@
 //
 // A Children call reads every key under the node, not only its direct
 // children, so it costs in proportion to the node's whole subtree; the
-// recipes keep their directories flat.
+// recipes keep their directories flat. [Store.ChildrenUpTo] and
+// [Store.CreateAndWindow] ([store.WindowLister]) read only the few children
+// up to a given Seq: what the server sends then does not grow with the
+// number of children, though the server still reads them all to sort them
+// by CreateRevision.
+//
+// # Names
+//
+// etcd keeps every key ever written in its index, deleted ones too, until
+// the cluster is compacted, and every range read walks them. So a session
+// uses the names of its ephemeral sequential nodes again, as etcd's own
+// concurrency.Mutex uses one key per session: a name whose node the session
+// deleted with [Store.DeleteSeq] ([store.SeqDeleter]), which deletes a node
+// only if it has the Seq it names, is the name of its next ephemeral
+// sequential node under the same requested path. A directory then holds as
+// many names as the sessions that use it hold nodes at once, whatever its
+// history, and a lock costs the same after a million acquisitions as after
+// one. A name deleted with Delete, or whose create failed, is never used
+// again, since a late delete by path could remove the new node. Identity is
+// path and Seq together (see the store package), so a waiter never mistakes
+// the new node for the old one.
 //
 // # Sessions
 //

@@ -62,7 +62,8 @@
 // alone. A name can be used again once its node is gone: etcd's own lock and
 // election clients name their key after their session's lease and use that
 // name for every acquisition, an operator can re-create a deleted node, and a
-// store may reuse names itself. So a recipe that waits for "the node in
+// store may reuse names itself (etcdstore does, for ephemeral sequential
+// nodes deleted with [SeqDeleter]). So a recipe that waits for "the node in
 // front of me" to go waits for that path with that Seq: a node found at the
 // path with another Seq counts as gone (ExistsW returns the Seq it found).
 //

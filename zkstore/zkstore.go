@@ -10,6 +10,11 @@
 // suffix of a name ([store.ParseSeq]), so nodes written by Curator, kazoo and
 // go-zookeeper's own lock order correctly beside corral's.
 //
+// [Store.CreateAndList] ([store.CreateLister]) sends the listing right
+// behind an ephemeral sequential create, without waiting for the create's
+// reply: the server answers a session's requests in order, so the listing
+// sees the new node, and a lock's first step takes one round trip.
+//
 // # Session deadline
 //
 // The server expires a session once it has received nothing from the client

@@ -26,14 +26,20 @@
 //
 // # Acquiring
 //
-// [Acquire] creates the contender node ([Create]: one round trip with
-// store.CreateLister, else Create then Children) and blocks until a
-// [Blocker] says that no earlier contender blocks it. It waits on exactly the
-// blocking node ([WaitGone], an ExistsW loop that re-checks after every
-// event), so a release wakes only the waiters it unblocks. After any wait it
-// lists the directory again: a predecessor that gave up was not the holder,
-// and the own node must still be listed while the session lives before the
-// grant is reported. On any error or cancellation the node is removed
+// [Acquire] creates the contender node and blocks until a [Blocker] says
+// that no earlier contender blocks it. Where the store reads windows of
+// children (store.WindowLister), the contender reads only the few
+// contenders up to its own node (4; 16 for a reader, which looks past other
+// readers for the last writer), so that what an acquisition costs does not
+// grow with the number of waiters; a window that holds no blocker and does
+// not reach the first child is followed by the full listing. Elsewhere it
+// lists the directory ([Create]: one round trip with store.CreateLister,
+// else Create then Children). It waits on exactly the blocking node
+// ([WaitGone], an ExistsW loop that re-checks after every event), so a
+// release wakes only the waiters it unblocks. After any wait it reads its
+// view again: a predecessor that gave up was not the holder, and the own
+// node must still be there while the session lives before the grant is
+// reported. On any error or cancellation the node is removed
 // ([Remove], on context.WithoutCancel with the [CleanupTimeout] bound).
 // [TryAcquire] is the non-blocking form. [Predecessor] is the blocker of a
 // mutex, a writer or an election candidate; [LastWriter] that of a reader.
