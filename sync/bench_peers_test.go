@@ -166,7 +166,8 @@ func comparePeers(b *testing.B, env peerEnv, n int) {
 			path := fmt.Sprintf("/bench/peers/%s-%d-%d-%d", v.name, n, r, peerRuns.Add(1))
 			res := peerRound(b, env, v, v.lockers(path), time.Second, measured)
 			results[i] = append(results[i], res)
-			b.Logf("round %d %-18s N=%-3d %8.0f acq/s  p99 %7.2f ms  srv %6.0f µs/acq  cli %6.0f µs/acq  %6.2f kB/acq  %5.2f req/acq  (%d acq)",
+			// Printed, not logged: a benchmark's log keeps ten lines.
+			fmt.Printf("round %d %-18s N=%-3d %8.0f acq/s  p99 %7.2f ms  srv %6.0f µs/acq  cli %6.0f µs/acq  %6.2f kB/acq  %5.2f req/acq  (%d acq)\n",
 				r, v.name, n, res.acqPerSec, ms(res.p99), us(res.perAcq.srvCPU), us(res.perAcq.cliCPU),
 				float64(res.perAcq.bytes)/1e6, float64(res.perAcq.reqs)/1000, res.acq)
 		}
@@ -679,7 +680,7 @@ func history(b *testing.B, env *etcdPeers, n, cycles int) {
 				p99:    lat[len(lat)*99/100],
 			}
 			tenths[i] = append(tenths[i], tn)
-			b.Logf("tenth %d %-18s N=%d %7.0f cycles/s  srv %5.0f µs/cycle  p99 %7.2f ms",
+			fmt.Printf("tenth %2d %-18s N=%d %7.0f cycles/s  srv %5.0f µs/cycle  p99 %7.2f ms\n",
 				t+1, vs[i].name, n, tn.perSec, float64(tn.srv.Nanoseconds())/1000, ms(tn.p99))
 		}
 	}
