@@ -615,10 +615,11 @@ func (t *trafficCounter) HandleRPC(_ context.Context, s stats.RPCStats) {
 
 // BenchmarkLockHistory locks and unlocks one lock on one etcd server that
 // is never compacted, 50,000 cycles in all at N sessions (1 and 8), corral's
-// Mutex and concurrency.Mutex in turns, a tenth of the cycles at a time,
+// Mutex and concurrency.Mutex in turns, a hundredth of the cycles at a time,
 // each on its own lock path that it keeps: etcd keeps every key ever
 // written until compaction, so a lock whose cost grows with the keys its
-// directory ever held slows down tenth by tenth. It logs, for every tenth,
+// directory ever held slows down tenth by tenth. Each tenth runs in ten
+// slices, the two in turns. It prints, for every tenth,
 // cycles/s, the server's CPU time per cycle and the acquire p99, and
 // reports the first and last tenths and their ratio (last ÷ first).
 //
@@ -665,23 +666,33 @@ func history(b *testing.B, env *etcdPeers, n, cycles int) {
 		cycle(b, v.lockers(fmt.Sprintf("/bench/history/warm-%s-%d-%d", v.name, n, run)), min(1000, cycles/10))
 	}
 	tenths := make([][]tenth, len(vs))
+	// Each tenth runs in ten slices, the variants in turns, so that the
+	// load of a shared machine weighs on both alike.
 	for t := range 10 {
-		for k := range vs {
-			i := (k + t) % len(vs)
-			c0 := env.snapshot(b, vs[i])
-			start := time.Now()
-			lat := cycle(b, ls[i], cycles/10)
-			d := time.Since(start)
-			c1 := env.snapshot(b, vs[i])
+		took := make([]time.Duration, len(vs))
+		srv := make([]time.Duration, len(vs))
+		lats := make([][]time.Duration, len(vs))
+		for slice := range 10 {
+			for k := range vs {
+				i := (k + slice) % len(vs)
+				c0 := env.snapshot(b, vs[i])
+				start := time.Now()
+				lats[i] = append(lats[i], cycle(b, ls[i], cycles/100)...)
+				took[i] += time.Since(start)
+				srv[i] += env.snapshot(b, vs[i]).sub(c0).srvCPU
+			}
+		}
+		for i, v := range vs {
+			lat := lats[i]
 			slices.Sort(lat)
 			tn := tenth{
-				perSec: float64(len(lat)) / d.Seconds(),
-				srv:    c1.sub(c0).srvCPU / time.Duration(len(lat)),
+				perSec: float64(len(lat)) / took[i].Seconds(),
+				srv:    srv[i] / time.Duration(len(lat)),
 				p99:    lat[len(lat)*99/100],
 			}
 			tenths[i] = append(tenths[i], tn)
 			fmt.Printf("tenth %2d %-18s N=%d %7.0f cycles/s  srv %5.0f µs/cycle  p99 %7.2f ms\n",
-				t+1, vs[i].name, n, tn.perSec, float64(tn.srv.Nanoseconds())/1000, ms(tn.p99))
+				t+1, v.name, n, tn.perSec, float64(tn.srv.Nanoseconds())/1000, ms(tn.p99))
 		}
 	}
 	for i, v := range vs {
