@@ -71,14 +71,12 @@ func (s *Store) CreateAndList(ctx context.Context, p string, data []byte, mode s
 	return n, kids, err
 }
 
-// CreateAndWindow creates a node as Create does and returns the window of
-// its parent's children that ends with it, as ChildrenUpTo(parent,
-// node.Seq, n) would right after the create. When the parent holds few
-// keys (at most max(2n, 8), its whole subtree counted), the create's own
-// transaction reads them all and CreateAndWindow takes one round trip;
-// otherwise it reads the window apart, as ChildrenUpTo does, in a second.
-// Either way what the server sends does not grow with the number of
-// children.
+// CreateAndWindow creates a node as Create does and, in the same
+// transaction, reads the window of its parent's children that ends with
+// it, as ChildrenUpTo(parent, node.Seq, n) would right after the create:
+// one range of the parent's subtree sorted by CreateRevision, of at most n
+// keys. (The server still reads the whole subtree to sort it; what it
+// sends does not grow with it.)
 func (s *Store) CreateAndWindow(ctx context.Context, p string, data []byte, mode store.Mode, n int) (store.Node, []store.Child, bool, error) {
 	if n < 1 {
 		return store.Node{}, nil, false, fmt.Errorf("etcdstore: create %q: %w: window of %d", p, store.ErrInvalidArgument, n)
@@ -93,21 +91,6 @@ func (s *Store) CreateAndWindow(ctx context.Context, p string, data []byte, mode
 		return store.Node{}, nil, false, errors.Join(err, s.undoMade(node))
 	}
 	return node, kids, complete, nil
-}
-
-// probeSize is how many keys the create transaction of a window of n
-// reads in key order (see createReq.txn): enough for a lightly contended
-// lock's whole directory, and still a bounded read.
-func probeSize(n int) int { return max(2*n, 8) }
-
-// probeRange returns the range of the first n keys below p in key order,
-// keys only, with the count of all of them.
-func probeRange(p string, n int) (string, []clientv3.OpOption) {
-	opts := []clientv3.OpOption{clientv3.WithKeysOnly(), clientv3.WithLimit(int64(n))}
-	if p == "/" {
-		return "/", append(opts, clientv3.WithPrefix())
-	}
-	return p + "/", append(opts, clientv3.WithRange(p+"0"))
 }
 
 // undoMade deletes node, made by a create whose caller does not get it,
@@ -409,16 +392,11 @@ func (r *createReq) txn(fenceKey string) (cmps []clientv3.Cmp, then, els []clien
 		then = append(then, clientv3.OpGet(key, opts...))
 		els = append(els, clientv3.OpGet(key, opts...))
 	case listWindow:
-		// A sorted range makes the server read every key of the range,
-		// inside the transaction, where it holds up every other write.
-		// So the transaction reads the first keys in key order, which the
-		// server reads alone, and the total count, which it takes from
-		// its index: when that is all there is (an uncontended or lightly
-		// contended lock), the window is at hand; otherwise
-		// CreateAndWindow reads it apart, sorted. The Else branch reads
-		// no window: a node found again after a lost reply is followed by
-		// a read of its own too.
-		key, opts := probeRange(r.parent, probeSize(r.window))
+		// The new key has the highest CreateRevision of all: the
+		// window's first key. Its Else branch reads no window: a node
+		// found again after a lost reply is followed by a read of its
+		// own (see CreateAndWindow).
+		key, opts := windowRange(r.parent, 0, r.window)
 		then = append(then, clientv3.OpGet(key, opts...))
 	}
 	return cmps, then, els
@@ -462,14 +440,8 @@ func (r *createReq) result(resp *clientv3.TxnResponse, retried bool) (store.Node
 		return n, kids, nil
 	case r.list == listWindow && resp.Succeeded:
 		listResp := resp.Responses[len(resp.Responses)-1].GetResponseRange()
-		if listResp.More || listResp.Count > int64(len(listResp.Kvs)) {
-			return n, nil, nil // more than the probe read: read the window apart
-		}
-		_, kids := children(r.parent, listResp.Kvs)
-		kids, r.complete = store.Window(kids, n.Seq, r.window)
-		if kids == nil {
-			kids = []store.Child{}
-		}
+		kids, complete := window(r.parent, listResp, r.window)
+		r.complete = complete
 		return n, kids, nil
 	}
 	return n, nil, nil
