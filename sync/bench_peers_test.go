@@ -68,7 +68,8 @@ import (
 // (3), CORRAL_PEER_SECONDS (measured seconds per round, 3; a second of
 // warm-up comes first), CORRAL_ETCD_BIN (an etcd binary to serve instead of
 // the embedded server, such as Debian's etcd-server 3.4: /usr/bin/etcd),
-// CORRAL_PEER_ONLY (run only the variant so named, to profile it).
+// CORRAL_PEER_ONLY (run only the variant so named, to profile it),
+// CORRAL_PEER_DATA=none (corral's nodes hold no identity record).
 func BenchmarkLockPeers(b *testing.B) {
 	for _, name := range []string{"zk", "etcd"} {
 		b.Run(name, func(b *testing.B) {
@@ -278,6 +279,16 @@ func peerRound(b *testing.B, env peerEnv, v *peerVariant, ls []benchLocker, warm
 	}
 }
 
+// corralOpts returns the options of corral's mutexes: with
+// CORRAL_PEER_DATA=none their nodes hold no identity record (as the peers'
+// hold no data), to weigh what the record costs.
+func corralOpts() []sync.LockOption {
+	if os.Getenv("CORRAL_PEER_DATA") == "none" {
+		return []sync.LockOption{sync.WithData(nil)}
+	}
+	return nil
+}
+
 // envInts parses a comma-separated list of integers from the environment.
 func envInts(name string, def []int) []int {
 	s := os.Getenv(name)
@@ -357,7 +368,7 @@ func (e *zkPeers) variants(b *testing.B, n int) []*peerVariant {
 		lockers: func(path string) []benchLocker {
 			ls := make([]benchLocker, n)
 			for i, st := range sts {
-				m := sync.NewMutex(st, path)
+				m := sync.NewMutex(st, path, corralOpts()...)
 				ls[i] = benchLocker{lock: m.Lock, unlock: m.Unlock}
 			}
 			return ls
@@ -568,7 +579,7 @@ func (e *etcdPeers) variants(b *testing.B, n int) []*peerVariant {
 	corral.lockers = func(path string) []benchLocker {
 		ls := make([]benchLocker, n)
 		for i, st := range sts {
-			m := sync.NewMutex(st, path)
+			m := sync.NewMutex(st, path, corralOpts()...)
 			ls[i] = benchLocker{lock: m.Lock, unlock: m.Unlock}
 		}
 		return ls
