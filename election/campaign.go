@@ -43,7 +43,7 @@ func (e *Election) Campaign(ctx context.Context, value []byte) (*Leadership, err
 			if cerr == nil {
 				return l, nil
 			}
-			err = errors.Join(cerr, recipe.Remove(tctx, e.st, n.Path))
+			err = errors.Join(cerr, recipe.Remove(tctx, e.st, n))
 		}
 		// A connection lost at the wrong moment (between a create and
 		// its listing, say) costs the candidate its place in line but

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
@@ -40,7 +39,8 @@ import (
 // revision from its Else branch and is sent again.
 
 // Create creates the node at p; see [store.Store]. A sequential node's name
-// is p followed by 16 random hexadecimal digits.
+// is p followed by 16 hexadecimal digits: random, or those of a node of this
+// session that was deleted with DeleteSeq (see Names in the package doc).
 //
 // The create is one transaction: it checks that the node does not exist and
 // that its parent exists and is not attached to a lease, and puts the node.
@@ -60,43 +60,101 @@ import (
 // attempt timeout, and returns ctx's error; the undo goes on until it is
 // done or the session ends.
 func (s *Store) Create(ctx context.Context, p string, data []byte, mode store.Mode) (store.Node, error) {
-	n, _, err := s.create(ctx, p, data, mode, false)
+	n, _, _, err := s.create(ctx, p, data, mode, listNone, 0)
 	return n, err
 }
 
 // CreateAndList creates a node as Create does and, in the same transaction,
 // lists the children of its parent as Children would right after the create.
 func (s *Store) CreateAndList(ctx context.Context, p string, data []byte, mode store.Mode) (store.Node, []store.Child, error) {
-	return s.create(ctx, p, data, mode, true)
+	n, kids, _, err := s.create(ctx, p, data, mode, listAll, 0)
+	return n, kids, err
 }
 
-func (s *Store) create(ctx context.Context, p string, data []byte, mode store.Mode, list bool) (store.Node, []store.Child, error) {
+// CreateAndWindow creates a node as Create does and, in the same
+// transaction, reads the window of its parent's children that ends with
+// it, as ChildrenUpTo(parent, node.Seq, n) would right after the create:
+// one range of the parent's subtree sorted by CreateRevision, of at most n
+// keys. (The server still reads the whole subtree to sort it; what it
+// sends does not grow with it.)
+func (s *Store) CreateAndWindow(ctx context.Context, p string, data []byte, mode store.Mode, n int) (store.Node, []store.Child, bool, error) {
+	if n < 1 {
+		return store.Node{}, nil, false, fmt.Errorf("etcdstore: create %q: %w: window of %d", p, store.ErrInvalidArgument, n)
+	}
+	node, kids, complete, err := s.create(ctx, p, data, mode, listWindow, n)
+	if err != nil || kids != nil {
+		return node, kids, complete, err
+	}
+	// Found again after a lost reply: the transaction read no window.
+	kids, complete, err = s.ChildrenUpTo(ctx, store.Parent(node.Path), node.Seq, n)
+	if err != nil {
+		return store.Node{}, nil, false, errors.Join(err, s.undoMade(node))
+	}
+	return node, kids, complete, nil
+}
+
+// undoMade deletes node, made by a create whose caller does not get it,
+// within a fresh attempt.
+func (s *Store) undoMade(node store.Node) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(s.ctx), s.attempt)
+	defer cancel()
+	return s.DeleteSeq(ctx, node.Path, node.Seq)
+}
+
+// What a create transaction lists besides making the node.
+const (
+	listNone = iota
+	listAll
+	listWindow
+)
+
+func (s *Store) create(ctx context.Context, p string, data []byte, mode store.Mode, list, window int) (store.Node, []store.Child, bool, error) {
 	if err := store.ValidateCreate(p, data, mode); err != nil {
-		return store.Node{}, nil, err
+		return store.Node{}, nil, false, err
 	}
 	octx, done, err := s.begin(ctx)
 	if err != nil {
-		return store.Node{}, nil, fmt.Errorf("etcdstore: create %q: %w", p, err)
+		return store.Node{}, nil, false, fmt.Errorf("etcdstore: create %q: %w", p, err)
 	}
 	defer done()
 
-	name := p
-	if mode&store.Sequential != 0 {
-		name = fmt.Sprintf("%s%016x", p, rand.Uint64())
+	name, reused := p, false
+	switch mode {
+	case store.EphemeralSequential:
+		name, reused = s.names.newName(p)
+	case store.Sequential:
+		name = freshName(p)
 	}
 	var lease clientv3.LeaseID
 	if mode&store.Ephemeral != 0 {
 		lease = s.lease
 	}
-	r := &createReq{name: name, parent: store.Parent(name), data: data, lease: lease, mode: mode, list: list}
+	r := &createReq{name: name, parent: store.Parent(name), data: data, lease: lease, mode: mode, list: list, window: window}
+	n, kids, err := s.send(ctx, octx, r)
+	if reused && errors.Is(err, store.ErrNodeExists) {
+		// Someone made a node under a name this session freed: its
+		// own, or a guess. Take a new one.
+		r = &createReq{name: freshName(p), parent: r.parent, data: data, lease: lease, mode: mode, list: list, window: window}
+		n, kids, err = s.send(ctx, octx, r)
+	}
+	if err == nil && mode == store.EphemeralSequential {
+		s.names.made(n.Path, p, n.Seq)
+	}
+	return n, kids, r.complete, err
+}
+
+// send sends r's transaction, retrying as Create says, and returns its
+// result. ctx is the caller's, octx the call's (see begin).
+func (s *Store) send(ctx, octx context.Context, r *createReq) (store.Node, []store.Child, error) {
 	// The transaction assumes the parent exists, as it does for every
 	// create in a recipe's directory but the first; only when it does not
 	// are the missing ancestors made first, by a transaction of their own.
 	// unknown is set once an attempt may have been applied without our
 	// seeing its reply.
+	name := r.name
 	unknown := false
 	for i := 1; ; {
-		res := s.send(r)
+		res := s.attempt1(r)
 		var out txnResult
 		select {
 		case out = <-res:
@@ -128,7 +186,7 @@ func (s *Store) create(ctx context.Context, p string, data []byte, mode store.Mo
 			return n, kids, err
 		}
 		err := s.fail(octx, "create", name, out.err)
-		if mode&store.Sequential == 0 || !errors.Is(err, store.ErrDisconnected) {
+		if r.mode&store.Sequential == 0 || !errors.Is(err, store.ErrDisconnected) {
 			return store.Node{}, nil, err
 		}
 		unknown = true
@@ -148,9 +206,10 @@ type txnResult struct {
 	err  error
 }
 
-// send sends r's transaction as one attempt in a goroutine of the Store's,
-// on the session's context, and returns the channel its outcome arrives on.
-func (s *Store) send(r *createReq) <-chan txnResult {
+// attempt1 sends r's transaction as one attempt in a goroutine of the
+// Store's, on the session's context, and returns the channel its outcome
+// arrives on.
+func (s *Store) attempt1(r *createReq) <-chan txnResult {
 	res := make(chan txnResult, 1)
 	r.fence = s.fenceRev()
 	cmps, then, els := r.txn(s.fenceKey)
@@ -293,7 +352,11 @@ type createReq struct {
 	data         []byte
 	lease        clientv3.LeaseID
 	mode         store.Mode
-	list         bool
+	list         int // listNone, listAll or listWindow
+	window       int // the window's size, with listWindow
+	// complete says, with listWindow, whether the window read reaches the
+	// first child.
+	complete bool
 	// fence is the fence revision the transaction is sent with;
 	// seenFence the one its Else branch found.
 	fence, seenFence int64
@@ -323,10 +386,18 @@ func (r *createReq) txn(fenceKey string) (cmps []clientv3.Cmp, then, els []clien
 	} else {
 		then = append(then, clientv3.OpPut(r.name, string(r.data)))
 	}
-	if r.list {
+	switch r.list {
+	case listAll:
 		key, opts := listRange(r.parent)
 		then = append(then, clientv3.OpGet(key, opts...))
 		els = append(els, clientv3.OpGet(key, opts...))
+	case listWindow:
+		// The new key has the highest CreateRevision of all: the
+		// window's first key. Its Else branch reads no window: a node
+		// found again after a lost reply is followed by a read of its
+		// own (see CreateAndWindow).
+		key, opts := windowRange(r.parent, 0, r.window)
+		then = append(then, clientv3.OpGet(key, opts...))
 	}
 	return cmps, then, els
 }
@@ -362,12 +433,18 @@ func (r *createReq) result(resp *clientv3.TxnResponse, retried bool) (store.Node
 		}
 		n = node(kv)
 	}
-	if !r.list {
-		return n, nil, nil
+	switch {
+	case r.list == listAll:
+		listResp := resp.Responses[len(resp.Responses)-1].GetResponseRange()
+		_, kids := children(r.parent, listResp.Kvs)
+		return n, kids, nil
+	case r.list == listWindow && resp.Succeeded:
+		listResp := resp.Responses[len(resp.Responses)-1].GetResponseRange()
+		kids, complete := window(r.parent, listResp, r.window)
+		r.complete = complete
+		return n, kids, nil
 	}
-	listResp := resp.Responses[len(resp.Responses)-1].GetResponseRange()
-	_, kids := children(r.parent, listResp.Kvs)
-	return n, kids, nil
+	return n, nil, nil
 }
 
 // ancestors returns the ancestors of p below the root, outermost first.

@@ -16,7 +16,9 @@
 //     written under the same prefix by etcd's own concurrency.Mutex or
 //     concurrency.Election, or by etcdctl lock, sorts correctly beside
 //     corral's. A sequential node's name is the requested name followed by
-//     16 random hexadecimal digits.
+//     16 hexadecimal digits: random, or those of an ephemeral sequential
+//     node of the same session and requested name that was deleted with
+//     DeleteSeq (see Names).
 //   - Node.Version is the key's Version minus one (0 after Create).
 //
 // The root "/" is not a key: it always exists, has no data, never changes
@@ -28,7 +30,27 @@
 //
 // A Children call reads every key under the node, not only its direct
 // children, so it costs in proportion to the node's whole subtree; the
-// recipes keep their directories flat.
+// recipes keep their directories flat. [Store.ChildrenUpTo] and
+// [Store.CreateAndWindow] ([store.WindowLister]) read only the few children
+// up to a given Seq: what the server sends then does not grow with the
+// number of children, though the server still reads them all to sort them
+// by CreateRevision.
+//
+// # Names
+//
+// etcd keeps every key ever written in its index, deleted ones too, until
+// the cluster is compacted, and every range read walks them. So a session
+// uses the names of its ephemeral sequential nodes again, as etcd's own
+// concurrency.Mutex uses one key per session: a name whose node the session
+// deleted with [Store.DeleteSeq] ([store.SeqDeleter]), which deletes a node
+// only if it has the Seq it names, is the name of its next ephemeral
+// sequential node under the same requested path. A directory then holds as
+// many names as the sessions that use it hold nodes at once, whatever its
+// history, and a lock costs the same after a million acquisitions as after
+// one. A name deleted with Delete, or whose create failed, is never used
+// again, since a late delete by path could remove the new node. Identity is
+// path and Seq together (see the store package), so a waiter never mistakes
+// the new node for the old one.
 //
 // # Sessions
 //
@@ -161,6 +183,7 @@ import (
 	gosync "sync"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -192,6 +215,8 @@ var (
 	_ store.Store           = (*Store)(nil)
 	_ store.ChildrenWatcher = (*Store)(nil)
 	_ store.CreateLister    = (*Store)(nil)
+	_ store.WindowLister    = (*Store)(nil)
+	_ store.SeqDeleter      = (*Store)(nil)
 )
 
 // Option configures a Store.
@@ -258,7 +283,8 @@ func WithLogger(l *slog.Logger) Option {
 }
 
 // Store is one etcd session, implementing [store.Store],
-// [store.ChildrenWatcher] and [store.CreateLister]. It is safe for
+// [store.ChildrenWatcher], [store.CreateLister], [store.WindowLister] and
+// [store.SeqDeleter]. It is safe for
 // concurrent use. Create it with [Open] or [Dial]; the zero Store is not
 // usable.
 //
@@ -298,6 +324,8 @@ type Store struct {
 	disc        chan struct{} // the channel Disconnected returns now
 	discClosed  bool
 	fence       int64 // the fence's ModRevision as last seen; see create.go
+
+	names names // names of ephemeral sequential nodes to use again; see names.go
 
 	wg        gosync.WaitGroup // background goroutines: keepalive, watches, undos
 	undos     gosync.WaitGroup // the undos alone, for tests
@@ -790,9 +818,11 @@ func (s *Store) Delete(ctx context.Context, p string) error {
 			Commit()
 	})
 	if err != nil {
+		s.names.forget(p)
 		return s.fail(ctx, "delete", p, err)
 	}
 	if resp.Succeeded {
+		s.names.forget(p)
 		if resp.Responses[0].GetResponseDeleteRange().Deleted == 0 {
 			return fmt.Errorf("etcdstore: delete %q: %w", p, store.ErrNoNode)
 		}
@@ -802,6 +832,126 @@ func (s *Store) Delete(ctx context.Context, p string) error {
 		return fmt.Errorf("etcdstore: delete %q: %w", p, store.ErrNoNode)
 	}
 	return fmt.Errorf("etcdstore: delete %q: %w", p, store.ErrNotEmpty)
+}
+
+// DeleteSeq deletes the node at p if its Seq (CreateRevision) is seq, in
+// one transaction that also checks that it has no children: ErrNoNode when
+// there is no node at p or another one, ErrNotEmpty when it has children.
+// An attempt given up after the attempt timeout fails with ErrDisconnected:
+// the node may or may not have been deleted. Once this session's node is
+// known to be gone, its name may be used again (see Names in the package
+// doc).
+func (s *Store) DeleteSeq(ctx context.Context, p string, seq int64) error {
+	if err := store.ValidatePath(p); err != nil {
+		return err
+	}
+	if p == "/" {
+		return fmt.Errorf("etcdstore: delete %q: %w: the root cannot be deleted", p, store.ErrInvalidPath)
+	}
+	ctx, done, err := s.begin(ctx)
+	if err != nil {
+		return fmt.Errorf("etcdstore: delete %q: %w", p, err)
+	}
+	defer done()
+	resp, err := do(s, ctx, func(ctx context.Context) (*clientv3.TxnResponse, error) {
+		return s.cli.Txn(ctx).
+			If(clientv3.Compare(clientv3.CreateRevision(p), "=", seq),
+				clientv3.Compare(clientv3.CreateRevision(p+"/"), "=", 0).WithPrefix()).
+			Then(clientv3.OpDelete(p)).
+			Else(clientv3.OpGet(p, clientv3.WithKeysOnly())).
+			Commit()
+	})
+	if err != nil {
+		return s.fail(ctx, "delete", p, err)
+	}
+	if resp.Succeeded {
+		s.names.deleted(p, seq)
+		return nil
+	}
+	if kvs := resp.Responses[0].GetResponseRange().Kvs; len(kvs) > 0 && kvs[0].CreateRevision == seq {
+		return fmt.Errorf("etcdstore: delete %q: %w", p, store.ErrNotEmpty)
+	}
+	s.names.deleted(p, seq)
+	return fmt.Errorf("etcdstore: delete %q: %w: no node with Seq %d", p, store.ErrNoNode, seq)
+}
+
+// ChildrenUpTo returns the window of the children of p that ends at seq;
+// see [store.WindowLister]. It is one range of p's subtree sorted by
+// CreateRevision, with CreateRevision at most seq and at most n keys: what
+// the server sends does not grow with the number of children (it still
+// reads them all to sort them). Keys deeper than a child share the range and
+// are skipped, so a window may hold fewer than n children without being
+// complete.
+func (s *Store) ChildrenUpTo(ctx context.Context, p string, seq int64, n int) ([]store.Child, bool, error) {
+	if err := store.ValidatePath(p); err != nil {
+		return nil, false, err
+	}
+	if n < 1 {
+		return nil, false, fmt.Errorf("etcdstore: children %q: %w: window of %d", p, store.ErrInvalidArgument, n)
+	}
+	ctx, done, err := s.begin(ctx)
+	if err != nil {
+		return nil, false, fmt.Errorf("etcdstore: children %q: %w", p, err)
+	}
+	defer done()
+	if seq < 1 {
+		return nil, true, nil
+	}
+	key, opts := windowRange(p, seq, n)
+	resp, err := do(s, ctx, func(ctx context.Context) (*clientv3.GetResponse, error) {
+		return s.cli.Get(ctx, key, opts...)
+	})
+	if err != nil {
+		return nil, false, s.fail(ctx, "children", p, err)
+	}
+	kids, complete := window(p, (*etcdserverpb.RangeResponse)(resp), n)
+	return kids, complete, nil
+}
+
+// windowRange returns the range of the last n keys below p, by
+// CreateRevision, whose CreateRevision is at most maxRev (any, when 0),
+// highest first.
+func windowRange(p string, maxRev int64, n int) (string, []clientv3.OpOption) {
+	opts := []clientv3.OpOption{clientv3.WithKeysOnly(),
+		clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortDescend),
+		clientv3.WithLimit(int64(n))}
+	if maxRev > 0 {
+		opts = append(opts, clientv3.WithMaxCreateRev(maxRev))
+	}
+	if p == "/" {
+		return "/", append(opts, clientv3.WithPrefix())
+	}
+	return p + "/", append(opts, clientv3.WithRange(p+"0"))
+}
+
+// window picks the direct children of p out of a read of windowRange,
+// sorted as Children sorts them, and tells whether the read reached the
+// first key below p.
+func window(p string, resp *etcdserverpb.RangeResponse, n int) ([]store.Child, bool) {
+	kids := make([]store.Child, 0, len(resp.Kvs))
+	for _, kv := range resp.Kvs {
+		if name, ok := childName(p, kv.Key); ok {
+			kids = append(kids, store.Child{Name: name, Seq: kv.CreateRevision})
+		}
+	}
+	slices.SortFunc(kids, cmpChild)
+	return kids, !resp.More && len(resp.Kvs) <= n
+}
+
+// childName returns the name of the child of p that key is, if it is one.
+func childName(p string, key []byte) (string, bool) {
+	prefix := p + "/"
+	if p == "/" {
+		prefix = "/"
+	}
+	if len(key) <= len(prefix) || string(key[:len(prefix)]) != prefix {
+		return "", false
+	}
+	name := key[len(prefix):]
+	if bytes.IndexByte(name, '/') >= 0 {
+		return "", false
+	}
+	return string(name), true
 }
 
 // Children returns the direct children of p sorted by Seq (CreateRevision),

@@ -8,8 +8,8 @@ import (
 )
 
 // Store is one session on a Server. It implements store.Store,
-// store.ChildrenWatcher and store.CreateLister, and is safe for concurrent
-// use. The zero value is not usable; get one from Server.Open or New.
+// store.ChildrenWatcher, store.CreateLister, store.WindowLister and
+// store.SeqDeleter, and is safe for concurrent use. The zero value is not usable; get one from Server.Open or New.
 type Store struct {
 	srv    *Server
 	id     int64
@@ -29,6 +29,8 @@ var (
 	_ store.Store           = (*Store)(nil)
 	_ store.ChildrenWatcher = (*Store)(nil)
 	_ store.CreateLister    = (*Store)(nil)
+	_ store.WindowLister    = (*Store)(nil)
+	_ store.SeqDeleter      = (*Store)(nil)
 )
 
 // begin checks ctx and the path, locks the server and checks the session.
@@ -200,6 +202,54 @@ func (st *Store) Delete(ctx context.Context, p string) error {
 		return err
 	}
 	defer st.srv.mu.Unlock()
+	if err := st.srv.delete(p); err != nil {
+		return fmt.Errorf("memstore: delete: %w", err)
+	}
+	return nil
+}
+
+// ChildrenUpTo implements store.WindowLister.
+func (st *Store) ChildrenUpTo(ctx context.Context, p string, seq int64, n int) ([]store.Child, bool, error) {
+	if n < 1 {
+		return nil, false, fmt.Errorf("memstore: children %q: %w: window of %d", p, store.ErrInvalidArgument, n)
+	}
+	if err := st.begin(ctx, "children", p); err != nil {
+		return nil, false, err
+	}
+	defer st.srv.mu.Unlock()
+	nd := st.srv.lookup(p)
+	if nd == nil {
+		return nil, true, nil
+	}
+	kids, complete := store.Window(children(nd), seq, n)
+	return kids, complete, nil
+}
+
+// CreateAndWindow implements store.WindowLister.
+func (st *Store) CreateAndWindow(ctx context.Context, p string, data []byte, mode store.Mode, n int) (store.Node, []store.Child, bool, error) {
+	if n < 1 {
+		return store.Node{}, nil, false, fmt.Errorf("memstore: create %q: %w: window of %d", p, store.ErrInvalidArgument, n)
+	}
+	node, kids, err := st.create(ctx, p, data, mode, true)
+	if err != nil {
+		return store.Node{}, nil, false, err
+	}
+	kids, complete := store.Window(kids, node.Seq, n)
+	return node, kids, complete, nil
+}
+
+// DeleteSeq implements store.SeqDeleter.
+func (st *Store) DeleteSeq(ctx context.Context, p string, seq int64) error {
+	if p == "/" {
+		return fmt.Errorf("%w %q: the root cannot be deleted", store.ErrInvalidPath, p)
+	}
+	if err := st.begin(ctx, "delete", p); err != nil {
+		return err
+	}
+	defer st.srv.mu.Unlock()
+	if n := st.srv.lookup(p); n != nil && n.seq != seq {
+		return fmt.Errorf("memstore: delete: %w: %q has Seq %d, not %d", store.ErrNoNode, p, n.seq, seq)
+	}
 	if err := st.srv.delete(p); err != nil {
 		return fmt.Errorf("memstore: delete: %w", err)
 	}

@@ -144,3 +144,16 @@ func SortChildren(kids []Child) {
 		return strings.Compare(a.Name, b.Name)
 	})
 }
+
+// Window returns the window of kids, a list sorted as SortChildren sorts
+// it, that WindowLister.ChildrenUpTo returns: the last n children whose Seq
+// is at most seq, and whether they are all of them. A store that lists all
+// children anyway answers ChildrenUpTo with it.
+func Window(kids []Child, seq int64, n int) (window []Child, complete bool) {
+	end := len(kids)
+	for end > 0 && kids[end-1].Seq > seq {
+		end--
+	}
+	start := max(end-n, 0)
+	return kids[start:end], start == 0
+}

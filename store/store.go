@@ -62,7 +62,8 @@
 // alone. A name can be used again once its node is gone: etcd's own lock and
 // election clients name their key after their session's lease and use that
 // name for every acquisition, an operator can re-create a deleted node, and a
-// store may reuse names itself. So a recipe that waits for "the node in
+// store may reuse names itself (etcdstore does, for ephemeral sequential
+// nodes deleted with [SeqDeleter]). So a recipe that waits for "the node in
 // front of me" to go waits for that path with that Seq: a node found at the
 // path with another Seq counts as gone (ExistsW returns the Seq it found).
 //
@@ -231,6 +232,41 @@ type CreateLister interface {
 	// children of its parent as Children would list them right after the
 	// create (so the list includes the new node).
 	CreateAndList(ctx context.Context, path string, data []byte, mode Mode) (Node, []Child, error)
+}
+
+// WindowLister is an optional capability, found by type assertion: read
+// the children of a node just up to a given Seq, without listing them all.
+// A contender of a lock needs only the contenders just before its own, and
+// a full listing costs in proportion to their number; a store that can
+// read a window of children in Seq order offers this. Children stays the
+// portable way to read them all.
+type WindowLister interface {
+	// ChildrenUpTo returns the children of path whose Seq is at most seq,
+	// at most n of them (n >= 1): those with the highest Seq, sorted as
+	// Children sorts them. complete reports that path has no other child
+	// with a Seq at most seq, so that the window starts at the first
+	// child. A window may hold fewer than n children and still not be
+	// complete (etcd reads a prefix, and skips what lies deeper than a
+	// child): only complete says that nothing comes before it. A missing
+	// path has no children: ChildrenUpTo does not report ErrNoNode.
+	ChildrenUpTo(ctx context.Context, path string, seq int64, n int) (kids []Child, complete bool, err error)
+
+	// CreateAndWindow creates a node as Create does and returns it with
+	// the window ChildrenUpTo(parent, node.Seq, n) as it was right after
+	// the create, so that the window ends with the new node.
+	CreateAndWindow(ctx context.Context, path string, data []byte, mode Mode, n int) (node Node, kids []Child, complete bool, err error)
+}
+
+// SeqDeleter is an optional capability, found by type assertion: delete a
+// node only if it is the node with a given Seq. A store that uses names
+// again (see Identity in the package doc) offers it, so that a late delete
+// meant for a node that is gone never removes the node now at its path.
+type SeqDeleter interface {
+	// DeleteSeq deletes the node at path if its Seq is seq, as Delete
+	// does. It fails with ErrNoNode when there is no node at path or the
+	// node there has another Seq, and with ErrNotEmpty when it has
+	// children.
+	DeleteSeq(ctx context.Context, path string, seq int64) error
 }
 
 // Mode is a set of create flags. The zero Mode creates a persistent node.

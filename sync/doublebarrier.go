@@ -211,7 +211,7 @@ func (b *DoubleBarrier) enter(ctx context.Context, a telemetry.Attempt) error {
 		r, err = b.lateRound(ctx, me)
 	}
 	if err != nil {
-		return b.fail(ctx, "enter", errors.Join(err, recipe.Remove(tctx, b.st, me.path)))
+		return b.fail(ctx, "enter", errors.Join(err, recipe.Remove(tctx, b.st, store.Node{Path: me.path, Seq: me.seq})))
 	}
 	b.entered, b.me, b.round, b.gone = true, me, r, false
 	b.held = a.Granted(ctx, node)
@@ -243,7 +243,7 @@ func (b *DoubleBarrier) Leave(ctx context.Context) error {
 	tctx := telemetry.NewContext(ctx, b.rec)
 	err := b.leave(tctx)
 	if err != nil {
-		err = b.fail(ctx, "leave", errors.Join(err, recipe.Remove(tctx, b.st, b.me.path)))
+		err = b.fail(ctx, "leave", errors.Join(err, recipe.Remove(tctx, b.st, store.Node{Path: b.me.path, Seq: b.me.seq})))
 	}
 	held.End(b.loss(ctx, err))
 	return err

@@ -65,7 +65,7 @@ type MultiMutex struct {
 	// pending are the nodes of the last release whose removal could not
 	// finish (the session's cleaner deletes them); the next Unlock removes
 	// them rather than report ErrNotLocked.
-	pending []string
+	pending []store.Node
 }
 
 // NewMultiMutex returns a MultiMutex on the locks at paths in st, in any
@@ -247,10 +247,10 @@ func (m *MultiMutex) Unlock(ctx context.Context) error {
 }
 
 // removePending removes the nodes of a release that could not remove them.
-func (m *MultiMutex) removePending(ctx context.Context, ps []string) error {
+func (m *MultiMutex) removePending(ctx context.Context, ns []store.Node) error {
 	var errs []error
-	for _, p := range ps {
-		if err := recipe.Remove(ctx, m.st, p); err != nil {
+	for _, n := range ns {
+		if err := recipe.Remove(ctx, m.st, n); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -258,7 +258,8 @@ func (m *MultiMutex) removePending(ctx context.Context, ps []string) error {
 		return m.opErr("unlock", err)
 	}
 	m.mu.Lock()
-	if slices.Equal(m.pending, ps) {
+	same := func(a, b store.Node) bool { return a.Path == b.Path && a.Seq == b.Seq }
+	if slices.EqualFunc(m.pending, ns, same) {
 		m.pending = nil
 	}
 	m.mu.Unlock()
@@ -373,11 +374,11 @@ func (h *multiHold) release(ctx context.Context) (lost, err error) {
 	return lost, errors.Join(errs...)
 }
 
-// nodes returns the paths of the members' nodes.
-func (h *multiHold) nodes() []string {
-	ns := make([]string, len(h.members))
+// nodes returns the members' nodes.
+func (h *multiHold) nodes() []store.Node {
+	ns := make([]store.Node, len(h.members))
 	for i, mh := range h.members {
-		ns[i] = mh.Node().Path
+		ns[i] = mh.Node()
 	}
 	return ns
 }

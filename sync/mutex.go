@@ -197,9 +197,10 @@ type exclusive struct {
 	mu   gosync.Mutex
 	hold *recipe.Hold // nil when not held
 	// pending is the node of the last release when its removal could
-	// not finish (the session's cleaner deletes it), "" otherwise; the
-	// next Unlock removes it rather than report ErrNotLocked.
-	pending string
+	// not finish (the session's cleaner deletes it), the zero Node
+	// otherwise; the next Unlock removes it rather than report
+	// ErrNotLocked.
+	pending store.Node
 }
 
 // init sets x up in place: x remembers its own address, so that a copy can
@@ -282,7 +283,7 @@ func (x *exclusive) grant(n store.Node, held *telemetry.Holding) {
 	h := recipe.NewHold(x.st, n, x.opts.holdWith(held))
 	x.mu.Lock()
 	x.hold = h
-	x.pending = "" // removed before the grant (recipe.Flush)
+	x.pending = store.Node{} // removed before the grant (recipe.Flush)
 	x.mu.Unlock()
 }
 
@@ -295,7 +296,7 @@ func (x *exclusive) unlock(ctx context.Context, op string) error {
 	x.hold = nil
 	x.mu.Unlock()
 	if h == nil {
-		if pending == "" {
+		if pending.Path == "" {
 			return opErr(op, x.path, ErrNotLocked)
 		}
 		return x.removePending(ctx, op, pending)
@@ -304,20 +305,20 @@ func (x *exclusive) unlock(ctx context.Context, op string) error {
 	err := releaseErr(telemetry.NewContext(ctx, x.rec), op, x.path, h)
 	if errors.Is(err, recipe.ErrRemovalPending) {
 		x.mu.Lock()
-		x.pending = h.Node().Path
+		x.pending = h.Node()
 		x.mu.Unlock()
 	}
 	return err
 }
 
 // removePending removes the node of a release that could not remove it.
-func (x *exclusive) removePending(ctx context.Context, op, p string) error {
+func (x *exclusive) removePending(ctx context.Context, op string, p store.Node) error {
 	if err := recipe.Remove(telemetry.NewContext(ctx, x.rec), x.st, p); err != nil {
 		return opErr(op, x.path, err)
 	}
 	x.mu.Lock()
-	if x.pending == p {
-		x.pending = ""
+	if x.pending.Path == p.Path && x.pending.Seq == p.Seq {
+		x.pending = store.Node{}
 	}
 	x.mu.Unlock()
 	return nil

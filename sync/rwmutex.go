@@ -37,7 +37,7 @@ type RWMutex struct {
 	// rpending are the nodes of read releases whose removal could not
 	// finish, oldest first: RUnlock removes them before it reports
 	// ErrNotLocked.
-	rpending []string
+	rpending []store.Node
 }
 
 // NewRWMutex returns an RWMutex on the lock at path in st. It does no I/O;
@@ -124,7 +124,7 @@ func (rw *RWMutex) rgrant(n store.Node, held *telemetry.Holding) {
 	rw.mu.Lock()
 	rw.rholds = append(rw.rholds, h)
 	// RLock removed this session's pending nodes before it contended.
-	rw.rpending = slices.DeleteFunc(rw.rpending, func(p string) bool {
+	rw.rpending = slices.DeleteFunc(rw.rpending, func(p store.Node) bool {
 		select {
 		case <-recipe.Pending(rw.w.st, p):
 			return true
@@ -156,7 +156,7 @@ func (rw *RWMutex) RUnlock(ctx context.Context) error {
 			return opErr("runlock", rw.w.path, err)
 		}
 		rw.mu.Lock()
-		rw.rpending = slices.DeleteFunc(rw.rpending, func(q string) bool { return q == p })
+		rw.rpending = slices.DeleteFunc(rw.rpending, func(q store.Node) bool { return q.Path == p.Path && q.Seq == p.Seq })
 		rw.mu.Unlock()
 		return nil
 	}
@@ -167,7 +167,7 @@ func (rw *RWMutex) RUnlock(ctx context.Context) error {
 	err := releaseErr(telemetry.NewContext(ctx, rw.rrec), "runlock", rw.w.path, h)
 	if errors.Is(err, recipe.ErrRemovalPending) {
 		rw.mu.Lock()
-		rw.rpending = append(rw.rpending, h.Node().Path)
+		rw.rpending = append(rw.rpending, h.Node())
 		rw.mu.Unlock()
 	}
 	return err

@@ -171,7 +171,7 @@ func (s *Semaphore) Acquire(ctx context.Context) (*Lease, error) {
 		return nil, acquireErr(ctx, "acquire", s.path, err)
 	}
 	if err := s.wait(ctx, node, kids); err != nil {
-		err = errors.Join(err, recipe.Remove(tctx, s.st, node.Path))
+		err = errors.Join(err, recipe.Remove(tctx, s.st, node))
 		a.Failed(ctx, err)
 		return nil, acquireErr(ctx, "acquire", s.path, err)
 	}
@@ -206,7 +206,7 @@ func (s *Semaphore) TryAcquire(ctx context.Context) (*Lease, bool, error) {
 			return s.grant(node, a.Granted(ctx, node)), true, nil
 		}
 	}
-	if err = errors.Join(err, recipe.Remove(tctx, s.st, node.Path)); err != nil {
+	if err = errors.Join(err, recipe.Remove(tctx, s.st, node)); err != nil {
 		a.Failed(ctx, err)
 		return nil, false, acquireErr(ctx, "tryacquire", s.path, err)
 	}
@@ -260,14 +260,14 @@ func (s *Semaphore) create(ctx context.Context, data []byte) (store.Node, []stor
 	} else if node, err = s.st.Create(ctx, p, data, store.EphemeralSequential); err == nil {
 		kids, err = s.st.Children(ctx, s.path)
 		if err != nil {
-			return store.Node{}, nil, errors.Join(err, recipe.Remove(ctx, s.st, node.Path))
+			return store.Node{}, nil, errors.Join(err, recipe.Remove(ctx, s.st, node))
 		}
 	}
 	if err != nil {
 		return store.Node{}, nil, err
 	}
 	if err := recipe.CheckFamily(s.path, kids, recipe.Leases); err != nil {
-		return store.Node{}, nil, errors.Join(err, recipe.Remove(ctx, s.st, node.Path))
+		return store.Node{}, nil, errors.Join(err, recipe.Remove(ctx, s.st, node))
 	}
 	return node, kids, nil
 }

@@ -341,7 +341,7 @@ func (s *StripedMutex) acquire(ctx context.Context, ord []int, all, wait bool) (
 		}
 		own := recipe.Index(cs, n.Name())
 		if own < 0 {
-			return nil, errors.Join(s.ownGone(n.Path), recipe.Remove(ctx, s.st, n.Path))
+			return nil, errors.Join(s.ownGone(n.Path), recipe.Remove(ctx, s.st, n))
 		}
 		if stripeBlocker(cs, own) < 0 {
 			return s.grant(i, n), nil
@@ -356,7 +356,7 @@ func (s *StripedMutex) acquire(ctx context.Context, ord []int, all, wait bool) (
 		if next < 0 && wait {
 			return s.waitLine(ctx, i, n, cs, ord, all)
 		}
-		if err := recipe.Remove(ctx, s.st, n.Path); err != nil {
+		if err := recipe.Remove(ctx, s.st, n); err != nil {
 			return nil, err
 		}
 		if next < 0 {
@@ -397,7 +397,7 @@ func shortest(counts []int) int {
 func (s *StripedMutex) waitLine(ctx context.Context, line int, own store.Node, cs []recipe.Contender, ord []int, all bool) (st *Stripe, err error) {
 	defer func() {
 		if err != nil {
-			err = errors.Join(err, recipe.Remove(ctx, s.st, own.Path))
+			err = errors.Join(err, recipe.Remove(ctx, s.st, own))
 		}
 	}()
 	var others []int
@@ -419,7 +419,7 @@ func (s *StripedMutex) waitLine(ctx context.Context, line int, own store.Node, c
 				if got := s.move(ctx, others); got != nil {
 					// The old place goes to the session's cleaner if
 					// it cannot be removed now; the new stripe stands.
-					_ = recipe.Remove(ctx, s.st, own.Path)
+					_ = recipe.Remove(ctx, s.st, own)
 					return got, nil
 				}
 			}

@@ -26,7 +26,7 @@ type Participant struct {
 	h    header // as read at Join
 
 	mu    gosync.Mutex
-	alive string // the alive node, "" when none
+	alive store.Node // the alive node, with Path "" when none
 	voted bool   // a vote is in the slot
 }
 
@@ -77,7 +77,7 @@ func join(ctx context.Context, st store.Store, path, name string) (*Participant,
 	if err != nil {
 		return nil, err
 	}
-	p.alive = n.Path
+	p.alive = n
 	if slot.Version == 0 {
 		_, err = retry(ctx, st, func() (store.Node, error) { return st.Set(ctx, p.slot(), []byte(joined), 0) })
 		if errors.Is(err, store.ErrBadVersion) {
@@ -100,7 +100,7 @@ func (p *Participant) rejoined(ctx context.Context) error {
 	if n.Version >= versionVoted {
 		p.voted = true
 		err := recipe.Remove(ctx, p.st, p.alive)
-		p.alive = ""
+		p.alive = store.Node{}
 		return err
 	}
 	return nil
@@ -199,9 +199,9 @@ func (p *Participant) Vote(ctx context.Context, commit bool) error {
 	p.voted = true
 	// The alive node goes only now that the vote is in (see Coordinator).
 	// One that cannot go now is the session's cleaner's.
-	if p.alive != "" {
+	if p.alive.Path != "" {
 		_ = recipe.Remove(ctx, p.st, p.alive)
-		p.alive = ""
+		p.alive = store.Node{}
 	}
 	if !commit {
 		_, err = decide(ctx, p.st, p.path, p.h.aborted(ReasonVote, p.name))
@@ -258,7 +258,7 @@ func (p *Participant) Forget(ctx context.Context) error {
 		return opErr(ctx, "forget", p.path, ErrUndecided)
 	}
 	p.mu.Lock()
-	p.alive = "" // deleted with the slot
+	p.alive = store.Node{} // deleted with the slot
 	p.mu.Unlock()
 	if err := deleteTree(ctx, p.st, p.slot()); err != nil {
 		return opErr(ctx, "forget", p.path, err)

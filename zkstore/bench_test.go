@@ -105,6 +105,27 @@ func BenchmarkOps(b *testing.B) {
 			return err
 		})
 	})
+	// An uncontended lock cycle: zkstore pipelines the listing behind
+	// the create (one round trip), go-zookeeper makes two.
+	b.Run("create-list-delete", func(b *testing.B) {
+		d := dir(b)
+		paired(b, nil, func(int) error {
+			p, err := conn.CreateProtectedEphemeralSequential(d+"/lock-", nil, acl)
+			if err != nil {
+				return err
+			}
+			if _, _, err := conn.Children(d); err != nil {
+				return err
+			}
+			return conn.Delete(p, -1)
+		}, func(int) error {
+			n, _, err := st.CreateAndList(ctx, d+"/lock-", nil, store.EphemeralSequential)
+			if err != nil {
+				return err
+			}
+			return st.Delete(ctx, n.Path)
+		})
+	})
 	b.Run("children", func(b *testing.B) {
 		paired(b, nil, func(int) error {
 			_, _, err := conn.Children(base + "/list")

@@ -33,7 +33,11 @@ func (l *link) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	l.t.wrote(p, time.Now())
 	l.mu.Unlock()
-	return l.Conn.Write(p)
+	n, err := l.Conn.Write(p)
+	if err == nil {
+		l.s.wires.wrote(p)
+	}
+	return n, err
 }
 
 func (l *link) Read(p []byte) (int, error) {

@@ -10,6 +10,11 @@
 // suffix of a name ([store.ParseSeq]), so nodes written by Curator, kazoo and
 // go-zookeeper's own lock order correctly beside corral's.
 //
+// [Store.CreateAndList] ([store.CreateLister]) sends the listing right
+// behind an ephemeral sequential create, without waiting for the create's
+// reply: the server answers a session's requests in order, so the listing
+// sees the new node, and a lock's first step takes one round trip.
+//
 // # Session deadline
 //
 // The server expires a session once it has received nothing from the client
@@ -201,6 +206,7 @@ type Store struct {
 	requested time.Duration
 	nservers  int
 	over      atomic.Bool // the session has ended
+	wires     wires       // frames awaited on the wire (see pipeline.go)
 
 	// The session's clock. The deadline is in nanoseconds since base (0
 	// until the first connect response), read without s.mu.
@@ -709,6 +715,12 @@ func (s *Store) Create(ctx context.Context, path string, data []byte, mode store
 	if err := store.ValidateCreate(path, data, mode); err != nil {
 		return store.Node{}, err
 	}
+	return s.create1(ctx, path, data, mode, "")
+}
+
+// create1 is Create of a valid request; guid, when not empty, is the uuid
+// of an ephemeral sequential node's protected name.
+func (s *Store) create1(ctx context.Context, path string, data []byte, mode store.Mode, guid string) (store.Node, error) {
 	var flags int32
 	if mode&store.Ephemeral != 0 {
 		flags |= zk.FlagEphemeral
@@ -716,10 +728,14 @@ func (s *Store) Create(ctx context.Context, path string, data []byte, mode store
 	if mode&store.Sequential != 0 {
 		flags |= zk.FlagSequence
 	}
-	target, guid := path, ""
+	target := path
 	if mode == store.EphemeralSequential {
-		guid = newUUID()
+		if guid == "" {
+			guid = newUUID()
+		}
 		target = store.Join(store.Parent(path), protectedPrefix+guid+"-"+store.Base(path))
+	} else {
+		guid = ""
 	}
 	data = slices.Clone(data)
 	created, err := call(s, ctx,

@@ -4,14 +4,18 @@
 // recipe's tests use it to show that a release wakes only the waiters it
 // unblocks, and its benchmarks to count round trips per operation.
 //
-// The wrapper always offers store.ChildrenWatcher and store.CreateLister.
-// Over a store without CreateLister, CreateAndList is a Create followed by a
-// Children and is counted as those two calls, which is what a recipe would
-// pay doing the same itself.
+// The wrapper always offers store.ChildrenWatcher, store.CreateLister,
+// store.WindowLister and store.SeqDeleter. Over a store without
+// CreateLister, CreateAndList is a Create followed by a Children and is
+// counted as those two calls, which is what a recipe would pay doing the
+// same itself; likewise a window over a store without WindowLister is read
+// from Children (or CreateAndList), and DeleteSeq over a store without
+// SeqDeleter is a Delete.
 package countstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	gosync "sync"
@@ -59,6 +63,8 @@ var (
 	_ store.Store           = (*Store)(nil)
 	_ store.ChildrenWatcher = (*Store)(nil)
 	_ store.CreateLister    = (*Store)(nil)
+	_ store.WindowLister    = (*Store)(nil)
+	_ store.SeqDeleter      = (*Store)(nil)
 )
 
 // New returns a Store that counts the calls made to st. Close the wrapper,
@@ -210,6 +216,53 @@ func (s *Store) CreateAndList(ctx context.Context, path string, data []byte, mod
 		s.remember(n.Path)
 	}
 	return n, kids, err
+}
+
+// CreateAndWindow implements store.WindowLister.
+func (s *Store) CreateAndWindow(ctx context.Context, path string, data []byte, mode store.Mode, n int) (store.Node, []store.Child, bool, error) {
+	wl, ok := s.inner.(store.WindowLister)
+	if !ok {
+		node, kids, err := s.CreateAndList(ctx, path, data, mode)
+		if err != nil {
+			return node, nil, false, err
+		}
+		kids, complete := store.Window(kids, node.Seq, n)
+		return node, kids, complete, nil
+	}
+	s.count("CreateAndWindow")
+	node, kids, complete, err := wl.CreateAndWindow(ctx, path, data, mode, n)
+	if err == nil {
+		s.remember(node.Path)
+	}
+	return node, kids, complete, err
+}
+
+// ChildrenUpTo implements store.WindowLister.
+func (s *Store) ChildrenUpTo(ctx context.Context, path string, seq int64, n int) ([]store.Child, bool, error) {
+	wl, ok := s.inner.(store.WindowLister)
+	if !ok {
+		kids, err := s.Children(ctx, path)
+		if errors.Is(err, store.ErrNoNode) {
+			return nil, true, nil
+		}
+		if err != nil {
+			return nil, false, err
+		}
+		kids, complete := store.Window(kids, seq, n)
+		return kids, complete, nil
+	}
+	s.count("ChildrenUpTo")
+	return wl.ChildrenUpTo(ctx, path, seq, n)
+}
+
+// DeleteSeq implements store.SeqDeleter.
+func (s *Store) DeleteSeq(ctx context.Context, path string, seq int64) error {
+	sd, ok := s.inner.(store.SeqDeleter)
+	if !ok {
+		return s.Delete(ctx, path)
+	}
+	s.count("DeleteSeq")
+	return sd.DeleteSeq(ctx, path, seq)
 }
 
 // Get implements store.Store.

@@ -38,8 +38,14 @@ type cleaner struct {
 	st store.Store
 
 	mu      gosync.Mutex
-	pending map[string]*pendingNode
+	pending map[nodeID]*pendingNode
 	dead    bool // run has ended: make a new cleaner
+}
+
+// nodeID is a node's identity: its path and its Seq (see store's Identity).
+type nodeID struct {
+	path string
+	seq  int64
 }
 
 type pendingNode struct {
@@ -47,13 +53,13 @@ type pendingNode struct {
 	rec  *telemetry.Recorder // of the primitive that handed it over, or nil
 }
 
-// handOver hands the node at path to st's cleaner and returns a channel
-// that is closed once it is gone (or the session has ended).
-func handOver(st store.Store, path string, rec *telemetry.Recorder) <-chan struct{} {
+// handOver hands the node id to st's cleaner and returns a channel that is
+// closed once it is gone (or the session has ended).
+func handOver(st store.Store, id nodeID, rec *telemetry.Recorder) <-chan struct{} {
 	for {
-		c, loaded := cleaners.LoadOrStore(st, &cleaner{st: st, pending: map[string]*pendingNode{}})
+		c, loaded := cleaners.LoadOrStore(st, &cleaner{st: st, pending: map[nodeID]*pendingNode{}})
 		cl := c.(*cleaner)
-		done, ok := cl.add(path, rec)
+		done, ok := cl.add(id, rec)
 		if !loaded {
 			go cl.run()
 		}
@@ -63,47 +69,47 @@ func handOver(st store.Store, path string, rec *telemetry.Recorder) <-chan struc
 	}
 }
 
-// add adds the node at path, unless the cleaner has ended.
-func (c *cleaner) add(path string, rec *telemetry.Recorder) (<-chan struct{}, bool) {
+// add adds the node id, unless the cleaner has ended.
+func (c *cleaner) add(id nodeID, rec *telemetry.Recorder) (<-chan struct{}, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.dead {
 		return nil, false
 	}
-	p, ok := c.pending[path]
+	p, ok := c.pending[id]
 	if !ok {
 		p = &pendingNode{done: make(chan struct{}), rec: rec}
-		c.pending[path] = p
+		c.pending[id] = p
 	}
 	return p.done, true
 }
 
-// finish marks the node at path gone; err says why it is no longer
-// pending when it was not deleted.
-func (c *cleaner) finish(path string, err error) {
+// finish marks the node id gone; err says why it is no longer pending when
+// it was not deleted.
+func (c *cleaner) finish(id nodeID, err error) {
 	c.mu.Lock()
-	p, ok := c.pending[path]
+	p, ok := c.pending[id]
 	if ok {
 		close(p.done)
-		delete(c.pending, path)
+		delete(c.pending, id)
 	}
 	c.mu.Unlock()
 	if ok {
-		p.rec.CleanupDone(path, err)
+		p.rec.CleanupDone(id.path, err)
 	}
 }
 
-// paths returns the pending paths, those in dir only when dir is not "".
-func (c *cleaner) paths(dir string) []string {
+// nodes returns the pending nodes, those in dir only when dir is not "".
+func (c *cleaner) nodes(dir string) []nodeID {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	var ps []string
-	for p := range c.pending {
-		if dir == "" || store.Parent(p) == dir {
-			ps = append(ps, p)
+	var ids []nodeID
+	for id := range c.pending {
+		if dir == "" || store.Parent(id.path) == dir {
+			ids = append(ids, id)
 		}
 	}
-	return ps
+	return ids
 }
 
 // run deletes the pending nodes until there are none left or the session
@@ -111,7 +117,7 @@ func (c *cleaner) paths(dir string) []string {
 func (c *cleaner) run() {
 	sctx := c.st.Context()
 	for attempt := 0; ; {
-		for _, p := range c.paths("") {
+		for _, p := range c.nodes("") {
 			switch err := deleteOnce(sctx, c.st, p); {
 			case err == nil:
 				c.finish(p, nil)
@@ -143,11 +149,11 @@ func (c *cleaner) run() {
 	}
 }
 
-// deleteOnce deletes the node at path once, on ctx. A node already gone, or
-// a session that ended (taking its ephemeral nodes with it), counts as
+// deleteOnce deletes the node id once, on ctx. A node already gone, or a
+// session that ended (taking its ephemeral nodes with it), counts as
 // deleted.
-func deleteOnce(ctx context.Context, st store.Store, path string) error {
-	err := st.Delete(ctx, path)
+func deleteOnce(ctx context.Context, st store.Store, id nodeID) error {
+	err := deleteNode(ctx, st, id)
 	switch {
 	case err == nil, errors.Is(err, store.ErrNoNode),
 		errors.Is(err, store.ErrSessionExpired), errors.Is(err, store.ErrClosed):
@@ -165,24 +171,24 @@ func Flush(ctx context.Context, st store.Store, dir string) error {
 		return nil
 	}
 	cl := c.(*cleaner)
-	for _, p := range cl.paths(dir) {
+	for _, p := range cl.nodes(dir) {
 		_, err := retry(ctx, st, func() (struct{}, error) { return struct{}{}, deleteOnce(ctx, st, p) })
 		if err != nil {
-			return fmt.Errorf("remove abandoned node %q: %w", p, err)
+			return fmt.Errorf("remove abandoned node %q: %w", p.path, err)
 		}
 		cl.finish(p, nil)
 	}
 	return nil
 }
 
-// Pending returns a channel that is closed once no removal of the node at
-// path by this session is pending; it is closed already when there is none.
-func Pending(st store.Store, path string) <-chan struct{} {
+// Pending returns a channel that is closed once no removal of the node n by
+// this session is pending; it is closed already when there is none.
+func Pending(st store.Store, n store.Node) <-chan struct{} {
 	if c, ok := cleaners.Load(st); ok {
 		cl := c.(*cleaner)
 		cl.mu.Lock()
 		defer cl.mu.Unlock()
-		if p, ok := cl.pending[path]; ok {
+		if p, ok := cl.pending[nodeID{n.Path, n.Seq}]; ok {
 			return p.done
 		}
 	}
@@ -200,22 +206,37 @@ var closedChan = func() chan struct{} {
 // session's cleaner deletes it as soon as the connection allows.
 var ErrRemovalPending = errors.New("node will be removed as soon as the connection allows")
 
-// Remove deletes the node at path, a contender or hold of this session. It
-// tries until the node is gone, ctx ends, or the session ends (which takes
-// the node with it); once ctx has ended it still tries for CleanupGrace.
-// When the node is still there then, it is handed to the session's cleaner,
+// Remove deletes the node n, a contender or hold of this session. It tries
+// until the node is gone, ctx ends, or the session ends (which takes the
+// node with it); once ctx has ended it still tries for CleanupGrace. When
+// the node is still there then, it is handed to the session's cleaner,
 // which deletes it as soon as the connection allows while the session
 // lives, and Remove returns an error wrapping ErrRemovalPending and
 // store.ErrDisconnected. A node already gone counts as removed.
-func Remove(ctx context.Context, st store.Store, path string) error {
-	_, err := remove(ctx, st, path)
+//
+// Only n.Path and n.Seq matter. Where the store can (store.SeqDeleter),
+// every delete is of the node with that Seq, so that a delete that comes
+// late never removes another node made at the same path since: a store may
+// use the name again (etcdstore does).
+func Remove(ctx context.Context, st store.Store, n store.Node) error {
+	_, err := remove(ctx, st, nodeID{n.Path, n.Seq})
 	return err
+}
+
+// deleteNode deletes the node id: by its Seq where the store can, else
+// whatever node is at its path.
+func deleteNode(ctx context.Context, st store.Store, id nodeID) error {
+	if sd, ok := st.(store.SeqDeleter); ok && id.seq != 0 {
+		return sd.DeleteSeq(ctx, id.path, id.seq)
+	}
+	return st.Delete(ctx, id.path)
 }
 
 // remove is Remove that also reports whether the node was found gone on the
 // first try (a retry after a lost connection may find the node its own
 // earlier attempt deleted).
-func remove(ctx context.Context, st store.Store, path string) (gone bool, err error) {
+func remove(ctx context.Context, st store.Store, id nodeID) (gone bool, err error) {
+	path := id.path
 	rctx, cancel := GraceContext(ctx)
 	defer cancel()
 	rec := telemetry.FromContext(ctx)
@@ -225,7 +246,7 @@ func remove(ctx context.Context, st store.Store, path string) (gone bool, err er
 		if attempt > 0 {
 			rec.CleanupRetried(rctx, path, attempt, last)
 		}
-		err := st.Delete(rctx, path)
+		err := deleteNode(rctx, st, id)
 		gone = attempt == 0 && errors.Is(err, store.ErrNoNode)
 		attempt++
 		last = err
@@ -235,12 +256,12 @@ func remove(ctx context.Context, st store.Store, path string) (gone bool, err er
 	case err == nil, errors.Is(err, store.ErrNoNode),
 		errors.Is(err, store.ErrSessionExpired), errors.Is(err, store.ErrClosed):
 		if c, ok := cleaners.Load(st); ok {
-			c.(*cleaner).finish(path, nil) // removed by an earlier hand-over's owner
+			c.(*cleaner).finish(id, nil) // removed by an earlier hand-over's owner
 		}
 		return gone, nil
 	case errors.Is(err, store.ErrDisconnected), rctx.Err() != nil:
 		rec.CleanupHandedOver(rctx, path, err)
-		handOver(st, path, rec)
+		handOver(st, id, rec)
 		return gone, fmt.Errorf("remove %q: %w (%w: %w)", path, ErrRemovalPending, store.ErrDisconnected, err)
 	}
 	return gone, fmt.Errorf("remove %q: %w", path, err)

@@ -26,14 +26,20 @@
 //
 // # Acquiring
 //
-// [Acquire] creates the contender node ([Create]: one round trip with
-// store.CreateLister, else Create then Children) and blocks until a
-// [Blocker] says that no earlier contender blocks it. It waits on exactly the
-// blocking node ([WaitGone], an ExistsW loop that re-checks after every
-// event), so a release wakes only the waiters it unblocks. After any wait it
-// lists the directory again: a predecessor that gave up was not the holder,
-// and the own node must still be listed while the session lives before the
-// grant is reported. On any error or cancellation the node is removed
+// [Acquire] creates the contender node and blocks until a [Blocker] says
+// that no earlier contender blocks it. Where the store reads windows of
+// children (store.WindowLister), the contender reads only the few
+// contenders up to its own node (4; 16 for a reader, which looks past other
+// readers for the last writer), so that what an acquisition costs does not
+// grow with the number of waiters; a window that holds no blocker and does
+// not reach the first child is followed by the full listing. Elsewhere it
+// lists the directory ([Create]: one round trip with store.CreateLister,
+// else Create then Children). It waits on exactly the blocking node
+// ([WaitGone], an ExistsW loop that re-checks after every event), so a
+// release wakes only the waiters it unblocks. After any wait it reads its
+// view again: a predecessor that gave up was not the holder, and the own
+// node must still be there while the session lives before the grant is
+// reported. On any error or cancellation the node is removed
 // ([Remove], on context.WithoutCancel with the [CleanupTimeout] bound).
 // [TryAcquire] is the non-blocking form. [Predecessor] is the blocker of a
 // mutex, a writer or an election candidate; [LastWriter] that of a reader.
@@ -249,11 +255,11 @@ func Create(ctx context.Context, st store.Store, dir, prefix string, data []byte
 		}
 		kids, err = retry(ctx, st, func() ([]store.Child, error) { return st.Children(ctx, dir) })
 		if err != nil {
-			return store.Node{}, nil, errors.Join(sessionErr(st, err), Remove(ctx, st, n.Path))
+			return store.Node{}, nil, errors.Join(sessionErr(st, err), Remove(ctx, st, n))
 		}
 	}
 	if err := CheckFamily(dir, kids, FamilyOf(prefix)); err != nil {
-		return store.Node{}, nil, errors.Join(err, Remove(ctx, st, n.Path))
+		return store.Node{}, nil, errors.Join(err, Remove(ctx, st, n))
 	}
 	return n, Contenders(kids), nil
 }
@@ -273,12 +279,12 @@ func sessionErr(st store.Store, err error) error {
 // blocker grants it, ctx is done or the session ends. It returns the node,
 // or an error and leaves no node behind. It may be called concurrently.
 func Acquire(ctx context.Context, st store.Store, dir, prefix string, data []byte, blocker Blocker) (store.Node, error) {
-	n, cs, err := Create(ctx, st, dir, prefix, data)
+	n, v, err := create(ctx, st, dir, prefix, data)
 	if err != nil {
 		return store.Node{}, err
 	}
-	if err := wait(ctx, st, n, cs, blocker); err != nil {
-		return store.Node{}, errors.Join(sessionErr(st, err), Remove(ctx, st, n.Path))
+	if err := wait(ctx, st, n, v, blocker); err != nil {
+		return store.Node{}, errors.Join(sessionErr(st, err), Remove(ctx, st, n))
 	}
 	return n, nil
 }
@@ -286,32 +292,133 @@ func Acquire(ctx context.Context, st store.Store, dir, prefix string, data []byt
 // TryAcquire is Acquire without the wait: if the new node is blocked it is
 // removed and TryAcquire reports false.
 func TryAcquire(ctx context.Context, st store.Store, dir, prefix string, data []byte, blocker Blocker) (store.Node, bool, error) {
-	n, cs, err := Create(ctx, st, dir, prefix, data)
+	n, v, err := create(ctx, st, dir, prefix, data)
 	if err != nil {
 		return store.Node{}, false, err
 	}
-	i := Index(cs, n.Name())
-	if i < 0 {
-		return store.Node{}, false, errors.Join(ownGone(st, n.Path), Remove(ctx, st, n.Path))
+	v, err = decisive(ctx, st, n, v, blocker)
+	if err != nil {
+		return store.Node{}, false, errors.Join(sessionErr(st, err), Remove(ctx, st, n))
 	}
-	if blocker(cs, i) >= 0 {
-		return store.Node{}, false, Remove(ctx, st, n.Path)
+	i := Index(v.cs, n.Name())
+	if i < 0 {
+		return store.Node{}, false, errors.Join(ownGone(st, n.Path), Remove(ctx, st, n))
+	}
+	if blocker(v.cs, i) >= 0 {
+		return store.Node{}, false, Remove(ctx, st, n)
 	}
 	return n, true, nil
 }
 
-// wait blocks until blocker grants n among the contenders, re-listing them
-// after every wait.
-func wait(ctx context.Context, st store.Store, n store.Node, cs []Contender, blocker Blocker) error {
+// A view is what a contender knows of the contenders up to its own node:
+// all of them (from a full listing), or the last few (from a window, where
+// the store reads one).
+type view struct {
+	cs       []Contender
+	complete bool // cs starts at the first contender
+}
+
+// windowFor returns the size of the window a contender made with prefix
+// reads, where the store reads windows: a mutex, a writer or a candidate
+// needs the contender just before its own (the rest is room for nodes of
+// no recipe), a reader the last writer before it, past other readers.
+func windowFor(prefix string) int {
+	if kindOf(prefix) == Reader {
+		return 16
+	}
+	return 4
+}
+
+// create creates the contender node and returns it with the view right
+// after: a window where st reads windows (store.WindowLister), else the
+// full listing (Create).
+func create(ctx context.Context, st store.Store, dir, prefix string, data []byte) (store.Node, view, error) {
+	wl, ok := st.(store.WindowLister)
+	if !ok {
+		n, cs, err := Create(ctx, st, dir, prefix, data)
+		return n, view{cs: cs, complete: true}, err
+	}
+	if err := Flush(ctx, st, dir); err != nil {
+		return store.Node{}, view{}, err
+	}
+	n, kids, complete, err := wl.CreateAndWindow(ctx, store.Join(dir, prefix), data, store.EphemeralSequential, windowFor(prefix))
+	if err != nil {
+		return store.Node{}, view{}, err
+	}
+	if err := CheckFamily(dir, kids, FamilyOf(prefix)); err != nil {
+		return store.Node{}, view{}, errors.Join(err, Remove(ctx, st, n))
+	}
+	return n, view{cs: Contenders(kids), complete: complete}, nil
+}
+
+// read reads the view of n's contender again: the window that ends with it
+// where st reads windows, else the full listing.
+func read(ctx context.Context, st store.Store, n store.Node) (view, error) {
+	dir, name := store.Parent(n.Path), n.Name()
+	wl, ok := st.(store.WindowLister)
+	if !ok {
+		return list(ctx, st, dir, name)
+	}
+	type win struct {
+		kids     []store.Child
+		complete bool
+	}
+	w, err := retry(ctx, st, func() (win, error) {
+		kids, complete, err := wl.ChildrenUpTo(ctx, dir, n.Seq, windowFor(name))
+		return win{kids, complete}, err
+	})
+	if err != nil {
+		return view{}, err
+	}
+	if err := CheckFamily(dir, w.kids, FamilyOf(name)); err != nil {
+		return view{}, err
+	}
+	return view{cs: Contenders(w.kids), complete: w.complete}, nil
+}
+
+// list reads the full view of the contender named name in dir.
+func list(ctx context.Context, st store.Store, dir, name string) (view, error) {
+	kids, err := retry(ctx, st, func() ([]store.Child, error) { return st.Children(ctx, dir) })
+	if err != nil {
+		return view{}, err
+	}
+	if err := CheckFamily(dir, kids, FamilyOf(name)); err != nil {
+		return view{}, err
+	}
+	return view{cs: Contenders(kids), complete: true}, nil
+}
+
+// decisive returns a view in which blocker can decide for n: v itself when
+// it holds the node blocking n, or is complete; else the full listing. A
+// window that does not hold n's own node is decisive too: n is gone (a
+// window ends with the contender it is read for).
+func decisive(ctx context.Context, st store.Store, n store.Node, v view, blocker Blocker) (view, error) {
+	if v.complete {
+		return v, nil
+	}
+	if i := Index(v.cs, n.Name()); i < 0 || blocker(v.cs, i) >= 0 {
+		return v, nil
+	}
+	return list(ctx, st, store.Parent(n.Path), n.Name())
+}
+
+// wait blocks until blocker grants n among the contenders, reading its view
+// again after every wait.
+func wait(ctx context.Context, st store.Store, n store.Node, v view, blocker Blocker) error {
 	dir, name := store.Parent(n.Path), n.Name()
 	for attempt := 0; ; {
+		var err error
+		if v, err = decisive(ctx, st, n, v, blocker); err != nil {
+			return err
+		}
+		cs := v.cs
 		i := Index(cs, name)
 		if i < 0 {
 			return ownGone(st, n.Path)
 		}
 		b := blocker(cs, i)
 		if b < 0 {
-			// The list was read after the own node was created, and the
+			// The view was read after the own node was created, and the
 			// session was alive when it was read; it must still be.
 			if st.Context().Err() != nil {
 				return fmt.Errorf("contender %q: %w", n.Path, context.Cause(st.Context()))
@@ -319,9 +426,9 @@ func wait(ctx context.Context, st store.Store, n store.Node, cs []Contender, blo
 			if !disconnected(st) {
 				return nil
 			}
-			// Granted on a list read just as the store reported a lost
+			// Granted on a view read just as the store reported a lost
 			// connection: ownership is unknown, so no grant until the
-			// store is back; then list again.
+			// store is back; then read again.
 			if err := pause(ctx, st, attempt); err != nil {
 				return err
 			}
@@ -329,14 +436,9 @@ func wait(ctx context.Context, st store.Store, n store.Node, cs []Contender, blo
 		} else if err := WaitGone(ctx, st, store.Join(dir, cs[b].Name), cs[b].Seq); err != nil {
 			return err
 		}
-		kids, err := retry(ctx, st, func() ([]store.Child, error) { return st.Children(ctx, dir) })
-		if err != nil {
+		if v, err = read(ctx, st, n); err != nil {
 			return err
 		}
-		if err := CheckFamily(dir, kids, FamilyOf(name)); err != nil {
-			return err
-		}
-		cs = Contenders(kids)
 	}
 }
 

@@ -170,7 +170,7 @@ func TestAcquireOrder(t *testing.T) {
 			t.Fatalf("second Acquire returned %v while the first held", err)
 		default:
 		}
-		if err := recipe.Remove(ctx, s1, n1.Path); err != nil {
+		if err := recipe.Remove(ctx, s1, n1); err != nil {
 			t.Fatalf("Remove = %v", err)
 		}
 		select {
@@ -529,4 +529,76 @@ func TestAcquireWaitsForIdentity(t *testing.T) {
 	if again.Seq <= n.Seq {
 		t.Fatalf("the node made again has Seq %d, not behind the waiter's %d", again.Seq, n.Seq)
 	}
+}
+
+// TestWindowFallback: a contender that reads only a window of the
+// contenders before its own never takes a window without a blocker for a
+// grant while an earlier contender holds: nodes of no recipe, grandchildren
+// (which share an etcd range) and other readers may fill the window, and
+// the full listing must then find the holder.
+func TestWindowFallback(t *testing.T) {
+	backends.Run(t, func(t *testing.T, b storetest.Backend) {
+		holder, other := b.Open(t), b.Open(t)
+		defer holder.Close()
+		defer other.Close()
+		ctx, cancel := context.WithTimeout(t.Context(), timeout)
+		defer cancel()
+		for _, tt := range []struct {
+			name           string
+			holderPrefix   string
+			fill           func(d string, i int) (string, store.Mode)
+			prefix         string
+			blocker        recipe.Blocker
+			fills, kids    int // kids: the children once the contender waits
+		}{
+			{"NodesOfNoRecipe", recipe.LockPrefix, func(d string, i int) (string, store.Mode) {
+				return fmt.Sprintf("%s/config%d", d, i), store.Persistent
+			}, recipe.LockPrefix, recipe.Predecessor, 40, 42},
+			{"Grandchildren", recipe.LockPrefix, func(d string, i int) (string, store.Mode) {
+				return fmt.Sprintf("%s/sub/k%d", d, i), store.Persistent
+			}, recipe.LockPrefix, recipe.Predecessor, 40, 3},
+			{"Readers", recipe.WritePrefix, func(d string, _ int) (string, store.Mode) {
+				return d + "/" + recipe.ReadPrefix, store.EphemeralSequential
+			}, recipe.ReadPrefix, recipe.LastWriter, 40, 42},
+		} {
+			t.Run(tt.name, func(t *testing.T) {
+				d := dir(t)
+				h, err := recipe.Acquire(ctx, holder, d, tt.holderPrefix, nil, recipe.Predecessor)
+				if err != nil {
+					t.Fatalf("Acquire(holder) = %v", err)
+				}
+				for i := range tt.fills {
+					p, mode := tt.fill(d, i)
+					if _, err := holder.Create(ctx, p, nil, mode); err != nil {
+						t.Fatalf("Create(%q) = %v", p, err)
+					}
+				}
+				if _, ok, err := recipe.TryAcquire(ctx, other, d, tt.prefix, nil, tt.blocker); ok || err != nil {
+					t.Fatalf("TryAcquire behind the holder = %v, %v; want false, nil", ok, err)
+				}
+				got := make(chan error, 1)
+				go func() {
+					_, err := recipe.Acquire(ctx, other, d, tt.prefix, nil, tt.blocker)
+					got <- err
+				}()
+				waitChildren(t, holder, d, tt.kids)
+				select {
+				case err := <-got:
+					t.Fatalf("Acquire behind the holder returned %v while it held", err)
+				default:
+				}
+				if err := recipe.Remove(ctx, holder, h); err != nil {
+					t.Fatalf("Remove(holder) = %v", err)
+				}
+				select {
+				case err := <-got:
+					if err != nil {
+						t.Fatalf("Acquire after the release = %v", err)
+					}
+				case <-ctx.Done():
+					t.Fatal("Acquire did not return after the release")
+				}
+			})
+		}
+	})
 }

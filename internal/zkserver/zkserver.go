@@ -261,6 +261,17 @@ func (s *Server) TLSAddr() string {
 	return net.JoinHostPort("127.0.0.1", strconv.Itoa(s.tlsPort))
 }
 
+// Pid returns the process ID of the running server's JVM, or 0 while it is
+// stopped (benchmarks read its CPU time from /proc).
+func (s *Server) Pid() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd == nil || s.cmd.Process == nil {
+		return 0
+	}
+	return s.cmd.Process.Pid
+}
+
 // Start starts the stopped server again, with its data, and returns once it
 // serves clients. It does nothing if the server is running.
 func (s *Server) Start() error {

@@ -19,8 +19,8 @@ const Timeout = 20 * time.Second
 
 // Run runs the whole conformance suite against b, one subtest per rule.
 // The optional interfaces ReplyLoser and Disconnector, and the optional
-// store.ChildrenWatcher and store.CreateLister of the opened sessions, are
-// tested when present.
+// store.ChildrenWatcher, store.CreateLister, store.WindowLister and
+// store.SeqDeleter of the opened sessions, are tested when present.
 func Run(t *testing.T, b Backend) {
 	s := &suite{b: b}
 	tests := []struct {
@@ -55,6 +55,9 @@ func Run(t *testing.T, b Backend) {
 		{"LostCreateReply", s.lostCreateReply},
 		{"Disconnect", s.disconnect},
 		{"CreateAndList", s.createAndList},
+		{"Window", s.window},
+		{"DeleteSeq", s.deleteSeq},
+		{"NameReuse", s.nameReuse},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, tt.fn)
@@ -863,4 +866,134 @@ func (s *suite) createAndList(t *testing.T) {
 	}
 	_, _, err = cl.CreateAndList(ctx, first.Path, nil, store.Persistent)
 	wantErr(t, "CreateAndList(existing)", err, store.ErrNodeExists)
+}
+
+// window: ChildrenUpTo and CreateAndWindow return the last children up to
+// a Seq, as Children would, and say whether they reach the first child; a
+// grandchild in between (etcd reads a prefix) never passes for the end.
+func (s *suite) window(t *testing.T) {
+	st := s.open(t)
+	wl, ok := st.(store.WindowLister)
+	if !ok {
+		t.Skip("no store.WindowLister")
+	}
+	ctx, dir := ctxFor(t), ns(t)
+	d := dir + "/w"
+	var made []store.Node
+	for i := range 3 {
+		made = append(made, req(t).node(st.Create(ctx, d+"/c-", []byte{byte(i)}, store.EphemeralSequential)))
+	}
+	// A grandchild and a child made after the third node.
+	req(t).node(st.Create(ctx, d+"/sub/deep", nil, store.Persistent))
+	all := req(t).kids(st.Children(ctx, d))
+	for _, tt := range []struct {
+		seq          int64
+		n            int
+		wantFrom     int // index in all of the window's first child
+		wantTo       int // index in all after the window's last child
+		wantComplete bool
+	}{
+		{made[2].Seq, 1, 2, 3, false},
+		{made[2].Seq, 3, 0, 3, true},
+		{made[2].Seq, 10, 0, 3, true},
+		{made[1].Seq, 1, 1, 2, false},
+		{made[0].Seq, 1, 0, 1, true},
+		{made[0].Seq - 1, 2, 0, 0, true},
+	} {
+		kids, complete, err := wl.ChildrenUpTo(ctx, d, tt.seq, tt.n)
+		if err != nil {
+			t.Fatalf("ChildrenUpTo(%d, %d) = %v", tt.seq, tt.n, err)
+		}
+		want := all[tt.wantFrom:tt.wantTo]
+		if fmt.Sprint(kids) != fmt.Sprint(want) || complete != tt.wantComplete {
+			t.Errorf("ChildrenUpTo(%d, %d) = %v, %v; want %v, %v", tt.seq, tt.n, kids, complete, want, tt.wantComplete)
+		}
+	}
+	// "sub" and its child come before the new node: a window of 2 ends
+	// with it and "sub" (or, on a store that reads a prefix, with the
+	// grandchild in its place), and is not complete.
+	n, kids, complete, err := wl.CreateAndWindow(ctx, d+"/c-", []byte("x"), store.EphemeralSequential, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(kids) == 0 || kids[len(kids)-1].Name != n.Name() || kids[len(kids)-1].Seq != n.Seq || complete {
+		t.Errorf("CreateAndWindow(2) = %+v, %v, %v; want a window that ends with the node and is not complete", n, kids, complete)
+	}
+	if len(kids) == 2 && kids[0].Name != "sub" {
+		t.Errorf("CreateAndWindow(2) = %v; want sub before the node", kids)
+	}
+	n2, kids, complete, err := wl.CreateAndWindow(ctx, d+"/c-", nil, store.EphemeralSequential, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := req(t).kids(st.Children(ctx, d))
+	if fmt.Sprint(kids) != fmt.Sprint(want) || !complete || kids[len(kids)-1].Seq != n2.Seq {
+		t.Errorf("CreateAndWindow(100) = %v, %v; want %v, true", kids, complete, want)
+	}
+	if kids, complete, err := wl.ChildrenUpTo(ctx, dir+"/missing", 1<<40, 2); err != nil || len(kids) != 0 || !complete {
+		t.Errorf("ChildrenUpTo(missing) = %v, %v, %v; want none, complete", kids, complete, err)
+	}
+	_, _, _, err = wl.CreateAndWindow(ctx, made[0].Path, nil, store.Persistent, 2)
+	wantErr(t, "CreateAndWindow(existing)", err, store.ErrNodeExists)
+}
+
+// deleteSeq: DeleteSeq deletes the node with the Seq it names, and no
+// other node at its path.
+func (s *suite) deleteSeq(t *testing.T) {
+	st := s.open(t)
+	sd, ok := st.(store.SeqDeleter)
+	if !ok {
+		t.Skip("no store.SeqDeleter")
+	}
+	ctx, dir := ctxFor(t), ns(t)
+	p := dir + "/n"
+	old := req(t).node(st.Create(ctx, p, nil, store.Persistent))
+	req(t).ok(st.Delete(ctx, p))
+	cur := req(t).node(st.Create(ctx, p, nil, store.Persistent))
+	wantErr(t, "DeleteSeq(old Seq)", sd.DeleteSeq(ctx, p, old.Seq), store.ErrNoNode)
+	if _, err := st.Get(ctx, p); err != nil {
+		t.Fatalf("Get after DeleteSeq(old Seq) = %v; want the new node still there", err)
+	}
+	req(t).node(st.Create(ctx, p+"/kid", nil, store.Persistent))
+	wantErr(t, "DeleteSeq(parent)", sd.DeleteSeq(ctx, p, cur.Seq), store.ErrNotEmpty)
+	req(t).ok(st.Delete(ctx, p+"/kid"))
+	if err := sd.DeleteSeq(ctx, p, cur.Seq); err != nil {
+		t.Fatalf("DeleteSeq(current Seq) = %v", err)
+	}
+	wantErr(t, "DeleteSeq(deleted)", sd.DeleteSeq(ctx, p, cur.Seq), store.ErrNoNode)
+}
+
+// nameReuse: whether or not a store uses the names of deleted sequential
+// nodes again, every sequential node gets a Seq above those before it, and
+// a node alive under a name is never handed out twice.
+func (s *suite) nameReuse(t *testing.T) {
+	st := s.open(t)
+	ctx, dir := ctxFor(t), ns(t)
+	del := func(n store.Node) error { return st.Delete(ctx, n.Path) }
+	if sd, ok := st.(store.SeqDeleter); ok {
+		del = func(n store.Node) error { return sd.DeleteSeq(ctx, n.Path, n.Seq) }
+	}
+	last := int64(-1)
+	live := map[string]bool{}
+	var held []store.Node
+	for i := range 20 {
+		n := req(t).node(st.Create(ctx, dir+"/r/c-", nil, store.EphemeralSequential))
+		if n.Seq <= last {
+			t.Fatalf("Create #%d: Seq %d after %d; want it to grow", i, n.Seq, last)
+		}
+		if live[n.Path] {
+			t.Fatalf("Create #%d: %q handed out while its node lives", i, n.Path)
+		}
+		last, live[n.Path] = n.Seq, true
+		held = append(held, n)
+		if i%3 != 2 {
+			continue
+		}
+		// Delete all but the newest.
+		for _, h := range held[:len(held)-1] {
+			req(t).ok(del(h))
+			delete(live, h.Path)
+		}
+		held = held[len(held)-1:]
+	}
 }

@@ -1,0 +1,58 @@
+package etcdstore_test
+
+import (
+	"testing"
+
+	"github.com/corral-go/corral/internal/etcdserver"
+	"github.com/corral-go/corral/internal/etcdserver/etcdbackend"
+	"github.com/corral-go/corral/store"
+)
+
+// TestNameReuse: a session names its next ephemeral sequential node after
+// one it deleted with DeleteSeq, so that the keys of a directory do not pile
+// up in etcd's index; a name deleted with Delete is never used again, and
+// nor is a name whose node still lives.
+func TestNameReuse(t *testing.T) {
+	b := etcdbackend.New(etcdserver.Start(t, 1))
+	st := open(t, b)
+	ctx := ctxFor(t)
+	const p = "/reuse/lock-"
+	a := must[store.Node](t)(st.Create(ctx, p, nil, store.EphemeralSequential))
+	c := must[store.Node](t)(st.Create(ctx, p, nil, store.EphemeralSequential))
+	if a.Path == c.Path {
+		t.Fatalf("two live nodes named %q", a.Path)
+	}
+	if err := st.DeleteSeq(ctx, a.Path, a.Seq); err != nil {
+		t.Fatal(err)
+	}
+	again := must[store.Node](t)(st.Create(ctx, p, nil, store.EphemeralSequential))
+	if again.Path != a.Path || again.Seq <= c.Seq {
+		t.Errorf("Create after DeleteSeq(%q) = %q, Seq %d; want the name again, Seq above %d", a.Path, again.Path, again.Seq, c.Seq)
+	}
+	// A late DeleteSeq of the old node leaves the new one alone.
+	if err := st.DeleteSeq(ctx, a.Path, a.Seq); err == nil {
+		t.Errorf("DeleteSeq(old Seq) = nil; want ErrNoNode")
+	}
+	if _, err := st.Get(ctx, again.Path); err != nil {
+		t.Errorf("Get(%q) after a late DeleteSeq = %v; want the node", again.Path, err)
+	}
+	// ... and does not free the name of the live node.
+	next := must[store.Node](t)(st.Create(ctx, p, nil, store.EphemeralSequential))
+	if next.Path == again.Path {
+		t.Errorf("Create = %q while that node lives", next.Path)
+	}
+	if err := st.Delete(ctx, c.Path); err != nil {
+		t.Fatal(err)
+	}
+	if n := must[store.Node](t)(st.Create(ctx, p, nil, store.EphemeralSequential)); n.Path == c.Path {
+		t.Errorf("Create after Delete(%q) = the same name; want a new one", c.Path)
+	}
+	// Another session never gets this session's names.
+	other := open(t, b)
+	if err := st.DeleteSeq(ctx, next.Path, next.Seq); err != nil {
+		t.Fatal(err)
+	}
+	if n := must[store.Node](t)(other.Create(ctx, p, nil, store.EphemeralSequential)); n.Path == next.Path {
+		t.Errorf("other session's Create = %q, a name of this session's", n.Path)
+	}
+}

@@ -1,0 +1,167 @@
+package zkstore
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+
+	"github.com/corral-go/corral/store"
+)
+
+// A lock's first step is a create and then a listing of the directory, to
+// find the contender just before the new node. The server answers a
+// session's requests in the order it receives them, so the listing need
+// not wait for the create's reply: once the create's request is on the
+// wire, a listing sent next sees the new node. CreateAndList sends them
+// back to back, one round trip where Create then Children take two.
+//
+// The client library has no asynchronous calls; the Store knows that the
+// create is on the wire when its connection writes the frame that holds
+// the create's unique name (a protected name's uuid), and only then sends
+// the listing.
+
+var _ store.CreateLister = (*Store)(nil)
+
+// wires signals the writing of frames that hold a given string.
+type wires struct {
+	n       atomic.Int32 // len(waiting), read without mu
+	mu      sync.Mutex
+	waiting map[string]chan struct{}
+}
+
+// expect returns a channel that is closed once a frame that holds tag is
+// written, and a function that stops waiting for it.
+func (w *wires) expect(tag string) (<-chan struct{}, func()) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.waiting == nil {
+		w.waiting = map[string]chan struct{}{}
+	}
+	ch := make(chan struct{})
+	w.waiting[tag] = ch
+	w.n.Store(int32(len(w.waiting)))
+	return ch, func() {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		if w.waiting[tag] == ch {
+			delete(w.waiting, tag)
+			w.n.Store(int32(len(w.waiting)))
+		}
+	}
+}
+
+// wrote is told of every frame the client writes.
+func (w *wires) wrote(p []byte) {
+	if w.n.Load() == 0 {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for tag, ch := range w.waiting {
+		if bytes.Contains(p, []byte(tag)) {
+			close(ch)
+			delete(w.waiting, tag)
+		}
+	}
+	w.n.Store(int32(len(w.waiting)))
+}
+
+// CreateAndList creates a node as Create does and returns it with the
+// children of its parent as Children lists them right after the create.
+// For an ephemeral sequential node the listing is sent as soon as the
+// create's request is written, without waiting for its reply: one round
+// trip. If the listing does not show the node (the create was sent again
+// after a lost connection, say), the children are listed once more.
+func (s *Store) CreateAndList(ctx context.Context, path string, data []byte, mode store.Mode) (store.Node, []store.Child, error) {
+	if mode != store.EphemeralSequential {
+		n, err := s.Create(ctx, path, data, mode)
+		if err != nil {
+			return store.Node{}, nil, err
+		}
+		kids, err := s.Children(ctx, store.Parent(n.Path))
+		if err != nil {
+			if mode&store.Ephemeral != 0 {
+				s.undoLater(n)
+			}
+			return store.Node{}, nil, err
+		}
+		return n, kids, nil
+	}
+	if err := store.ValidateCreate(path, data, mode); err != nil {
+		return store.Node{}, nil, err
+	}
+	guid := newUUID()
+	written, stop := s.wires.expect(guid)
+	defer stop()
+	type created struct {
+		n   store.Node
+		err error
+	}
+	done := make(chan created, 1)
+	go func() {
+		n, err := s.create1(ctx, path, data, mode, guid)
+		done <- created{n, err}
+	}()
+	var (
+		c    created
+		got  bool
+		kids []store.Child
+		kerr error
+		dir  = store.Parent(path)
+	)
+	select {
+	case <-written:
+		kids, kerr = s.Children(ctx, dir)
+	case c = <-done:
+		got = true
+	}
+	if !got {
+		c = <-done
+	}
+	if c.err != nil {
+		return store.Node{}, nil, c.err
+	}
+	if kerr == nil && hasChild(kids, c.n.Name()) {
+		return c.n, kids, nil
+	}
+	// Listed before the create took effect, or not at all: list again,
+	// across a lost connection while ctx and the session last.
+	for attempt := 0; ; attempt++ {
+		if kids, kerr = s.Children(ctx, dir); kerr == nil || !errors.Is(kerr, store.ErrDisconnected) || ctx.Err() != nil {
+			break
+		}
+		if err := s.pause(attempt); err != nil {
+			kerr = err
+			break
+		}
+	}
+	if kerr != nil {
+		s.undoLater(c.n)
+		return store.Node{}, nil, kerr
+	}
+	return c.n, kids, nil
+}
+
+// undoLater deletes n, made by a create whose caller never learns of it, as
+// an abandoned create is undone: as soon as the connection allows, while
+// the session lives.
+func (s *Store) undoLater(n store.Node) {
+	if s.begin() != nil {
+		return // the session is over, and its ephemeral nodes with it
+	}
+	go func() {
+		defer s.calls.Done()
+		s.undoCreate(n.Path, store.EphemeralSequential, n.Path, nil)
+	}()
+}
+
+func hasChild(kids []store.Child, name string) bool {
+	for _, k := range kids {
+		if k.Name == name {
+			return true
+		}
+	}
+	return false
+}
