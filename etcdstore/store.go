@@ -854,7 +854,7 @@ func (s *Store) DeleteSeq(ctx context.Context, p string, seq int64) error {
 	}
 	defer done()
 	resp, err := do(s, ctx, func(ctx context.Context) (*clientv3.TxnResponse, error) {
-		return s.cli.Txn(ctx).
+		return s.kv.Txn(ctx).
 			If(clientv3.Compare(clientv3.CreateRevision(p), "=", seq),
 				clientv3.Compare(clientv3.CreateRevision(p+"/"), "=", 0).WithPrefix()).
 			Then(clientv3.OpDelete(p)).
@@ -899,7 +899,7 @@ func (s *Store) ChildrenUpTo(ctx context.Context, p string, seq int64, n int) ([
 	}
 	key, opts := windowRange(p, seq, n)
 	resp, err := do(s, ctx, func(ctx context.Context) (*clientv3.GetResponse, error) {
-		return s.cli.Get(ctx, key, opts...)
+		return s.kv.Get(ctx, key, opts...)
 	})
 	if err != nil {
 		return nil, false, s.fail(ctx, "children", p, err)

@@ -27,7 +27,7 @@ type Participant struct {
 
 	mu    gosync.Mutex
 	alive store.Node // the alive node, with Path "" when none
-	voted bool   // a vote is in the slot
+	voted bool       // a vote is in the slot
 }
 
 // Join joins the transaction at path as the participant name, through st's

@@ -532,6 +532,31 @@ func (s *Store) waitConnected() error {
 	}
 }
 
+// waitUp waits until the client is connected with this session, ctx ends
+// (its error) or the session ends (its end).
+func (s *Store) waitUp(ctx context.Context) error {
+	s.expire()
+	s.mu.Lock()
+	up := s.up
+	s.mu.Unlock()
+	select {
+	case <-up:
+		return nil
+	default:
+	}
+	select {
+	case <-up:
+		return nil
+	case <-ctx.Done():
+		if err := s.endErr(); err != nil {
+			return err
+		}
+		return ctx.Err()
+	case <-s.ctx.Done():
+		return s.endErr()
+	}
+}
+
 // call runs f, one or more blocking client requests, and returns its result,
 // or ctx.Err() if ctx ends first. A result that arrives after the session
 // ended is replaced by the session's end.
@@ -545,6 +570,14 @@ func (s *Store) waitConnected() error {
 func call[T any](s *Store, ctx context.Context, f func(left <-chan struct{}) (T, error), undo func(T, error)) (T, error) {
 	var zero T
 	if err := ctx.Err(); err != nil {
+		return zero, err
+	}
+	// A request handed to the client while it is disconnected waits in its
+	// queue and goes out on the next connection, however long after its
+	// caller left; a create would then make a node its caller gave up on
+	// long before. So the wait for the connection is made here, where ctx
+	// calls it off with nothing sent.
+	if err := s.waitUp(ctx); err != nil {
 		return zero, err
 	}
 	if err := s.begin(); err != nil {

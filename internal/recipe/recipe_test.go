@@ -544,12 +544,12 @@ func TestWindowFallback(t *testing.T) {
 		ctx, cancel := context.WithTimeout(t.Context(), timeout)
 		defer cancel()
 		for _, tt := range []struct {
-			name           string
-			holderPrefix   string
-			fill           func(d string, i int) (string, store.Mode)
-			prefix         string
-			blocker        recipe.Blocker
-			fills, kids    int // kids: the children once the contender waits
+			name         string
+			holderPrefix string
+			fill         func(d string, i int) (string, store.Mode)
+			prefix       string
+			blocker      recipe.Blocker
+			fills, kids  int // kids: the children once the contender waits
 		}{
 			{"NodesOfNoRecipe", recipe.LockPrefix, func(d string, i int) (string, store.Mode) {
 				return fmt.Sprintf("%s/config%d", d, i), store.Persistent
