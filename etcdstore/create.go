@@ -60,17 +60,19 @@ import (
 // attempt timeout, and returns ctx's error; the undo goes on until it is
 // done or the session ends.
 func (s *Store) Create(ctx context.Context, p string, data []byte, mode store.Mode) (store.Node, error) {
-	n, _, err := s.create(ctx, p, data, mode, false)
+	n, _, err := s.create(ctx, p, data, mode, false, 0)
 	return n, err
 }
 
 // CreateAndList creates a node as Create does and, in the same transaction,
 // lists the children of its parent as Children would right after the create.
 func (s *Store) CreateAndList(ctx context.Context, p string, data []byte, mode store.Mode) (store.Node, []store.Child, error) {
-	return s.create(ctx, p, data, mode, true)
+	return s.create(ctx, p, data, mode, true, 0)
 }
 
-func (s *Store) create(ctx context.Context, p string, data []byte, mode store.Mode, list bool) (store.Node, []store.Child, error) {
+// create makes the node; own, when not 0, is a lease of its own to attach
+// it to (see CreateLeased) instead of the session's.
+func (s *Store) create(ctx context.Context, p string, data []byte, mode store.Mode, list bool, own clientv3.LeaseID) (store.Node, []store.Child, error) {
 	if err := store.ValidateCreate(p, data, mode); err != nil {
 		return store.Node{}, nil, err
 	}
@@ -84,7 +86,7 @@ func (s *Store) create(ctx context.Context, p string, data []byte, mode store.Mo
 	if mode&store.Sequential != 0 {
 		name = fmt.Sprintf("%s%016x", p, rand.Uint64())
 	}
-	var lease clientv3.LeaseID
+	lease := own
 	if mode&store.Ephemeral != 0 {
 		lease = s.lease
 	}

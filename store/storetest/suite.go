@@ -19,8 +19,9 @@ const Timeout = 20 * time.Second
 
 // Run runs the whole conformance suite against b, one subtest per rule.
 // The optional interfaces ReplyLoser and Disconnector, and the optional
-// store.ChildrenWatcher and store.CreateLister of the opened sessions, are
-// tested when present.
+// store.ChildrenWatcher, store.CreateLister, store.GetDeleter,
+// store.ChildrenFollower, store.ChildCounter and store.Leaser of the opened
+// sessions, are tested when present.
 func Run(t *testing.T, b Backend) {
 	s := &suite{b: b}
 	tests := []struct {
@@ -55,6 +56,11 @@ func Run(t *testing.T, b Backend) {
 		{"LostCreateReply", s.lostCreateReply},
 		{"Disconnect", s.disconnect},
 		{"CreateAndList", s.createAndList},
+		{"GetDelete", s.getDelete},
+		{"FollowChildren", s.followChildren},
+		{"FollowEnds", s.followEnds},
+		{"ChildCounter", s.childCounter},
+		{"Leased", s.leased},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, tt.fn)
