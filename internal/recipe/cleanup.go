@@ -42,16 +42,18 @@ type cleaner struct {
 }
 
 type pendingNode struct {
-	done chan struct{} // closed once the node is gone, or the session
+	done  chan struct{} // closed once the node is gone, or the session
+	owner int64         // delete only while the node's Owner is this; 0: whoever owns it
 }
 
 // handOver hands the node at path to st's cleaner and returns a channel
-// that is closed once it is gone (or the session has ended).
-func handOver(st store.Store, path string) <-chan struct{} {
+// that is closed once it is gone (or the session has ended). A non-zero
+// owner makes the cleaner delete the node only while its Owner is owner.
+func handOver(st store.Store, path string, owner int64) <-chan struct{} {
 	for {
 		c, loaded := cleaners.LoadOrStore(st, &cleaner{st: st, pending: map[string]*pendingNode{}})
 		cl := c.(*cleaner)
-		done, ok := cl.add(path)
+		done, ok := cl.add(path, owner)
 		if !loaded {
 			go cl.run()
 		}
@@ -62,7 +64,7 @@ func handOver(st store.Store, path string) <-chan struct{} {
 }
 
 // add adds the node at path, unless the cleaner has ended.
-func (c *cleaner) add(path string) (<-chan struct{}, bool) {
+func (c *cleaner) add(path string, owner int64) (<-chan struct{}, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.dead {
@@ -70,10 +72,20 @@ func (c *cleaner) add(path string) (<-chan struct{}, bool) {
 	}
 	p, ok := c.pending[path]
 	if !ok {
-		p = &pendingNode{done: make(chan struct{})}
+		p = &pendingNode{done: make(chan struct{}), owner: owner}
 		c.pending[path] = p
 	}
 	return p.done, true
+}
+
+// owner returns the owner condition of the pending node at path.
+func (c *cleaner) owner(path string) int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if p, ok := c.pending[path]; ok {
+		return p.owner
+	}
+	return 0
 }
 
 // finish marks the node at path gone.
@@ -105,7 +117,7 @@ func (c *cleaner) run() {
 	sctx := c.st.Context()
 	for attempt := 0; ; {
 		for _, p := range c.paths("") {
-			switch err := deleteOnce(sctx, c.st, p); {
+			switch err := deleteOnce(sctx, c.st, p, c.owner(p)); {
 			case err == nil:
 				c.finish(p)
 			case errors.Is(err, store.ErrDisconnected):
@@ -138,9 +150,10 @@ func (c *cleaner) run() {
 
 // deleteOnce deletes the node at path once, on ctx. A node already gone, or
 // a session that ended (taking its ephemeral nodes with it), counts as
-// deleted.
-func deleteOnce(ctx context.Context, st store.Store, path string) error {
-	err := st.Delete(ctx, path)
+// deleted; so does, when owner is not 0, a node at path owned by another
+// (the name was used again once the node was gone).
+func deleteOnce(ctx context.Context, st store.Store, path string, owner int64) error {
+	err := deleteOwned(ctx, st, path, owner)
 	switch {
 	case err == nil, errors.Is(err, store.ErrNoNode),
 		errors.Is(err, store.ErrSessionExpired), errors.Is(err, store.ErrClosed):
@@ -159,7 +172,8 @@ func Flush(ctx context.Context, st store.Store, dir string) error {
 	}
 	cl := c.(*cleaner)
 	for _, p := range cl.paths(dir) {
-		_, err := retry(ctx, st, func() (struct{}, error) { return struct{}{}, deleteOnce(ctx, st, p) })
+		owner := cl.owner(p)
+		_, err := retry(ctx, st, func() (struct{}, error) { return struct{}{}, deleteOnce(ctx, st, p, owner) })
 		if err != nil {
 			return fmt.Errorf("remove abandoned node %q: %w", p, err)
 		}
@@ -201,19 +215,45 @@ var ErrRemovalPending = errors.New("node will be removed as soon as the connecti
 // lives, and Remove returns an error wrapping ErrRemovalPending and
 // store.ErrDisconnected. A node already gone counts as removed.
 func Remove(ctx context.Context, st store.Store, path string) error {
-	_, err := remove(ctx, st, path)
+	_, err := remove(ctx, st, path, 0)
 	return err
+}
+
+// RemoveOwned is Remove for a node whose name is used again once it is
+// gone (a queue's claim, named after the item it claims): it deletes the
+// node at path only while its Owner is owner (the session's ID for an
+// ephemeral node), now and when the cleaner retries, and counts a node
+// owned by another as removed. The check and the delete are two requests,
+// so the node must be one that nobody else deletes while owner owns it.
+func RemoveOwned(ctx context.Context, st store.Store, path string, owner int64) error {
+	_, err := remove(ctx, st, path, owner)
+	return err
+}
+
+// deleteOwned deletes the node at path, only while its Owner is owner
+// when owner is not 0; a node owned by another counts as gone (ErrNoNode).
+func deleteOwned(ctx context.Context, st store.Store, path string, owner int64) error {
+	if owner != 0 {
+		n, err := st.Get(ctx, path)
+		if err != nil {
+			return err
+		}
+		if n.Owner != owner {
+			return fmt.Errorf("%q belongs to %#x, not %#x: %w", path, n.Owner, owner, store.ErrNoNode)
+		}
+	}
+	return st.Delete(ctx, path)
 }
 
 // remove is Remove that also reports whether the node was found gone on the
 // first try (a retry after a lost connection may find the node its own
 // earlier attempt deleted).
-func remove(ctx context.Context, st store.Store, path string) (gone bool, err error) {
+func remove(ctx context.Context, st store.Store, path string, owner int64) (gone bool, err error) {
 	rctx, cancel := GraceContext(ctx)
 	defer cancel()
 	first := true
 	_, err = retry(rctx, st, func() (struct{}, error) {
-		err := st.Delete(rctx, path)
+		err := deleteOwned(rctx, st, path, owner)
 		gone = first && errors.Is(err, store.ErrNoNode)
 		first = false
 		return struct{}{}, err
@@ -226,7 +266,7 @@ func remove(ctx context.Context, st store.Store, path string) (gone bool, err er
 		}
 		return gone, nil
 	case errors.Is(err, store.ErrDisconnected), rctx.Err() != nil:
-		handOver(st, path)
+		handOver(st, path, owner)
 		return gone, fmt.Errorf("remove %q: %w (%w: %w)", path, ErrRemovalPending, store.ErrDisconnected, err)
 	}
 	return gone, fmt.Errorf("remove %q: %w", path, err)

@@ -139,7 +139,7 @@ func (h *Hold) Release(ctx context.Context, cause error) (lost, err error) {
 		lost = context.Cause(h.ctx)
 	}
 	h.Stop(cause)
-	gone, err := remove(ctx, h.st, h.node.Path)
+	gone, err := remove(ctx, h.st, h.node.Path, 0)
 	if lost == nil && gone {
 		// Deleted by someone else, and nobody watched it go.
 		syncSession(h.st)
