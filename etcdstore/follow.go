@@ -36,7 +36,8 @@ var _ store.ChildrenFollower = (*Store)(nil)
 
 // FollowChildren lists the children of p and follows their changes; see
 // [store.ChildrenFollower]. Setting it up is one attempt, bounded by ctx;
-// once set up, the follow lives until ctx ends, the session ends or Stop.
+// once set up, the follow lives until Stop, the session's end or a broken
+// watch.
 func (s *Store) FollowChildren(ctx context.Context, p string) (store.ChildrenFollow, []store.Child, error) {
 	if err := store.ValidatePath(p); err != nil {
 		return nil, nil, err
@@ -59,7 +60,7 @@ func (s *Store) FollowChildren(ctx context.Context, p string) (store.ChildrenFol
 	_, kids := children(p, resp.Kvs)
 	f := &follow{s: s, path: p, w: w, listed: resp.Header.Revision, rev: resp.Header.Revision,
 		ready: make(chan struct{}), moved: make(chan struct{}), stopped: make(chan struct{}), ended: make(chan struct{})}
-	if !s.goWatch(func() { f.serve(ctx) }) {
+	if !s.goWatch(f.serve) {
 		w.cancel()
 		return nil, nil, fmt.Errorf("etcdstore: follow %q: %w", p, s.sessionErr())
 	}
@@ -86,7 +87,7 @@ type follow struct {
 }
 
 // serve turns the watch's responses into changes until the follow ends.
-func (f *follow) serve(ctx context.Context) {
+func (f *follow) serve() {
 	defer close(f.ended)
 	defer f.w.cancel()
 	s := f.s
@@ -97,9 +98,6 @@ func (f *follow) serve(ctx context.Context) {
 			return
 		case <-s.ctx.Done():
 			f.end(fmt.Errorf("etcdstore: follow %q: %w", f.path, s.sessionErr()))
-			return
-		case <-ctx.Done():
-			f.end(fmt.Errorf("etcdstore: follow %q: %w", f.path, ctx.Err()))
 			return
 		case wr, ok := <-f.w.ch:
 			switch {

@@ -72,11 +72,6 @@ func (st *Store) FollowChildren(ctx context.Context, p string) (store.ChildrenFo
 	}
 	st.srv.follows[p][f] = struct{}{}
 	st.follows[f] = struct{}{}
-	f.stop = context.AfterFunc(ctx, func() {
-		st.srv.mu.Lock()
-		defer st.srv.mu.Unlock()
-		st.srv.endFollow(f, fmt.Errorf("memstore: follow %q: %w", p, ctx.Err()))
-	})
 	return f, kids, nil
 }
 
@@ -89,7 +84,6 @@ type follow struct {
 	ready   chan struct{} // closed when pending grows or the follow ends
 	closed  bool          // ready is closed
 	err     error         // why the follow ended, once it has
-	stop    func() bool
 }
 
 // tell records a change of the children of p for every follow of p.
@@ -119,7 +113,6 @@ func (s *Server) endFollow(f *follow, err error) {
 		delete(s.follows, f.path)
 	}
 	delete(f.owner.follows, f)
-	f.stop()
 }
 
 func (f *follow) Changes() ([]store.ChildChange, <-chan struct{}, error) {

@@ -71,6 +71,9 @@ func TestLostClaimReply(t *testing.T) {
 		ctx := ctxT(t)
 		q := newQueue(t, s, qpath(t), queue.AtLeastOnce)
 		put(t, ctx, q, "a", 0)
+		if _, err := q.Settings(ctx); err != nil {
+			t.Fatalf("Settings() = %v", err)
+		}
 		rl.LoseNextCreateReply(t, s)
 		if got := take(t, ctx, q); got != "a" {
 			t.Errorf("Take() = %q; want %q", got, "a")

@@ -28,10 +28,10 @@ type ChildrenFollower interface {
 	// FollowChildren lists the children of path as Children does and
 	// returns them with a follow that delivers every change to them
 	// after that listing. A missing path has no children: its children
-	// are followed all the same, from their creation on. The follow ends
-	// when ctx ends, the session ends, Stop is called, or the store can
-	// no longer tell every change (a lost connection with a gap it cannot
-	// close): Changes then reports why.
+	// are followed all the same, from their creation on. ctx bounds the
+	// listing only: the follow lives until Stop is called, the session
+	// ends, or the store can no longer tell every change (a lost
+	// connection with a gap it cannot close); Changes then reports why.
 	FollowChildren(ctx context.Context, path string) (ChildrenFollow, []Child, error)
 }
 

@@ -137,14 +137,15 @@ func (s *suite) followChildren(t *testing.T) {
 	wantErr(t, "FollowChildren(cancelled ctx)", err, context.Canceled)
 }
 
-// A follow ends with its ctx and with its session, and says why.
+// A follow ends with its session, and says why; its ctx bounds only the
+// listing.
 func (s *suite) followEnds(t *testing.T) {
 	ends := []struct {
 		name string
 		end  func(store.Store, context.CancelFunc)
 		want error
 	}{
-		{"ctx", func(_ store.Store, cancel context.CancelFunc) { cancel() }, context.Canceled},
+
 		{"close", func(st store.Store, _ context.CancelFunc) { st.Close() }, store.ErrClosed},
 		{"expire", func(st store.Store, _ context.CancelFunc) { s.b.Expire(t, st) }, store.ErrSessionExpired},
 	}
@@ -156,12 +157,15 @@ func (s *suite) followEnds(t *testing.T) {
 				t.Skip("no store.ChildrenFollower")
 			}
 			ctx, cancel := context.WithCancel(ctxFor(t))
-			defer cancel()
 			f, _, err := fl.FollowChildren(ctx, ns(t))
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer f.Stop()
+			cancel()
+			if err := f.Sync(ctxFor(t)); err != nil {
+				t.Fatalf("Sync() after FollowChildren's ctx ended = %v; want nil", err)
+			}
 			e.end(st, cancel)
 			timeout := time.After(Timeout)
 			for {
