@@ -94,16 +94,23 @@ func gone(err error) bool {
 }
 
 // release gives the claim up: it revokes its lease or deletes the node,
-// within ctx and a grace after; what cannot be done in time is left to the
-// session's cleaner (or to the lease's end).
+// within ctx and a grace after. Nobody but this session deletes an
+// ephemeral claim while it holds it, so the node is deleted at once; what
+// cannot be done in time is handed to the session's cleaner, which deletes
+// the node only while it is still this one (another consumer may hold the
+// item's claim under the same name by then). A leased claim that cannot be
+// revoked ends with its lease at the latest.
 func (c *claim) release(ctx context.Context) {
+	gctx, cancel := recipe.GraceContext(ctx)
+	defer cancel()
+	var err error
 	if c.lease != nil {
-		gctx, cancel := recipe.GraceContext(ctx)
-		err := c.lease.Revoke(gctx)
-		cancel()
-		if err == nil || gone(err) {
-			return
-		}
+		err = c.lease.Revoke(gctx)
+	} else if err = c.q.st.Delete(gctx, c.path); errors.Is(err, store.ErrNoNode) {
+		err = nil
+	}
+	if err == nil || gone(err) {
+		return
 	}
 	_ = recipe.RemoveOwned(ctx, c.q.st, c.path, c.owner)
 }
@@ -245,8 +252,10 @@ func (it *Item) Ack(ctx context.Context) error {
 	if it.c != nil {
 		// Neither is a failed Ack: the item is gone, and both are left
 		// to the session's cleaner if need be.
-		_ = recipe.Remove(ctx, q.st, store.Join(q.counts, it.ID))
+		var wg gosync.WaitGroup
+		wg.Go(func() { _ = recipe.Remove(ctx, q.st, store.Join(q.counts, it.ID)) })
 		it.c.release(ctx)
+		wg.Wait()
 	}
 	return nil
 }

@@ -178,6 +178,7 @@ func (q *Queue) claim(ctx context.Context, v view, cfg config, e entry) (it *Ite
 	if err != nil {
 		return nil, false, err
 	}
+	v.claimed(e.id) // ours, until released
 	// The claim is the commit point: what follows runs to completion.
 	var cnt store.Node
 	var cerr error

@@ -341,18 +341,39 @@ func (v *listView) listDir(ctx context.Context, dir string) ([]store.Child, stor
 }
 
 // changed reports whether items were put, or claims released, since the
-// listing. v.mu is held.
+// listing: it reads the counts of both directories (in parallel). A claim
+// deleted with its item is an Ack (or a move to the dead-letter queue), and
+// changes nothing a consumer can take; a claim deleted without one is a
+// release (Nack, timeout, a session's end), which makes an item available
+// again. So it compares the deletions of claims with those of items. v.mu is
+// held.
 func (v *listView) changed(ctx context.Context) (bool, error) {
+	var cc store.ChildCounts
+	var cerr error
+	var wg gosync.WaitGroup
+	if v.claims {
+		wg.Go(func() { cc, cerr = v.count(ctx, v.q.claims) })
+	}
 	ic, err := v.count(ctx, v.q.items)
-	if err != nil || ic.Created() != v.itemsCount.Created() || (ic.Changes < 0) != (v.itemsCount.Changes < 0) {
+	wg.Wait()
+	if err == nil {
+		err = cerr
+	}
+	if err != nil {
 		return true, err
+	}
+	if ic.Created() != v.itemsCount.Created() || (ic.Changes < 0) != (v.itemsCount.Changes < 0) {
+		return true, nil
 	}
 	if !v.claims {
 		return false, nil
 	}
-	cc, err := v.count(ctx, v.q.claims)
+	if (cc.Changes < 0) != (v.claimsCount.Changes < 0) {
+		return true, nil
+	}
 	deleted := func(c store.ChildCounts) int64 { return c.Changes - c.Created() }
-	return err != nil || deleted(cc) != deleted(v.claimsCount) || (cc.Changes < 0) != (v.claimsCount.Changes < 0), err
+	released := (deleted(cc) - deleted(v.claimsCount)) - (deleted(ic) - deleted(v.itemsCount))
+	return released > 0, nil
 }
 
 func (v *listView) count(ctx context.Context, dir string) (store.ChildCounts, error) {
