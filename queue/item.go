@@ -41,6 +41,8 @@ type Item struct {
 	prevVer  int64       // the count node's version before this delivery, -1: none
 	countVer int64       // its version after
 	timer    *time.Timer // the claim's deadline, under a visibility timeout
+	timedOut bool        // the claim's deadline passed
+	released bool        // the claim was released at its deadline
 	watching bool
 }
 
@@ -168,31 +170,46 @@ func (it *Item) claimed(c *claim, prevVer, countVer int64) {
 	context.AfterFunc(it.ctx, func() { stop() })
 	if d := c.getDeadline(); !d.IsZero() {
 		it.mu.Lock()
-		t := time.AfterFunc(time.Until(d), it.expire)
-		it.timer = t
+		it.timer = time.AfterFunc(time.Until(d), it.expire)
 		it.mu.Unlock()
-		context.AfterFunc(it.ctx, func() { t.Stop() })
 	}
 }
 
-// expire ends the claim at its deadline, unless it was settled, lost or
-// moved on meanwhile; an ephemeral claim is then deleted here, a leased one
-// ends on the server.
+// expire ends the claim at its deadline, unless it was settled, lost
+// otherwise or extended meanwhile: the item's Context is cancelled, then an
+// ephemeral claim is deleted here (a leased one ends on the server).
 func (it *Item) expire() {
 	it.mu.Lock()
-	if it.settled || it.ctx.Err() != nil {
+	if it.settled || it.released || it.ctx.Err() != nil && !it.timedOut {
 		it.mu.Unlock()
 		return
 	}
-	if left := time.Until(it.c.getDeadline()); left > 0 {
-		it.timer.Reset(left)
-		it.mu.Unlock()
-		return
+	if !it.timedOut {
+		if left := time.Until(it.c.getDeadline()); left > 0 {
+			it.timer.Reset(left)
+			it.mu.Unlock()
+			return
+		}
+		it.timeout()
 	}
-	it.cancel(fmt.Errorf("%w: visibility timeout (%v) passed", ErrClaimLost, it.c.timeout))
+	it.released = true
 	it.mu.Unlock()
 	if it.c.lease == nil {
 		it.c.release(it.q.st.Context())
+	}
+}
+
+// timeout records that the claim's deadline passed; it.mu is held.
+func (it *Item) timeout() {
+	it.timedOut = true
+	it.cancel(fmt.Errorf("%w: visibility timeout (%v) passed", ErrClaimLost, it.c.timeout))
+}
+
+// stopTimer stops the claim's deadline once the item is settled; it.mu
+// is held.
+func (it *Item) stopTimer() {
+	if it.timer != nil {
+		it.timer.Stop()
 	}
 }
 
@@ -201,8 +218,24 @@ func (it *Item) lose(err error) {
 	it.cancel(err)
 }
 
+// expired ends the claim if its deadline has passed, whether or not the
+// timer has run yet: checked wherever the claim's state is read, so that a
+// holder never believes it holds a claim past its deadline. it.mu is held.
+func (it *Item) expired() {
+	if it.c == nil || it.timer == nil || it.ctx.Err() != nil {
+		return
+	}
+	if !time.Now().Before(it.c.getDeadline()) {
+		it.timeout()
+		it.timer.Reset(0) // expire releases the claim
+	}
+}
+
 // check returns the error of an operation op on it, or nil; it.mu is held.
 func (it *Item) check(op string) error {
+	if it != nil && it.q != nil && !it.settled {
+		it.expired()
+	}
 	switch {
 	case it == nil || it.q == nil:
 		return fmt.Errorf("queue: %s: %w: item not taken from a queue", op, store.ErrInvalidArgument)
@@ -248,6 +281,7 @@ func (it *Item) Ack(ctx context.Context) error {
 		}
 	}
 	it.settled = true
+	it.stopTimer()
 	it.cancel(ErrSettled)
 	if it.c != nil {
 		// Neither is a failed Ack: the item is gone, and both are left
@@ -282,6 +316,7 @@ func (it *Item) Nack(ctx context.Context) error {
 	}
 	if it.c != nil {
 		it.settled = true
+		it.stopTimer()
 		it.cancel(ErrSettled)
 		it.c.release(ctx)
 		return nil
@@ -354,6 +389,9 @@ func (it *Item) Context() context.Context {
 	}
 	it.mu.Lock()
 	defer it.mu.Unlock()
+	if !it.settled {
+		it.expired()
+	}
 	if it.c != nil && !it.watching && it.ctx.Err() == nil {
 		it.watching = true
 		go it.watchClaim()
@@ -403,10 +441,11 @@ func (it *Item) watchClaim() {
 func (it *Item) giveBack(ctx context.Context) error {
 	it.mu.Lock()
 	defer it.mu.Unlock()
-	if it.settled {
-		return nil
+	if it.settled || it.ctx.Err() != nil {
+		return nil // settled, or lost: nothing to give back
 	}
 	it.settled = true
+	it.stopTimer()
 	it.cancel(ErrSettled)
 	q := it.q
 	if it.c == nil {

@@ -215,15 +215,10 @@ func (v *followView) sync(ctx context.Context) error {
 	return nil
 }
 
-// failed drops the follows if err ended them.
+// failed returns err, the error of a sync, after taking in what the
+// follows delivered so far (apply drops them if they ended).
 func (v *followView) failed(err error) error {
-	if _, _, ferr := v.itemsF.Changes(); ferr != nil {
-		v.drop()
-	} else if v.claimsF != nil {
-		if _, _, ferr := v.claimsF.Changes(); ferr != nil {
-			v.drop()
-		}
-	}
+	_ = v.apply()
 	return err
 }
 
