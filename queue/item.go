@@ -37,7 +37,7 @@ type Item struct {
 
 	mu       gosync.Mutex
 	settled  bool
-	c        *claim // at-least-once
+	c        *claim      // at-least-once
 	prevVer  int64       // the count node's version before this delivery, -1: none
 	countVer int64       // its version after
 	timer    *time.Timer // the claim's deadline, under a visibility timeout
