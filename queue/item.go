@@ -105,16 +105,22 @@ func gone(err error) bool {
 func (c *claim) release(ctx context.Context) {
 	gctx, cancel := recipe.GraceContext(ctx)
 	defer cancel()
-	var err error
-	if c.lease != nil {
-		err = c.lease.Revoke(gctx)
-	} else if err = c.q.st.Delete(gctx, c.path); errors.Is(err, store.ErrNoNode) {
-		err = nil
-	}
-	if err == nil || gone(err) {
+	for attempt := 0; ; attempt++ {
+		var err error
+		if c.lease != nil {
+			err = c.lease.Revoke(gctx)
+		} else if err = c.q.st.Delete(gctx, c.path); errors.Is(err, store.ErrNoNode) {
+			err = nil
+		}
+		switch {
+		case err == nil || gone(err):
+			return
+		case errors.Is(err, store.ErrDisconnected) && gctx.Err() == nil && pause(gctx, c.q.st, attempt) == nil:
+			continue
+		}
+		recipe.RemoveLater(c.q.st, c.path, c.owner)
 		return
 	}
-	_ = recipe.RemoveOwned(ctx, c.q.st, c.path, c.owner)
 }
 
 func (c *claim) getDeadline() time.Time {
@@ -253,9 +259,9 @@ func (it *Item) check(op string) error {
 // then its claim and delivery count; at-most-once it deletes nothing (the
 // item was deleted when taken).
 //
-// It blocks for about two requests. When it fails (ctx ended, connection
-// lost) the item is not settled: it stays claimed and Ack or Nack may be
-// called again. Once the claim is lost (see Context) Ack fails with
+// It blocks for about two requests, retrying across lost connections
+// until ctx ends. When it fails (ctx ended, session ended) the item is not
+// settled: it stays claimed and Ack or Nack may be called again. Once the claim is lost (see Context) Ack fails with
 // ErrClaimLost and deletes nothing: the item is someone else's to process.
 // A client may learn that its claim ended after the server did (etcd's
 // lease ends on the server first), so an Ack in between may still delete
@@ -273,11 +279,17 @@ func (it *Item) Ack(ctx context.Context) error {
 	q := it.q
 	if it.c != nil {
 		// While we hold the claim nobody else deletes the item, so a
-		// missing item was deleted by an earlier Ack of ours whose reply
-		// was lost.
-		err := q.st.Delete(ctx, store.Join(q.items, it.e.name))
-		if err != nil && !errors.Is(err, store.ErrNoNode) {
-			return fmt.Errorf("queue: ack %q: %w", it.ID, recipe.CtxErr(ctx, err))
+		// missing item was deleted by an earlier attempt of ours whose
+		// reply was lost.
+		p := store.Join(q.items, it.e.name)
+		for attempt := 0; ; attempt++ {
+			err := q.st.Delete(ctx, p)
+			if err == nil || errors.Is(err, store.ErrNoNode) {
+				break
+			}
+			if !errors.Is(err, store.ErrDisconnected) || pause(ctx, q.st, attempt) != nil {
+				return fmt.Errorf("queue: ack %q: %w", it.ID, recipe.CtxErr(ctx, err))
+			}
 		}
 	}
 	it.settled = true

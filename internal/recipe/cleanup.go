@@ -230,6 +230,15 @@ func RemoveOwned(ctx context.Context, st store.Store, path string, owner int64) 
 	return err
 }
 
+// RemoveLater hands the node at path to the session's cleaner without
+// trying to delete it first, for a caller whose own attempt just failed
+// with a lost connection (or ran out of time): the cleaner deletes it as
+// soon as the connection allows, while the session lives, only while its
+// Owner is owner when owner is not 0 (see RemoveOwned).
+func RemoveLater(st store.Store, path string, owner int64) {
+	handOver(st, path, owner)
+}
+
 // deleteOwned deletes the node at path, only while its Owner is owner
 // when owner is not 0; a node owned by another counts as gone (ErrNoNode).
 func deleteOwned(ctx context.Context, st store.Store, path string, owner int64) error {
