@@ -133,6 +133,7 @@ func TestSettleDuringOutage(t *testing.T) {
 		if !ok {
 			t.Skip("backend cannot disconnect")
 		}
+		t.Parallel() // outages take their time on every store at once
 		s1, s2 := b.Open(t), b.Open(t)
 		ctx, path := ctxT(t), qpath(t)
 		q1, q2 := newQueue(t, s1, path, queue.AtLeastOnce), newQueue(t, s2, path, queue.AtLeastOnce)
@@ -177,6 +178,7 @@ func TestConsumerCloseDuringOutage(t *testing.T) {
 		if !ok {
 			t.Skip("backend cannot disconnect")
 		}
+		t.Parallel() // outages take their time on every store at once
 		s1, s2 := b.Open(t), b.Open(t)
 		ctx, path := ctxT(t), qpath(t)
 		q1, q2 := newQueue(t, s1, path, queue.AtLeastOnce), newQueue(t, s2, path, queue.AtLeastOnce)

@@ -224,11 +224,19 @@ func (it *Item) lose(err error) {
 	it.cancel(err)
 }
 
-// expired ends the claim if its deadline has passed, whether or not the
-// timer has run yet: checked wherever the claim's state is read, so that a
-// holder never believes it holds a claim past its deadline. it.mu is held.
+// expired ends the claim if its session has ended or its deadline has
+// passed, whether or not the callbacks that watch them have run yet:
+// checked wherever the claim's state is read, so that a holder never
+// believes it holds a claim it lost. it.mu is held.
 func (it *Item) expired() {
-	if it.c == nil || it.timer == nil || it.ctx.Err() != nil {
+	if it.c == nil || it.ctx.Err() != nil {
+		return
+	}
+	if sess := it.q.st.Context(); sess.Err() != nil {
+		it.lose(fmt.Errorf("%w: %w", ErrClaimLost, context.Cause(sess)))
+		return
+	}
+	if it.timer == nil {
 		return
 	}
 	if !time.Now().Before(it.c.getDeadline()) {

@@ -317,6 +317,18 @@ func (q *Queue) peek(ctx context.Context) (*Item, error) {
 			return nil, nil
 		}
 		e := head[0]
+		if cfg.delivery == AtLeastOnce {
+			// A view that lists learns of others' claims only by
+			// trying them.
+			_, err := q.st.Get(ctx, store.Join(q.claims, e.id))
+			if err == nil {
+				v.claimed(e.id)
+				continue
+			}
+			if !errors.Is(err, store.ErrNoNode) {
+				return nil, err
+			}
+		}
 		n, err := q.st.Get(ctx, store.Join(q.items, e.name))
 		if errors.Is(err, store.ErrNoNode) {
 			v.gone(e)
