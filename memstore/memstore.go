@@ -5,7 +5,11 @@
 // what programs using corral can use in theirs.
 //
 // Every call is served at once under one lock: nothing blocks, nothing is
-// retried, and a session has no background goroutine. A disconnected session
+// retried, and a session has no background goroutine. Beside the contract a
+// Store implements the optional store.ChildrenWatcher, store.CreateLister,
+// store.GetDeleter, store.ChildCounter and store.ChildrenFollower; a
+// follow's changes are recorded as part of the change itself, so its Sync
+// has nothing to wait for. A disconnected session
 // fails its calls with store.ErrDisconnected until Reconnect; it stays alive
 // until Expire or Close, since there is no clock to expire it.
 package memstore

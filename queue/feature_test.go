@@ -512,3 +512,35 @@ func TestMisuse(t *testing.T) {
 		t.Errorf("Context() of an acked item not cancelled")
 	}
 }
+
+// A view that stopped following (idle, or its watch broke) follows anew
+// from a new listing, missing nothing put meanwhile.
+func TestViewFollowsAnew(t *testing.T) {
+	backends.Run(t, func(t *testing.T, b storetest.Backend) {
+		for _, d := range deliveries {
+			t.Run(d.String(), func(t *testing.T) {
+				s1, s2 := b.Open(t), b.Open(t)
+				ctx, path := ctxT(t), qpath(t)
+				q1, q2 := newQueue(t, s1, path, d), newQueue(t, s2, path, d)
+				put(t, ctx, q2, "a", 0)
+				if got := take(t, ctx, q1); got != "a" {
+					t.Fatalf("Take() = %q; want a", got)
+				}
+				queue.DropView(q1)
+				put(t, ctx, q2, "b", 0)
+				held := mustTake(t, ctx, q2)
+				put(t, ctx, q2, "c", 0)
+				queue.DropView(q1)
+				if err := held.Nack(ctx); err != nil {
+					t.Fatal(err)
+				}
+				for _, want := range []string{"b", "c"} {
+					if got := take(t, ctx, q1); got != want {
+						t.Errorf("Take() after the view was dropped = %q; want %q", got, want)
+					}
+				}
+				wantEmpty(t, ctx, q1)
+			})
+		}
+	})
+}

@@ -44,7 +44,7 @@
 // lost only when the connection breaks while the delete is under way (the
 // delete fails with [store.ErrDisconnected] after the server applied it),
 // when the consumer crashes holding it, or when a stopping Consumer cannot
-// put back the item it held within [recipe.CleanupGrace] (an outage).
+// put back the item it held within a grace of one second (an outage).
 //
 // At-least-once ([AtLeastOnce]): taking an item creates a claim for it and
 // leaves the item in place; [Item.Ack] deletes the item and its claim,
@@ -105,7 +105,9 @@
 //   - A store with neither lists the queue for every take.
 //
 // A session's view of a queue is shared by all its Queues on that path and
-// kept until the session ends (on etcd, one watch per directory).
+// kept until the session ends; on etcd and memstore it stops following a
+// queue nobody in the session has taken from for a minute (each follow is
+// one watch, and gathers every change), and follows anew on the next take.
 //
 // # Waiting and contention
 //
@@ -147,9 +149,10 @@
 //
 // # Outages
 //
-// Every call returns within its ctx, plus [recipe.CleanupGrace] for the
+// Every call returns within its ctx, plus a grace of one second for the
 // requests that must finish once begun (the commit point of a take,
-// releasing a claim, putting an item back). A claim that cannot be deleted
+// releasing a claim, putting an item back), plus the store's own bound on
+// a request. A claim that cannot be deleted
 // in time is handed to the session's cleaner, which deletes it as soon as
 // the connection allows, checking first that the claim is still this
 // session's (another consumer may hold the item's claim under the same

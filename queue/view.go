@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	gosync "sync"
+	"time"
 
 	"github.com/corral-go/corral/store"
 )
@@ -94,7 +95,15 @@ type followView struct {
 	itemsRdy  <-chan struct{}
 	claimsRdy <-chan struct{}
 	stopped   bool
+	used      time.Time   // the last refresh
+	waiting   int         // takes waiting for a change
+	idle      *time.Timer // drops the follows once unused for followIdle
 }
+
+// followIdle is how long a view keeps following a queue nobody takes from
+// in its session: its follows hold a watch each and gather every change to
+// the queue meanwhile. The next use follows anew, from a new listing.
+const followIdle = time.Minute
 
 // start follows the directories, from new listings.
 func (v *followView) start(ctx context.Context) error {
@@ -112,7 +121,26 @@ func (v *followView) start(ctx context.Context) error {
 	}
 	v.idx = build(items, claims)
 	v.itemsF, v.claimsF = itemsF, claimsF
+	if v.idle == nil {
+		v.idle = time.AfterFunc(followIdle, v.dropIdle)
+	} else {
+		v.idle.Reset(followIdle)
+	}
 	return nil
+}
+
+// dropIdle drops the follows if the view was not used for followIdle.
+func (v *followView) dropIdle() {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.itemsF == nil {
+		return
+	}
+	if left := followIdle - time.Since(v.used); left > 0 || v.waiting > 0 {
+		v.idle.Reset(max(left, followIdle/2))
+		return
+	}
+	v.drop()
 }
 
 // apply takes the changes the follows delivered into the index, claims
@@ -177,6 +205,7 @@ func (v *followView) refresh(ctx context.Context) error {
 	if v.stopped {
 		return context.Cause(v.q.st.Context())
 	}
+	v.used = time.Now()
 	for attempt := 0; ; attempt++ {
 		if v.itemsF == nil {
 			if err := v.start(ctx); err != nil {
@@ -258,7 +287,14 @@ func (v *followView) wait(ctx context.Context) error {
 		return err
 	}
 	items, claims := v.itemsRdy, v.claimsRdy
+	v.waiting++
 	v.mu.Unlock()
+	defer func() {
+		v.mu.Lock()
+		v.waiting--
+		v.used = time.Now()
+		v.mu.Unlock()
+	}()
 	select {
 	case <-items:
 	case <-claims:
@@ -281,6 +317,9 @@ func (v *followView) stop() {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	v.stopped = true
+	if v.idle != nil {
+		v.idle.Stop()
+	}
 	v.drop()
 }
 
