@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"strconv"
 	gosync "sync"
 	"time"
@@ -82,9 +81,6 @@ func (q *Queue) next(ctx context.Context, v view, cfg config) (*Item, error) {
 		// On a lost race move on within what we know rather than listing
 		// again: see "Waiting and contention".
 		e := head[rand.IntN(len(head))]
-		if debugTake {
-			fmt.Printf("take %p: head %d spread %d: %v -> %s\n", q, len(head), q.spread.Load(), head, e.id)
-		}
 		var it *Item
 		var moved bool
 		var err error
@@ -167,6 +163,17 @@ func (q *Queue) claim(ctx context.Context, v view, cfg config, e entry) (it *Ite
 	// A claim of ours still being released would refuse us the item.
 	if err := recipe.Flush(ctx, q.st, q.claims); err != nil {
 		return nil, false, err
+	}
+	if !v.exact() {
+		// A listing goes stale as others ack its items. Claiming an item
+		// that is gone would cost a write and its undo, and look to every
+		// consumer like a claim released (see listView.changed).
+		if _, err := q.st.Get(ctx, store.Join(q.items, e.name)); errors.Is(err, store.ErrNoNode) {
+			v.gone(e)
+			return nil, false, nil
+		} else if err != nil {
+			return nil, false, err
+		}
 	}
 	gctx, cancel := recipe.GraceContext(ctx)
 	defer cancel()
@@ -352,5 +359,3 @@ func (q *Queue) peek(ctx context.Context) (*Item, error) {
 		return it, nil
 	}
 }
-
-var debugTake = os.Getenv("QDEBUG") != ""

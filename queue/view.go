@@ -41,6 +41,10 @@ type view interface {
 	size(ctx context.Context) (int, error)
 	// stop ends what the view runs.
 	stop()
+	// exact reports whether the view learns of every deletion as it
+	// happens (and so of every Ack): else a take first checks that an
+	// item is still there before it claims it.
+	exact() bool
 }
 
 // viewKey names a shared view.
@@ -313,6 +317,8 @@ func (v *followView) size(ctx context.Context) (int, error) {
 	return v.idx.size(), nil
 }
 
+func (v *followView) exact() bool { return true }
+
 func (v *followView) stop() {
 	v.mu.Lock()
 	defer v.mu.Unlock()
@@ -334,6 +340,7 @@ type listView struct {
 	stale       bool
 	itemsCount  store.ChildCounts
 	claimsCount store.ChildCounts
+	released    int64 // the highest estimate of claims released; see changed
 }
 
 // list lists the directories anew. v.mu is held.
@@ -355,6 +362,9 @@ func (v *listView) list(ctx context.Context) error {
 	}
 	v.idx, v.stale = build(items, claims), false
 	v.itemsCount, v.claimsCount = ic, cc
+	if v.claims && cc.Changes >= 0 && ic.Changes >= 0 {
+		v.released = max(v.released, released(cc, ic))
+	}
 	return nil
 }
 
@@ -375,24 +385,24 @@ func (v *listView) listDir(ctx context.Context, dir string) ([]store.Child, stor
 }
 
 // changed reports whether items were put, or claims released, since the
-// listing: it reads the counts of both directories (in parallel). A claim
-// deleted with its item is an Ack (or a move to the dead-letter queue), and
-// changes nothing a consumer can take; a claim deleted without one is a
-// release (Nack, timeout, a session's end), which makes an item available
-// again. So it compares the deletions of claims with those of items. v.mu is
-// held.
+// listing, from the counts of both directories.
+//
+// An Ack deletes the item, then its claim; a release (Nack, timeout, a
+// session's end) deletes only the claim. So claims deleted minus items
+// deleted (read in that order: every claim deletion read then has its
+// item's deletion read too) is the number of releases, less the Acks under
+// way. That estimate never exceeds the releases made, and falls short of
+// them only while Acks are under way; a release shows as the estimate
+// rising past the highest seen. v.mu is held.
 func (v *listView) changed(ctx context.Context) (bool, error) {
 	var cc store.ChildCounts
-	var cerr error
-	var wg gosync.WaitGroup
 	if v.claims {
-		wg.Go(func() { cc, cerr = v.count(ctx, v.q.claims) })
+		var err error
+		if cc, err = v.count(ctx, v.q.claims); err != nil {
+			return true, err
+		}
 	}
 	ic, err := v.count(ctx, v.q.items)
-	wg.Wait()
-	if err == nil {
-		err = cerr
-	}
 	if err != nil {
 		return true, err
 	}
@@ -405,9 +415,18 @@ func (v *listView) changed(ctx context.Context) (bool, error) {
 	if (cc.Changes < 0) != (v.claimsCount.Changes < 0) {
 		return true, nil
 	}
+	if r := released(cc, ic); r > v.released {
+		v.released = r
+		return true, nil
+	}
+	return false, nil
+}
+
+// released estimates the releases of claims from the counts of the claims
+// and items directories; see changed.
+func released(claims, items store.ChildCounts) int64 {
 	deleted := func(c store.ChildCounts) int64 { return c.Changes - c.Created() }
-	released := (deleted(cc) - deleted(v.claimsCount)) - (deleted(ic) - deleted(v.itemsCount))
-	return released > 0, nil
+	return deleted(claims) - deleted(items)
 }
 
 func (v *listView) count(ctx context.Context, dir string) (store.ChildCounts, error) {
@@ -524,3 +543,5 @@ func (v *listView) size(ctx context.Context) (int, error) {
 }
 
 func (v *listView) stop() {}
+
+func (v *listView) exact() bool { return false }
