@@ -126,14 +126,21 @@ func (l *lease) Revoke(ctx context.Context) error {
 	return nil
 }
 
-// revokeSoon revokes the lease of a create that failed: at once while ctx
-// lives, else in a goroutine of the Store's, one attempt either way.
+// revokeSoon revokes the lease of a create that failed, which deletes the
+// node if the create made it after all: once while ctx lives, then in a
+// goroutine of the Store's, retried (10 ms apart, doubling up to 1 s)
+// until it is done, the lease has expired by itself, or the session ends.
 func (l *lease) revokeSoon(ctx context.Context) {
-	if ctx.Err() == nil {
-		_ = l.Revoke(ctx)
+	if ctx.Err() == nil && l.Revoke(ctx) == nil {
 		return
 	}
-	l.s.goWatch(func() { _ = l.Revoke(l.s.ctx) })
+	l.s.goWatch(func() {
+		for i := 1; time.Now().Before(l.Deadline().Add(l.ttl)); i++ {
+			if l.Revoke(l.s.ctx) == nil || sleep(l.s.ctx, backoff(i)) != nil {
+				return
+			}
+		}
+	})
 }
 
 // classifyErr is fail for calls that must not end the session on

@@ -149,3 +149,28 @@ func (f *follow) Stop() {
 	defer f.srv.mu.Unlock()
 	f.srv.endFollow(f, fmt.Errorf("memstore: follow %q stopped: %w", f.path, store.ErrClosed))
 }
+
+// CreateIf implements store.GuardedCreator.
+func (st *Store) CreateIf(ctx context.Context, p string, data []byte, mode store.Mode, guard string) (store.Node, error) {
+	if err := store.ValidateCreate(p, data, mode); err != nil {
+		return store.Node{}, err
+	}
+	if mode&store.Sequential != 0 {
+		return store.Node{}, fmt.Errorf("memstore: create %q: %w: a guarded create cannot be sequential", p, store.ErrInvalidArgument)
+	}
+	if err := store.ValidatePath(guard); err != nil {
+		return store.Node{}, err
+	}
+	if err := st.begin(ctx, "create", p); err != nil {
+		return store.Node{}, err
+	}
+	defer st.srv.mu.Unlock()
+	if st.srv.lookup(guard) == nil {
+		return store.Node{}, fmt.Errorf("memstore: create %q: guard %q: %w", p, guard, store.ErrNoNode)
+	}
+	n, err := st.srv.create(p, data, mode, st.id)
+	if err != nil {
+		return store.Node{}, fmt.Errorf("memstore: create: %w", err)
+	}
+	return n, nil
+}

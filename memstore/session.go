@@ -33,6 +33,7 @@ var (
 	_ store.GetDeleter       = (*Store)(nil)
 	_ store.ChildrenFollower = (*Store)(nil)
 	_ store.ChildCounter     = (*Store)(nil)
+	_ store.GuardedCreator   = (*Store)(nil)
 )
 
 // begin checks ctx and the path, locks the server and checks the session.

@@ -37,8 +37,8 @@ type modelItem struct {
 // times before it moves to the dead-letter queue.
 //
 // The store's view of the queue is kept the way the view selects: followed
-// (memstore as it is), counted (children counts, as on ZooKeeper) or listed
-// for every take (the portable fallback).
+// (memstore as it is), counted (children counts and guarded claims, as on
+// ZooKeeper) or listed for every take (the portable fallback).
 type queueMachine struct {
 	delivery queue.Delivery
 	view     string
@@ -59,11 +59,13 @@ type heldItem struct {
 	m  modelItem
 }
 
-// countedStore and plainStore hide a store's capabilities; see view.
+// countedStore (ZooKeeper's capabilities) and plainStore hide a store's
+// capabilities; see view.
 type countedStore struct {
 	store.Store
 	store.ChildrenWatcher
 	store.ChildCounter
+	store.GuardedCreator
 }
 
 type plainStore struct {
@@ -77,7 +79,7 @@ func (m *queueMachine) open(t *rapid.T, i int) {
 	var st store.Store = s
 	switch m.view {
 	case "counted":
-		st = &countedStore{s, s, s}
+		st = &countedStore{s, s, s, s}
 	case "plain":
 		st = &plainStore{s, s}
 	}

@@ -265,7 +265,16 @@ type plainStore struct {
 	store.ChildrenWatcher
 }
 
-// countedStore has child counts but no follow, as ZooKeeper.
+// zkLikeStore has ZooKeeper's capabilities: child counts and guarded
+// creates, no follow.
+type zkLikeStore struct {
+	store.Store
+	store.ChildrenWatcher
+	store.ChildCounter
+	store.GuardedCreator
+}
+
+// countedStore has child counts only.
 type countedStore struct {
 	store.Store
 	store.ChildrenWatcher
@@ -273,10 +282,12 @@ type countedStore struct {
 }
 
 // The ways a session keeps its view of a queue (following it, counting
-// children, listing it) all deliver in order, promptly, once.
+// children with guarded claims as on ZooKeeper, counting children alone,
+// listing it) all deliver in order, promptly, once.
 func TestViews(t *testing.T) {
 	wrap := map[string]func(*memstore.Store) store.Store{
 		"follow":  func(s *memstore.Store) store.Store { return s },
+		"zk-like": func(s *memstore.Store) store.Store { return &zkLikeStore{s, s, s, s} },
 		"counted": func(s *memstore.Store) store.Store { return &countedStore{s, s, s} },
 		"plain":   func(s *memstore.Store) store.Store { return &plainStore{s, s} },
 	}

@@ -61,9 +61,11 @@ type claim struct {
 
 // newClaim creates the claim of the item id: with a lease of its own when
 // the queue has a visibility timeout and the store leases nodes, else
-// ephemeral. ErrNodeExists: someone holds it. A create whose outcome is
-// unknown is undone (through the session's cleaner if need be).
-func (q *Queue) newClaim(ctx context.Context, cfg config, id string) (*claim, error) {
+// ephemeral, and then, when guard is set, only while the node at guard
+// (the item) exists. ErrNodeExists: someone holds it; ErrNoNode: the guard
+// is gone. A create whose outcome is unknown is undone (through the
+// session's cleaner if need be).
+func (q *Queue) newClaim(ctx context.Context, cfg config, id, guard string) (*claim, error) {
 	p := store.Join(q.claims, id)
 	c := &claim{q: q, path: p, timeout: cfg.visibility}
 	if ls, ok := q.st.(store.Leaser); ok && cfg.visibility > 0 {
@@ -75,9 +77,14 @@ func (q *Queue) newClaim(ctx context.Context, cfg config, id string) (*claim, er
 		return c, nil
 	}
 	start := time.Now()
-	_, err := q.st.Create(ctx, p, nil, store.Ephemeral)
+	var err error
+	if gc, ok := q.st.(store.GuardedCreator); ok && guard != "" {
+		_, err = gc.CreateIf(ctx, p, nil, store.Ephemeral, guard)
+	} else {
+		_, err = q.st.Create(ctx, p, nil, store.Ephemeral)
+	}
 	if err != nil {
-		if !errors.Is(err, store.ErrNodeExists) && !gone(err) {
+		if !errors.Is(err, store.ErrNodeExists) && !errors.Is(err, store.ErrNoNode) && !gone(err) {
 			_ = recipe.RemoveOwned(ctx, q.st, p, q.st.SessionID())
 		}
 		return nil, err

@@ -96,12 +96,15 @@
 //     the take began. An at-most-once take is then one request that
 //     deletes the item and returns it (store.GetDeleter).
 //   - ZooKeeper has no such follow: a consumer works through its listing,
-//     asking before each take, in one small request, whether items were
-//     put (or claims released) since (store.ChildCounter), and lists again
-//     only when they were, or when its listing runs dry. A take is then a
-//     read and a delete. A steady stream of puts into a long backlog
-//     therefore still costs a listing per put on ZooKeeper: it has no way
-//     to learn the names of new children without listing them all.
+//     asking before each take, in one small request (two at-least-once),
+//     whether items were put (or claims released) since
+//     (store.ChildCounter), and lists again only when they were, or when
+//     its listing runs dry. An at-most-once take is then a read and a
+//     delete; at-least-once, a read that checks the item is still there (a
+//     listing goes stale as others ack its items), the claim, and the reads
+//     and write of the delivery count. A steady stream of puts into a long
+//     backlog therefore still costs a listing per put on ZooKeeper: it has
+//     no way to learn the names of new children without listing them all.
 //   - A store with neither lists the queue for every take.
 //
 // A session's view of a queue is shared by all its Queues on that path and

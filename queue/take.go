@@ -75,6 +75,12 @@ func (q *Queue) next(ctx context.Context, v view, cfg config) (*Item, error) {
 	for {
 		head := v.head(max(int(q.spread.Load()), 1))
 		if len(head) == 0 {
+			if changed, err := v.check(ctx); err != nil || changed {
+				if err != nil {
+					return nil, err
+				}
+				continue
+			}
 			q.adapt(lost)
 			return nil, nil
 		}
@@ -90,6 +96,8 @@ func (q *Queue) next(ctx context.Context, v view, cfg config) (*Item, error) {
 			it, err = q.remove(ctx, v, e)
 		}
 		switch {
+		case errors.Is(err, errRelisted):
+			// The view was listed anew: pick again.
 		case err != nil:
 			return nil, err
 		case it != nil:
@@ -101,6 +109,29 @@ func (q *Queue) next(ctx context.Context, v view, cfg config) (*Item, error) {
 			q.wasted.Add(1)
 		}
 	}
+}
+
+// errRelisted says that a take's check found the queue changed and listed
+// it again: the take picks again.
+var errRelisted = errors.New("queue: listed again")
+
+// readChecked reads the node at p beside the view's check (see
+// view.check), and fails with errRelisted when the check listed the queue
+// anew.
+func readChecked(ctx context.Context, st store.Store, v view, p string) (store.Node, error) {
+	var changed bool
+	var cerr error
+	var wg gosync.WaitGroup
+	wg.Go(func() { changed, cerr = v.check(ctx) })
+	n, err := st.Get(ctx, p)
+	wg.Wait()
+	switch {
+	case cerr != nil:
+		return store.Node{}, cerr
+	case changed:
+		return store.Node{}, errRelisted
+	}
+	return n, err
 }
 
 // maxSpread bounds how many items at the head of the queue a take spreads
@@ -135,9 +166,9 @@ func (q *Queue) remove(ctx context.Context, v view, e entry) (*Item, error) {
 	defer cancel()
 	var n store.Node
 	var err error
-	if gd, ok := q.st.(store.GetDeleter); ok {
+	if gd, ok := q.st.(store.GetDeleter); ok && v.exact() {
 		n, err = gd.GetDelete(gctx, p)
-	} else if n, err = q.st.Get(ctx, p); err == nil {
+	} else if n, err = readChecked(ctx, q.st, v, p); err == nil {
 		if err = ctx.Err(); err == nil {
 			err = q.st.Delete(gctx, p)
 		}
@@ -156,6 +187,15 @@ func (q *Queue) remove(ctx context.Context, v view, e entry) (*Item, error) {
 // claim takes the item e at-least-once: claims it, reads it and records
 // the delivery. It returns nil when another consumer holds the item or took
 // it first, with moved set when the item went to the dead-letter queue.
+//
+// On an exact view (one that follows the queue) it claims first and reads
+// after. On a listing it reads first, beside the view's check: a listing
+// goes stale as others ack its items, and a claim of an item that is gone
+// costs a write and its undo, and looks like a released claim to every
+// consumer (see listView.changed). It then claims with the item as the
+// claim's guard when the store can (store.GuardedCreator), so that a claim
+// is never made on an item acked since the read; without one it reads the
+// item again after the claim.
 func (q *Queue) claim(ctx context.Context, v view, cfg config, e entry) (it *Item, moved bool, err error) {
 	if err := ctx.Err(); err != nil {
 		return nil, false, err
@@ -164,11 +204,35 @@ func (q *Queue) claim(ctx context.Context, v view, cfg config, e entry) (it *Ite
 	if err := recipe.Flush(ctx, q.st, q.claims); err != nil {
 		return nil, false, err
 	}
+	itemPath, countPath := store.Join(q.items, e.name), store.Join(q.counts, e.id)
+	_, guarded := q.st.(store.GuardedCreator)
+	guarded = guarded && !v.exact()
+	var n, cnt store.Node
+	var cerr error
+	read := func(ctx context.Context, withCheck bool) error {
+		var changed bool
+		var kerr, nerr error
+		var wg gosync.WaitGroup
+		if withCheck {
+			wg.Go(func() { changed, kerr = v.check(ctx) })
+		}
+		wg.Go(func() { cnt, cerr = q.st.Get(ctx, countPath) })
+		n, nerr = q.st.Get(ctx, itemPath)
+		wg.Wait()
+		switch {
+		case kerr != nil:
+			return kerr
+		case changed:
+			return errRelisted
+		case nerr != nil:
+			return nerr
+		case cerr != nil && !errors.Is(cerr, store.ErrNoNode):
+			return cerr
+		}
+		return nil
+	}
 	if !v.exact() {
-		// A listing goes stale as others ack its items. Claiming an item
-		// that is gone would cost a write and its undo, and look to every
-		// consumer like a claim released (see listView.changed).
-		if _, err := q.st.Get(ctx, store.Join(q.items, e.name)); errors.Is(err, store.ErrNoNode) {
+		if err := read(ctx, true); errors.Is(err, store.ErrNoNode) {
 			v.gone(e)
 			return nil, false, nil
 		} else if err != nil {
@@ -177,34 +241,32 @@ func (q *Queue) claim(ctx context.Context, v view, cfg config, e entry) (it *Ite
 	}
 	gctx, cancel := recipe.GraceContext(ctx)
 	defer cancel()
-	c, err := q.newClaim(gctx, cfg, e.id)
-	if errors.Is(err, store.ErrNodeExists) {
+	guard := ""
+	if guarded {
+		guard = itemPath
+	}
+	c, err := q.newClaim(gctx, cfg, e.id, guard)
+	switch {
+	case errors.Is(err, store.ErrNodeExists):
 		v.claimed(e.id)
 		return nil, false, nil
-	}
-	if err != nil {
+	case guarded && errors.Is(err, store.ErrNoNode):
+		v.gone(e) // acked since the read
+		return nil, false, nil
+	case err != nil:
 		return nil, false, err
 	}
 	v.claimed(e.id) // ours, until released
 	// The claim is the commit point: what follows runs to completion.
-	var cnt store.Node
-	var cerr error
-	var wg gosync.WaitGroup
-	wg.Go(func() { cnt, cerr = q.st.Get(gctx, store.Join(q.counts, e.id)) })
-	n, err := q.st.Get(gctx, store.Join(q.items, e.name))
-	wg.Wait()
-	switch {
-	case errors.Is(err, store.ErrNoNode):
-		// Acked by its previous holder since we learned of it.
-		c.release(ctx)
-		v.gone(e)
-		return nil, false, nil
-	case err == nil && cerr != nil && !errors.Is(cerr, store.ErrNoNode):
-		err = cerr
-	}
-	if err != nil {
-		c.release(ctx)
-		return nil, false, err
+	if !guarded {
+		if err := read(gctx, false); err != nil {
+			c.release(ctx)
+			if errors.Is(err, store.ErrNoNode) {
+				v.gone(e) // acked since we learned of it
+				return nil, false, nil
+			}
+			return nil, false, err
+		}
 	}
 	prev, prevVersion := 0, int64(-1)
 	if cerr == nil {
@@ -219,7 +281,7 @@ func (q *Queue) claim(ctx context.Context, v view, cfg config, e entry) (it *Ite
 		v.gone(e)
 		return nil, true, nil
 	}
-	ver, err := q.setCount(gctx, e.id, prev+1, prevVersion)
+	prev, prevVersion, ver, err := q.countDelivery(gctx, e.id, prev, prevVersion)
 	if err != nil {
 		c.release(ctx)
 		return nil, false, err
@@ -227,6 +289,29 @@ func (q *Queue) claim(ctx context.Context, v view, cfg config, e entry) (it *Ite
 	it = q.newItem(e, n.Data, prev+1)
 	it.claimed(c, prevVersion, ver)
 	return it, false, nil
+}
+
+// countDelivery records one more delivery of the item id over the count
+// prev read at version prevVersion (-1: no count node), and returns the
+// count and version it wrote over and the new version. A count read
+// before the claim may have moved since (another consumer's delivery in
+// between): it is read again.
+func (q *Queue) countDelivery(ctx context.Context, id string, prev int, prevVersion int64) (int, int64, int64, error) {
+	for attempt := 0; ; attempt++ {
+		ver, err := q.setCount(ctx, id, prev+1, prevVersion)
+		if err == nil || attempt > 0 || !errors.Is(err, store.ErrBadVersion) && !errors.Is(err, store.ErrNodeExists) {
+			return prev, prevVersion, ver, err
+		}
+		c, err := q.st.Get(ctx, store.Join(q.counts, id))
+		switch {
+		case err == nil:
+			prev, prevVersion = parseCount(c.Data), c.Version
+		case errors.Is(err, store.ErrNoNode):
+			prev, prevVersion = 0, -1
+		default:
+			return prev, prevVersion, 0, err
+		}
+	}
 }
 
 func parseCount(data []byte) int {
@@ -316,6 +401,9 @@ func (q *Queue) peek(ctx context.Context) (*Item, error) {
 	}
 	v := q.view(cfg.delivery == AtLeastOnce)
 	if err := v.refresh(ctx); err != nil {
+		return nil, err
+	}
+	if _, err := v.check(ctx); err != nil {
 		return nil, err
 	}
 	for {

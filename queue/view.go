@@ -25,8 +25,14 @@ import (
 //     only when items were put or claims released since; without one, it
 //     lists every time.
 type view interface {
-	// refresh brings the view up to date with the store as of now.
+	// refresh brings the view up to date with the store as of now, but
+	// for what check tells.
 	refresh(ctx context.Context) error
+	// check completes a refresh: it reports whether the queue changed
+	// since the view's listing in a way that may put a new item at its
+	// head, and if so lists it again. A take runs it beside its first
+	// read of the item it picked, and picks again when it reports true.
+	check(ctx context.Context) (bool, error)
 	// head returns up to n available items at the head of the queue.
 	head(n int) []entry
 	// gone records that the item e is no longer in the queue.
@@ -319,6 +325,9 @@ func (v *followView) size(ctx context.Context) (int, error) {
 
 func (v *followView) exact() bool { return true }
 
+// check has nothing to do: refresh synced the view.
+func (v *followView) check(context.Context) (bool, error) { return false, nil }
+
 func (v *followView) stop() {
 	v.mu.Lock()
 	defer v.mu.Unlock()
@@ -437,17 +446,28 @@ func (v *listView) count(ctx context.Context, dir string) (store.ChildCounts, er
 	return c, err
 }
 
+// refresh lists the queue when the view has no listing, a wait saw it
+// change, or the store has no child counts; check asks the counts.
 func (v *listView) refresh(ctx context.Context) error {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if v.idx == nil || v.stale || v.cc == nil {
 		return v.list(ctx)
 	}
+	return nil
+}
+
+func (v *listView) check(ctx context.Context) (bool, error) {
+	if v.cc == nil {
+		return false, nil // refresh listed
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
 	changed, err := v.changed(ctx)
 	if err != nil || !changed {
-		return err
+		return false, err
 	}
-	return v.list(ctx)
+	return true, v.list(ctx)
 }
 
 func (v *listView) head(n int) []entry {

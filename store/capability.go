@@ -122,3 +122,18 @@ type Lease interface {
 	// ended already counts as revoked.
 	Revoke(ctx context.Context) error
 }
+
+// GuardedCreator is an optional capability: create a node only while
+// another one exists, in one atomic step. A queue consumer that works from
+// a listing claims an item with it, so that a claim is never made on an
+// item acked meanwhile. ZooKeeper does it with a multi (a check and a
+// create).
+type GuardedCreator interface {
+	// CreateIf creates the node at path as Create does, provided the node
+	// at guard exists when it is made; otherwise it creates nothing and
+	// fails with an error wrapping ErrNoNode. mode must not be Sequential
+	// (ErrInvalidArgument). As with Create, a call that fails with
+	// ErrDisconnected may have made the node, and an ephemeral node of a
+	// call abandoned by its ctx is undone.
+	CreateIf(ctx context.Context, path string, data []byte, mode Mode, guard string) (Node, error)
+}

@@ -285,3 +285,37 @@ func (s *suite) leased(t *testing.T) {
 		t.Errorf("leased node deleted %v before its Deadline", time.Until(l.Deadline()))
 	}
 }
+
+func (s *suite) guardedCreate(t *testing.T) {
+	a, b := s.open(t), s.open(t)
+	gc, ok := a.(store.GuardedCreator)
+	if !ok {
+		t.Skip("no store.GuardedCreator")
+	}
+	ctx, dir := ctxFor(t), ns(t)
+	guard, p := dir+"/items/x", dir+"/claims/x"
+	_, err := gc.CreateIf(ctx, p, nil, store.Ephemeral, guard)
+	wantErr(t, "CreateIf(missing guard)", err, store.ErrNoNode)
+	if _, err := b.Get(ctx, p); !errors.Is(err, store.ErrNoNode) {
+		t.Errorf("Get after a refused CreateIf = %v; want %v", err, store.ErrNoNode)
+	}
+	req(t).node(b.Create(ctx, guard, nil, store.Persistent))
+	n, err := gc.CreateIf(ctx, p, []byte("c"), store.Ephemeral, guard)
+	if err != nil || n.Path != p || n.Owner != a.SessionID() {
+		t.Fatalf("CreateIf = %+v, %v; want %q owned by the session", n, err, p)
+	}
+	if got := req(t).node(b.Get(ctx, p)); string(got.Data) != "c" || got.Owner != a.SessionID() {
+		t.Errorf("Get(%q) = %+v; want the node made", p, got)
+	}
+	_, err = gc.CreateIf(ctx, p, nil, store.Ephemeral, guard)
+	wantErr(t, "CreateIf(existing)", err, store.ErrNodeExists)
+	_, err = gc.CreateIf(ctx, dir+"/claims/y-", nil, store.Sequential, guard)
+	wantErr(t, "CreateIf(sequential)", err, store.ErrInvalidArgument)
+	_, err = gc.CreateIf(ctx, dir+"/claims/z", nil, store.Persistent, "bad")
+	wantErr(t, "CreateIf(bad guard)", err, store.ErrInvalidPath)
+	_, err = gc.CreateIf(cancelled(), dir+"/claims/z", nil, store.Persistent, guard)
+	wantErr(t, "CreateIf(cancelled ctx)", err, context.Canceled)
+	req(t).ok(b.Delete(ctx, guard))
+	_, err = gc.CreateIf(ctx, dir+"/claims/z", nil, store.Persistent, guard)
+	wantErr(t, "CreateIf(deleted guard)", err, store.ErrNoNode)
+}

@@ -20,7 +20,8 @@ const Timeout = 20 * time.Second
 // Run runs the whole conformance suite against b, one subtest per rule.
 // The optional interfaces ReplyLoser and Disconnector, and the optional
 // store.ChildrenWatcher, store.CreateLister, store.GetDeleter,
-// store.ChildrenFollower, store.ChildCounter and store.Leaser of the opened
+// store.ChildrenFollower, store.ChildCounter, store.Leaser and
+// store.GuardedCreator of the opened
 // sessions, are tested when present.
 func Run(t *testing.T, b Backend) {
 	s := &suite{b: b}
@@ -61,6 +62,7 @@ func Run(t *testing.T, b Backend) {
 		{"FollowEnds", s.followEnds},
 		{"ChildCounter", s.childCounter},
 		{"Leased", s.leased},
+		{"GuardedCreate", s.guardedCreate},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, tt.fn)
