@@ -20,10 +20,10 @@ import (
 //     Before a take the view syncs with the store (a small read), so it
 //     knows every item put before the take began.
 //   - listView, elsewhere (ZooKeeper): the directories are listed and the
-//     listing worked through. With a store.ChildCounter, a take first asks
-//     the counts of the directories (one small request) and lists again
-//     only when items were put or claims released since; without one, it
-//     lists every time.
+//     listing worked through. With a store.ChildCounter, a take asks the
+//     counts of the directories (one or two small requests, beside its
+//     first read of the item) and lists again only when items were put or
+//     claims released since; without one, it lists every time.
 type view interface {
 	// refresh brings the view up to date with the store as of now, but
 	// for what check tells.
@@ -41,15 +41,14 @@ type view interface {
 	claimed(id string)
 	// wait blocks until the view may have changed.
 	wait(ctx context.Context) error
-	// size returns the number of items, claimed or not, as of the last
-	// refresh; exact tells whether that counts items taken by others
-	// since.
+	// size returns the number of items, claimed or not, as of a moment
+	// during the call.
 	size(ctx context.Context) (int, error)
 	// stop ends what the view runs.
 	stop()
 	// exact reports whether the view learns of every deletion as it
-	// happens (and so of every Ack): else a take first checks that an
-	// item is still there before it claims it.
+	// happens (and so of every Ack): else a take reads an item before it
+	// claims it (see Queue.claim).
 	exact() bool
 }
 
