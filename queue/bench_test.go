@@ -26,7 +26,7 @@ import (
 
 // The queue's measurements run by command, never in the default test run:
 //
-//	CORRAL_STORES=zk,etcd go test ./queue/ -run '^$' -bench 'Backlog|History' -benchtime 1x -timeout 60m
+//	CORRAL_STORES=zk,etcd go test ./queue/ -run '^$' -bench 'Backlog|History' -benchtime 1x -timeout 120m
 //
 // BenchmarkBacklog drains a backlog put beforehand, on ZooKeeper and etcd,
 // with corral (at-most-once and at-least-once) and, side by side in the
@@ -38,7 +38,11 @@ import (
 // their traffic, pings and lease renewals included). A reference on a
 // backlog of 50,000 drains only its first 1,000 items (the whole drain
 // would take hours): its "last" tenth is then that first thousand's last
-// tenth. BenchmarkHistory puts 20,000 items into one etcd queue and drains
+// tenth. A corral consumer's session lists the queue once, when it first
+// uses it; that listing is timed apart ("setup-ms", per consumer, a Len
+// before the drain), so that the tenths show what a take costs. A new
+// session's first listing is the cost a queue's history still has on etcd
+// (BenchmarkHistory's second drain includes it). BenchmarkHistory puts 20,000 items into one etcd queue and drains
 // them, twice, without compaction, and reports the cost per item of every
 // tenth of both drains.
 //
@@ -355,6 +359,7 @@ func backlogRun(b *testing.B, name string, be storetest.Backend, impl string, ba
 	var sessions []store.Store
 	consumers := make([]func(ctx context.Context, done func()) error, n)
 	var rqs []*recipe.Queue
+	var qs []*queue.Queue
 	if impl == "reference" {
 		items = refItems(backlog)
 	}
@@ -379,10 +384,14 @@ func backlogRun(b *testing.B, name string, be storetest.Backend, impl string, ba
 			} else {
 				consumers[i] = curatorConsumer(s, path)
 			}
-		case "corral":
-			consumers[i] = corralConsumer(mustQueue(b, s, path, queue.WithDelivery(queue.AtMostOnce)))
-		case "corral-alo":
-			consumers[i] = corralConsumer(mustQueue(b, s, path, queue.WithDelivery(queue.AtLeastOnce)))
+		case "corral", "corral-alo":
+			d := queue.AtMostOnce
+			if impl == "corral-alo" {
+				d = queue.AtLeastOnce
+			}
+			q := mustQueue(b, s, path, queue.WithDelivery(d))
+			qs = append(qs, q)
+			consumers[i] = corralConsumer(q)
 		}
 	}
 	traffic := func() int64 {
@@ -411,6 +420,17 @@ func backlogRun(b *testing.B, name string, be storetest.Backend, impl string, ba
 				}
 			}
 		}
+	}
+	// A session lists a queue once, when it first takes from it: that is
+	// timed apart, so that the tenths show the cost of a take.
+	setup := time.Now()
+	for _, q := range qs {
+		if _, err := q.Len(b.Context()); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if len(qs) > 0 {
+		b.ReportMetric(float64(time.Since(setup).Milliseconds())/float64(len(qs)), "setup-ms")
 	}
 	before := traffic()
 	runtime.GC() // the fill's garbage is not the drain's (the etcd server is in this process)
