@@ -60,14 +60,14 @@ import (
 // attempt timeout, and returns ctx's error; the undo goes on until it is
 // done or the session ends.
 func (s *Store) Create(ctx context.Context, p string, data []byte, mode store.Mode) (store.Node, error) {
-	n, _, _, err := s.create(ctx, p, data, mode, listNone, 0)
+	n, _, _, err := s.create(ctx, p, data, mode, listNone, 0, 0)
 	return n, err
 }
 
 // CreateAndList creates a node as Create does and, in the same transaction,
 // lists the children of its parent as Children would right after the create.
 func (s *Store) CreateAndList(ctx context.Context, p string, data []byte, mode store.Mode) (store.Node, []store.Child, error) {
-	n, kids, _, err := s.create(ctx, p, data, mode, listAll, 0)
+	n, kids, _, err := s.create(ctx, p, data, mode, listAll, 0, 0)
 	return n, kids, err
 }
 
@@ -81,7 +81,7 @@ func (s *Store) CreateAndWindow(ctx context.Context, p string, data []byte, mode
 	if n < 1 {
 		return store.Node{}, nil, false, fmt.Errorf("etcdstore: create %q: %w: window of %d", p, store.ErrInvalidArgument, n)
 	}
-	node, kids, complete, err := s.create(ctx, p, data, mode, listWindow, n)
+	node, kids, complete, err := s.create(ctx, p, data, mode, listWindow, n, 0)
 	if err != nil || kids != nil {
 		return node, kids, complete, err
 	}
@@ -108,7 +108,9 @@ const (
 	listWindow
 )
 
-func (s *Store) create(ctx context.Context, p string, data []byte, mode store.Mode, list, window int) (store.Node, []store.Child, bool, error) {
+// create makes the node; own, when not 0, is a lease of its own to attach
+// it to (see CreateLeased) instead of the session's.
+func (s *Store) create(ctx context.Context, p string, data []byte, mode store.Mode, list, window int, own clientv3.LeaseID) (store.Node, []store.Child, bool, error) {
 	if err := store.ValidateCreate(p, data, mode); err != nil {
 		return store.Node{}, nil, false, err
 	}
@@ -125,7 +127,7 @@ func (s *Store) create(ctx context.Context, p string, data []byte, mode store.Mo
 	case store.Sequential:
 		name = freshName(p)
 	}
-	var lease clientv3.LeaseID
+	lease := own
 	if mode&store.Ephemeral != 0 {
 		lease = s.lease
 	}

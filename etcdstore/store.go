@@ -163,6 +163,20 @@
 //
 // A role scoped to a key prefix needs [WithChroot]: it keeps every key
 // the Store reads or writes, its own included, below the chroot.
+// # Following, taking, leasing
+//
+// Beside the contract the Store implements the optional capabilities a
+// queue needs to take an item for a constant cost (see the store package):
+// [Store.GetDelete] deletes a node and returns it in one transaction (a
+// delete with its previous value); [Store.FollowChildren] reads a
+// directory once and then serves its changes from one watch, and its Sync
+// waits for the watch to reach the current revision (one small read that
+// walks no range, then progress requests while the range is quiet); and
+// [Store.CreateLeased] attaches a node to a lease of its own (a grant, then
+// the create), renewed and revoked through the Lease it returns, timed on
+// the server's clock whatever becomes of the session. A range read walks
+// every key etcd still indexes in the range, deleted ones too until the
+// next compaction; after its first listing a follow reads no range again.
 //
 // # Logging
 //

@@ -5,7 +5,11 @@
 // what programs using corral can use in theirs.
 //
 // Every call is served at once under one lock: nothing blocks, nothing is
-// retried, and a session has no background goroutine. A disconnected session
+// retried, and a session has no background goroutine. Beside the contract a
+// Store implements the optional store.ChildrenWatcher, store.CreateLister,
+// store.GetDeleter, store.ChildCounter and store.ChildrenFollower; a
+// follow's changes are recorded as part of the change itself, so its Sync
+// has nothing to wait for. A disconnected session
 // fails its calls with store.ErrDisconnected until Reconnect; it stays alive
 // until Expire or Close, since there is no clock to expire it.
 package memstore
@@ -30,6 +34,7 @@ type Server struct {
 	lastID   int64
 	existsW  map[string]map[*watch]struct{}
 	childW   map[string]map[*watch]struct{}
+	follows  map[string]map[*follow]struct{} // by followed path
 }
 
 type node struct {
@@ -41,6 +46,7 @@ type node struct {
 	created  time.Time
 	parent   *node
 	children map[string]*node
+	changes  int64 // creations and deletions of children, as ZooKeeper's cversion
 }
 
 // NewServer returns an empty tree holding only the root.
@@ -50,6 +56,7 @@ func NewServer() *Server {
 		sessions: map[int64]*Store{},
 		existsW:  map[string]map[*watch]struct{}{},
 		childW:   map[string]map[*watch]struct{}{},
+		follows:  map[string]map[*follow]struct{}{},
 	}
 }
 
@@ -71,6 +78,7 @@ func (s *Server) Open() *Store {
 		cancel:     cancel,
 		disc:       make(chan struct{}),
 		watches:    map[*watch]struct{}{},
+		follows:    map[*follow]struct{}{},
 		ephemerals: map[string]struct{}{},
 	}
 	s.sessions[st.id] = st
@@ -124,12 +132,14 @@ func (s *Server) create(p string, data []byte, mode store.Mode, owner int64) (st
 		n.owner = owner
 	}
 	parent.children[name] = n
+	parent.changes++
 	full := store.Join(parentPath, name)
 	if n.owner != 0 {
 		s.sessions[owner].ephemerals[full] = struct{}{}
 	}
 	s.fire(s.existsW, full, store.EventCreated)
 	s.fire(s.childW, parentPath, store.EventChildrenChanged)
+	s.tell(parentPath, store.ChildChange{Type: store.EventCreated, Name: name, Seq: n.seq})
 	return n.public(full), nil
 }
 
@@ -154,6 +164,7 @@ func (s *Server) delete(p string) error {
 		return fmt.Errorf("%w: %q", store.ErrNotEmpty, p)
 	}
 	delete(n.parent.children, n.name)
+	n.parent.changes++
 	if n.owner != 0 {
 		if o := s.sessions[n.owner]; o != nil {
 			delete(o.ephemerals, p)
@@ -162,6 +173,7 @@ func (s *Server) delete(p string) error {
 	s.fire(s.existsW, p, store.EventDeleted)
 	s.fire(s.childW, p, store.EventDeleted)
 	s.fire(s.childW, store.Parent(p), store.EventChildrenChanged)
+	s.tell(store.Parent(p), store.ChildChange{Type: store.EventDeleted, Name: n.name})
 	return nil
 }
 
@@ -181,6 +193,9 @@ func (s *Server) end(st *Store, cause error) {
 	}
 	for w := range st.watches {
 		s.deliver(w, store.Event{Err: cause})
+	}
+	for f := range st.follows {
+		s.endFollow(f, cause)
 	}
 	if !st.disconnected {
 		close(st.disc)

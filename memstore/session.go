@@ -22,15 +22,20 @@ type Store struct {
 	disc         chan struct{} // closed on disconnection and at the end
 	loseReply    bool
 	watches      map[*watch]struct{}
+	follows      map[*follow]struct{}
 	ephemerals   map[string]struct{}
 }
 
 var (
-	_ store.Store           = (*Store)(nil)
-	_ store.ChildrenWatcher = (*Store)(nil)
-	_ store.CreateLister    = (*Store)(nil)
-	_ store.WindowLister    = (*Store)(nil)
-	_ store.SeqDeleter      = (*Store)(nil)
+	_ store.Store            = (*Store)(nil)
+	_ store.ChildrenWatcher  = (*Store)(nil)
+	_ store.CreateLister     = (*Store)(nil)
+	_ store.WindowLister     = (*Store)(nil)
+	_ store.SeqDeleter       = (*Store)(nil)
+	_ store.GetDeleter       = (*Store)(nil)
+	_ store.ChildrenFollower = (*Store)(nil)
+	_ store.ChildCounter     = (*Store)(nil)
+	_ store.GuardedCreator   = (*Store)(nil)
 )
 
 // begin checks ctx and the path, locks the server and checks the session.

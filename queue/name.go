@@ -3,7 +3,7 @@ package queue
 import (
 	"cmp"
 	"fmt"
-	"slices"
+	"math/rand/v2"
 	"strconv"
 	"strings"
 
@@ -12,19 +12,27 @@ import (
 
 // Item nodes are persistent sequential children of the items directory named
 //
-//	qi-<priority key>-                   (a fresh item)
-//	qi-<priority key>-r<order key>-      (an item put back in its old place)
+//	qi-<priority key>-i<id>-                          (an item as put)
+//	qi-<priority key>-r<order key>-i<id>-d<count>-    (an item put back in its old place)
 //
-// followed by the store's sequence suffix (ZooKeeper and memstore: 10 digits;
-// etcd: a hexadecimal suffix). Both keys are 16 hexadecimal digits. The
-// priority key is an order-reversing bijection of the int64 priority, so
-// that a smaller key is a higher priority over the whole range, negatives
-// included. The order key of an item put back is the Seq of the original
-// node, so the item keeps its place among the items of its priority.
+// followed by the store's sequence suffix (ZooKeeper and memstore: 10
+// digits; etcd: 16 hexadecimal digits). The keys and the id are 16
+// hexadecimal digits; count is decimal. The priority key is an
+// order-reversing bijection of the int64 priority, so that a smaller key is
+// a higher priority over the whole range, negatives included. The id is
+// drawn at random by the producer and names the item for its whole life: in
+// its claim and its delivery count, across redeliveries, put-backs and a
+// move to a dead-letter queue. The order key of an item put back is the
+// order of the original node, so the item keeps its place among the items
+// of its priority, and count is how many times it was delivered.
 //
-// Items are ordered by (priority key, order, name), where order is the order
-// key when there is one and the node's Seq otherwise. The raw name is never
-// the order: the store's suffix differs from store to store.
+// Items are ordered by (priority key, order, name), where order is the
+// order key when there is one and the node's Seq otherwise. The raw name is
+// never the order: the store's suffix differs from store to store.
+//
+// Names written before ids existed ("qi-<priority key>-" and
+// "qi-<priority key>-r<order key>-", then the suffix) are items too; their
+// id is their whole name.
 const (
 	itemMark = "qi-"
 	keyLen   = 16
@@ -43,14 +51,18 @@ func orderKey(seq int64) uint64 { return uint64(seq) ^ signBit }
 
 func keyOrder(k uint64) int64 { return int64(k ^ signBit) }
 
-// itemName returns the name to create an item under: fresh when requeue is
-// false, put back at order otherwise.
-func itemName(prio int64, order int64, requeue bool) string {
-	name := fmt.Sprintf("%s%016x-", itemMark, prioKey(prio))
-	if requeue {
-		name += fmt.Sprintf("r%016x-", orderKey(order))
-	}
-	return name
+// newID returns a fresh item id.
+func newID() string { return fmt.Sprintf("%016x", rand.Uint64()) }
+
+// itemName returns the name to put a new item under.
+func itemName(prio int64, id string) string {
+	return fmt.Sprintf("%s%016x-i%s-", itemMark, prioKey(prio), id)
+}
+
+// returnName returns the name to put an item back under, in its old place
+// (order), delivered count times so far.
+func returnName(prio, order int64, id string, count int) string {
+	return fmt.Sprintf("%s%016x-r%016x-i%s-d%d-", itemMark, prioKey(prio), orderKey(order), id, count)
 }
 
 // entry is one item node as seen in a listing.
@@ -58,6 +70,8 @@ type entry struct {
 	name  string
 	prio  int64
 	order int64
+	id    string
+	count int // deliveries before the node was made (put-backs)
 }
 
 // parseItem decodes the name of an item node with Seq seq. ok is false for
@@ -72,11 +86,24 @@ func parseItem(name string, seq int64) (e entry, ok bool) {
 	if !ok || len(rest) < keyLen+1 || rest[keyLen] != '-' {
 		return entry{}, false
 	}
-	e = entry{name: name, prio: keyPrio(pk), order: seq}
-	rest = rest[keyLen+1:]
-	if len(rest) > 0 && rest[0] == 'r' {
-		if k, ok := hexKey(rest[1:]); ok && len(rest) > keyLen+1 && rest[keyLen+1] == '-' {
-			e.order = keyOrder(k)
+	e = entry{name: name, prio: keyPrio(pk), order: seq, id: name}
+	// The fields end with a '-'; what follows the last one is the store's
+	// suffix, never a field.
+	last := strings.LastIndexByte(rest, '-')
+	for _, f := range strings.Split(rest[keyLen+1:last+1], "-") {
+		switch {
+		case len(f) == keyLen+1 && f[0] == 'r':
+			if k, ok := hexKey(f[1:]); ok {
+				e.order = keyOrder(k)
+			}
+		case len(f) == keyLen+1 && f[0] == 'i':
+			if _, ok := hexKey(f[1:]); ok {
+				e.id = f[1:]
+			}
+		case len(f) > 1 && f[0] == 'd':
+			if n, err := strconv.Atoi(f[1:]); err == nil && n >= 0 {
+				e.count = n
+			}
 		}
 	}
 	return e, true
@@ -103,18 +130,15 @@ func compareEntries(a, b entry) int {
 	return strings.Compare(a.name, b.name)
 }
 
-// sortedItems returns the item entries of a listing in delivery order,
-// leaving out the names in skip (claimed items).
-func sortedItems(kids []store.Child, skip map[string]bool) []entry {
-	es := make([]entry, 0, len(kids))
+// hasID reports whether the listing kids holds an item with the given id,
+// under a name made from prefix.
+func hasID(kids []store.Child, prefix, id string) bool {
 	for _, k := range kids {
-		if skip[k.Name] {
-			continue
-		}
-		if e, ok := parseItem(k.Name, k.Seq); ok {
-			es = append(es, e)
+		if strings.HasPrefix(k.Name, prefix) {
+			if e, ok := parseItem(k.Name, k.Seq); ok && e.id == id {
+				return true
+			}
 		}
 	}
-	slices.SortFunc(es, compareEntries)
-	return es
+	return false
 }

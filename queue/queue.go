@@ -4,50 +4,132 @@
 //
 // # Layout
 //
-// A Queue at path p keeps its items as persistent sequential nodes under
-// p/items and, in at-least-once mode, its claims as ephemeral nodes under
-// p/claims, each named after the item it claims. An item's name carries its
-// priority in an order-preserving fixed-width encoding; items are delivered
-// by priority (higher first) and, within a priority, in the order they were
-// put (by the store's Seq, never by the raw name, whose suffix differs from
-// store to store). Names under p/items that are not items are ignored.
+// A Queue at path p keeps:
+//
+//   - p/config: the queue's settings (delivery, visibility timeout, dead
+//     letters), written by the first Queue that takes from it; see
+//     Settings.
+//   - p/items: the items, persistent sequential nodes. An item's name
+//     carries its priority in an order-preserving fixed-width encoding and
+//     its id, a random 64-bit name for the item's whole life (see
+//     [Item.ID]). Names under p/items that are not items are ignored.
+//   - p/claims (at-least-once): one node per claimed item, named by its id:
+//     ephemeral, or with a lease of its own under a visibility timeout on
+//     etcd.
+//   - p/deliveries (at-least-once): one node per item delivered at least
+//     once, named by its id, holding how many times it was.
+//
+// Items are delivered by priority (higher first) and, within a priority,
+// in the order they were put (by the store's Seq, never by the raw name,
+// whose suffix differs from store to store). Nothing else is stored: every
+// node is readable with "corral ls", and a queue made by an earlier corral
+// (items without ids, claims named by the item) is read as it is.
+//
+// # Settings
+//
+// A queue's delivery guarantee and, at-least-once, its visibility timeout
+// and dead-letter queue are stored with it, in p/config, by the first
+// Queue that takes from it (with its options, or the defaults). Every other
+// Queue on p adopts the stored settings it was given no option for and
+// refuses the queue, with [ErrMismatch], where an option it was given
+// differs: an at-most-once consumer on an at-least-once queue would take
+// items other consumers hold claimed, delivering them twice. To change the
+// settings, drain the queue and delete p/config. A path that holds another
+// recipe's nodes (a lock's, a barrier's) is refused with [ErrKindMismatch].
 //
 // # Delivery
 //
 // At-most-once ([AtMostOnce], the default): taking an item deletes its node,
 // and whoever deletes it owns it. An item is never delivered twice. It can be
 // lost only when the connection breaks while the delete is under way (the
-// delete fails with [store.ErrDisconnected] after the server applied it) or
-// when the consumer crashes holding it.
+// delete fails with [store.ErrDisconnected] after the server applied it),
+// when the consumer crashes holding it, or when a stopping Consumer cannot
+// put back the item it held within a grace of one second (an outage).
 //
-// At-least-once ([AtLeastOnce]): taking an item creates an ephemeral claim
-// for it and leaves the item in place; [Item.Ack] deletes the item and its
-// claim, [Item.Nack] deletes only the claim, and so does the end of the
-// consumer's session. A claimed item is invisible to other consumers; an
-// item whose claim goes away returns to its old place in the queue and is
-// delivered again. Consumers must therefore be idempotent.
+// At-least-once ([AtLeastOnce]): taking an item creates a claim for it and
+// leaves the item in place; [Item.Ack] deletes the item and its claim,
+// [Item.Nack] deletes only the claim, and so does the end of the claim
+// (below). A claimed item is invisible to other consumers; an item whose
+// claim goes away returns to its old place in the queue and is delivered
+// again, with the same [Item.ID]. Consumers must therefore be idempotent.
 //
-// Producers always get at-least-once: a Put that fails with
-// [store.ErrDisconnected] may or may not have added the item, and a retry may
-// add it twice.
+// A claim lasts until Ack or Nack, the end of the consumer's session, or,
+// with a visibility timeout ([WithVisibilityTimeout]), until the timeout
+// passes without an [Item.Extend]: a consumer that is alive but stuck loses
+// its item to another. [Item.Context] is cancelled the moment the claim is
+// lost. On etcd the claim has a lease of its own, with the timeout as its
+// TTL, so the server's clock times it (and a crashed consumer's claims end
+// with their leases, not with its session); on ZooKeeper and memstore the
+// claim is ephemeral and the consumer's own clock times it: at the deadline
+// the Item's Context is cancelled and the claim deleted by the consumer, so
+// another consumer can have the item only after its holder was told. (A
+// frozen process cannot delete it, but its session then expires.)
+// ZooKeeper's TTL nodes are not used: the server must be started with
+// extendedTypesEnabled, it deletes expired nodes only on its container
+// sweep (every minute by default), and a TTL node cannot be ephemeral, so a
+// crashed consumer's item would wait out the timeout.
+//
+// Every item counts its deliveries ([Item.Deliveries], 1 the first time).
+// With a dead-letter queue ([WithDeadLetter]), an item that has been
+// delivered the maximum number of times is moved, with its id, priority and
+// data, to the queue at the path given, instead of being delivered again.
+// At-least-once the count is recorded before the item is handed over, so a
+// message that crashes its consumer is counted; at-most-once an item is
+// counted each time it is put back by Nack.
+//
+// Producers: a Put that fails with [store.ErrDisconnected] is retried, and
+// the retry first looks for the item by its id, so a Put whose reply was
+// lost adds its item once; a Put whose ctx ends first may or may not have
+// added it.
+//
+// # Cost of a take
+//
+// A take costs the same whatever the backlog and, on etcd, whatever the
+// queue's history (etcd keeps every deleted key until the next compaction,
+// and a listing walks them all). A session lists a queue's directories once
+// and then keeps what it knows up to date (see the store capabilities):
+//
+//   - etcd and memstore follow the directories (store.ChildrenFollower):
+//     one listing, then every put, take and claim arrives as it happens.
+//     Before each take the consumer syncs with the store (one small read
+//     that walks nothing), so it knows every item whose Put returned before
+//     the take began. An at-most-once take is then one request that
+//     deletes the item and returns it (store.GetDeleter).
+//   - ZooKeeper has no such follow: a consumer works through its listing,
+//     asking before each take, in one small request (two at-least-once),
+//     whether items were put (or claims released) since
+//     (store.ChildCounter), and lists again only when they were, or when
+//     its listing runs dry. An at-most-once take is then a read and a
+//     delete; at-least-once, a read that checks the item is still there (a
+//     listing goes stale as others ack its items), the claim, and the reads
+//     and write of the delivery count. A steady stream of puts into a long
+//     backlog therefore still costs a listing per put on ZooKeeper: it has
+//     no way to learn the names of new children without listing them all.
+//   - A store with neither lists the queue for every take.
+//
+// A session's view of a queue is shared by all its Queues on that path and
+// kept until the session ends; on etcd and memstore it stops following a
+// queue nobody in the session has taken from for a minute (each follow is
+// one watch, and gathers every change), and follows anew on the next take.
 //
 // # Waiting and contention
 //
-// A consumer that finds no item it can take waits on a children watch of
-// p/items (and of p/claims in at-least-once mode); it never polls. Every
-// waiting consumer wakes on a change, as in ZooKeeper's queue recipe.
+// A consumer that finds no item it can take waits for a change to the
+// queue; it never polls. Every waiting consumer wakes on a change, as in
+// ZooKeeper's queue recipe.
 //
 // Consumers competing for the head do not stampede on it. A consumer that
 // loses the race for an item (someone else deleted or claimed it first) does
-// not list again: it moves on within the listing it holds. And a Queue that
+// not list again: it moves on within what it knows. And a session that
 // loses races spreads its attempts: it tries an item at random among the
 // first few (from 1, doubling with each take that lost a race, shrinking by
-// one with each that did not, at most 16) untried items of the head's
-// priority. Uncontended the spread is 1 and items are taken strictly in
-// order. Under contention an item can be taken before fewer than 16 items
-// of its own priority that were put before it, never before an item of a
-// higher priority. So a single consumer receives items exactly in queue
-// order, and competing consumers receive them in order up to that spread.
+// one with each that did not, at most 16) items of the head's priority.
+// Uncontended the spread is 1 and items are taken strictly in order. Under
+// contention an item can be taken before fewer than 16 items of its own
+// priority that were put before it, never before an item of a higher
+// priority put before the take began. So a single consumer receives items
+// exactly in queue order, and competing consumers receive them in order up
+// to that spread.
 //
 // When items trickle in one at a time to several idle consumers, each Put
 // wakes them all and all but one lose the race for it: a wasted read (or a
@@ -55,35 +137,41 @@
 // consumers themselves, which would cost writes on every take. The
 // benchmarks report the wasted attempts per delivered item.
 //
-// Every take lists p/items (and p/claims) anew, names only, so that a new
-// item of a higher priority is seen at once; the cost of a take therefore
-// grows with the backlog, as in ZooKeeper's recipe (the store contract has no
-// "first n children" read).
-//
 // # Never lost between store and user
 //
 // A take succeeds at its commit point (the delete, or the claim). A Take
 // that reaches it returns the item even if ctx ends meanwhile; a Take whose
 // ctx ends before it leaves the queue as it was. A [Consumer] hands each
 // item over through an unbuffered channel and holds at most one item it has
-// taken but not yet handed over; if its ctx ends first it puts that item back
-// in its old place (at-most-once) or releases its claim (at-least-once). The
-// one case it cannot cover is an at-most-once consumer whose session ends
-// while it holds such an item: the item cannot be put back through a dead
-// session, and [Consumer.Err] reports it lost.
+// taken but not yet handed over (at-least-once, it extends that item's
+// claim while it holds it); if its ctx ends first it puts that item back in
+// its old place (at-most-once) or releases its claim (at-least-once),
+// without counting it as delivered. An at-most-once consumer whose session
+// ends while it holds such an item cannot put it back, and [Consumer.Err]
+// reports it lost.
+//
+// # Outages
+//
+// Every call returns within its ctx, plus a grace of one second for the
+// requests that must finish once begun (the commit point of a take,
+// releasing a claim, putting an item back), plus the store's own bound on
+// a request. A claim that cannot be deleted
+// in time is handed to the session's cleaner, which deletes it as soon as
+// the connection allows, checking first that the claim is still this
+// session's (another consumer may hold the item's claim under the same
+// name by then); on etcd a leased claim that cannot be revoked ends with
+// its lease. So once the link heals, nothing a consumer gave up blocks an
+// item for longer than a session timeout.
 package queue
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
-	"slices"
-	"strings"
-	gosync "sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/corral-go/corral/internal/recipe"
 	"github.com/corral-go/corral/store"
 )
 
@@ -107,19 +195,43 @@ func (d Delivery) String() string {
 	return fmt.Sprintf("Delivery(%d)", int(d))
 }
 
-// Option configures a Queue.
+// Option configures a Queue. An option given to New must agree with the
+// settings stored with the queue; one not given adopts them (see Settings
+// in the package doc).
 type Option func(*options)
 
-type options struct {
-	delivery Delivery
+// WithDelivery sets the delivery guarantee; the default is AtMostOnce.
+func WithDelivery(d Delivery) Option {
+	return func(o *options) { o.delivery, o.set.delivery = d, true }
 }
 
-// WithDelivery sets the delivery guarantee; the default is AtMostOnce.
-func WithDelivery(d Delivery) Option { return func(o *options) { o.delivery = d } }
+// WithVisibilityTimeout sets how long an at-least-once claim lasts unless
+// its item is acked, nacked or extended ([Item.Extend]); see Delivery in
+// the package doc. The default, 0, keeps a claim until the consumer's
+// session ends. On etcd the timeout is a lease's TTL: whole seconds, at
+// least the server's minimum (a few seconds). It requires AtLeastOnce.
+func WithVisibilityTimeout(d time.Duration) Option {
+	return func(o *options) { o.visibility, o.set.visibility = d, true }
+}
+
+// WithDeadLetter makes an item that has been delivered maxDeliveries times
+// move to the queue at path, with its id, priority and data, instead of
+// being delivered again; see Delivery in the package doc. maxDeliveries must
+// be at least 1, and path a queue path other than the queue's own.
+func WithDeadLetter(path string, maxDeliveries int) Option {
+	return func(o *options) { o.deadLetter, o.maxDeliveries, o.set.deadLetter = path, maxDeliveries, true }
+}
+
+type options struct {
+	config
+	set struct{ delivery, visibility, deadLetter bool }
+}
 
 // The errors of this package, matched with errors.Is. Errors of the store
 // (store.ErrTooLarge, store.ErrSessionExpired, store.ErrDisconnected, ...)
-// are wrapped and matched the same way.
+// are wrapped and matched the same way; misuse (a nil store, a zero Queue,
+// Item or Consumer, a bad option) wraps store.ErrInvalidArgument, a bad path
+// store.ErrInvalidPath.
 var (
 	// ErrNoChildrenWatch: the store does not implement store.ChildrenWatcher.
 	ErrNoChildrenWatch = errors.New("queue: store cannot watch children")
@@ -129,45 +241,55 @@ var (
 	ErrSettled = errors.New("queue: item already acked or nacked")
 	// ErrConsumerClosed is the cause reported by a Consumer stopped by Close.
 	ErrConsumerClosed = errors.New("queue: consumer closed")
-)
-
-// cleanupTimeout bounds the requests that must complete even though the
-// caller's ctx ended: committing a take, releasing a claim, putting an item
-// back.
-const cleanupTimeout = 10 * time.Second
-
-// Reconnection backoff: the store has no "reconnected" signal, so requests
-// that fail with store.ErrDisconnected are retried after a growing pause.
-const (
-	minBackoff = 10 * time.Millisecond
-	maxBackoff = time.Second
+	// ErrMismatch: the settings stored with the queue differ from the
+	// options the Queue was given.
+	ErrMismatch = errors.New("queue: settings differ from the queue's")
+	// ErrKindMismatch: the path holds another kind of recipe's nodes.
+	ErrKindMismatch = recipe.ErrKindMismatch
+	// ErrClaimLost: the item's claim ended (its visibility timeout
+	// passed, its session ended, or someone deleted it) before Ack, Nack
+	// or Extend; the item is, or will be, delivered again. It is also the
+	// cause of the item's Context then.
+	ErrClaimLost = errors.New("queue: claim lost")
+	// ErrNoClaim: Extend of an at-most-once item, which holds no claim.
+	ErrNoClaim = errors.New("queue: item holds no claim")
+	// ErrPeeked: Ack, Nack or Extend of an item returned by Peek, which
+	// was not taken.
+	ErrPeeked = errors.New("queue: item was peeked, not taken")
 )
 
 // Queue is a queue at one path of a store, used through one session. It is
-// safe for concurrent use; any number of Queues, in any number of processes,
-// may share the path (with the same Delivery). The zero value is not usable;
-// call New.
+// safe for concurrent use; any number of Queues, in any number of
+// processes, may share the path. It holds no resource of its own: the
+// session's view of the queue lives as long as the session. The zero value
+// is not usable (its methods fail with store.ErrInvalidArgument); call New.
 type Queue struct {
-	st       store.Store
-	cw       store.ChildrenWatcher
-	path     string
-	items    string
-	claims   string
-	delivery Delivery
+	st     store.Store
+	cw     store.ChildrenWatcher
+	path   string
+	items  string
+	claims string
+	counts string
+	config string
+	opts   options
+
+	cfg settings
 
 	taken  atomic.Int64 // items taken
 	wasted atomic.Int64 // take attempts lost to another consumer
 	spread atomic.Int32 // see spreadOrder
-
-	mu      gosync.Mutex
-	orphans []string // claim paths whose release failed, retried on later takes
 }
 
 // New returns the queue at path, used through the session st. It does no
-// I/O. It fails with store.ErrInvalidPath for an invalid path,
-// ErrNoChildrenWatch when st cannot watch children, and ErrInvalidDelivery.
+// I/O. It fails with store.ErrInvalidArgument for a nil st or a bad option,
+// store.ErrInvalidPath for a path no queue can have (see the recipe rules:
+// not the root, room for the names below it), ErrNoChildrenWatch when st
+// cannot watch children, and ErrInvalidDelivery.
 func New(st store.Store, path string, opts ...Option) (*Queue, error) {
-	if err := store.ValidatePath(path); err != nil {
+	if st == nil {
+		return nil, fmt.Errorf("queue: new %q: %w: nil store", path, store.ErrInvalidArgument)
+	}
+	if err := recipe.ValidateDir(path); err != nil {
 		return nil, fmt.Errorf("queue: new: %w", err)
 	}
 	cw, ok := st.(store.ChildrenWatcher)
@@ -176,26 +298,50 @@ func New(st store.Store, path string, opts ...Option) (*Queue, error) {
 	}
 	var o options
 	for _, opt := range opts {
+		if opt == nil {
+			return nil, fmt.Errorf("queue: new %q: %w: nil option", path, store.ErrInvalidArgument)
+		}
 		opt(&o)
 	}
-	if o.delivery != AtMostOnce && o.delivery != AtLeastOnce {
-		return nil, fmt.Errorf("queue: new %q: %w: %v", path, ErrInvalidDelivery, o.delivery)
+	if err := o.validate(path); err != nil {
+		return nil, fmt.Errorf("queue: new %q: %w", path, err)
 	}
 	return &Queue{
-		st:       st,
-		cw:       cw,
-		path:     path,
-		items:    store.Join(path, "items"),
-		claims:   store.Join(path, "claims"),
-		delivery: o.delivery,
+		st:     st,
+		cw:     cw,
+		path:   path,
+		items:  store.Join(path, "items"),
+		claims: store.Join(path, "claims"),
+		counts: store.Join(path, "deliveries"),
+		config: store.Join(path, "config"),
+		opts:   o,
 	}, nil
 }
 
-// Path returns the path of the queue.
-func (q *Queue) Path() string { return q.path }
+// usable returns an error for a Queue not made by New.
+func (q *Queue) usable(op string) error {
+	if q == nil || q.st == nil {
+		return fmt.Errorf("queue: %s: %w: queue not made by New", op, store.ErrInvalidArgument)
+	}
+	return nil
+}
 
-// Delivery returns the delivery guarantee of the queue.
-func (q *Queue) Delivery() Delivery { return q.delivery }
+// Path returns the path of the queue.
+func (q *Queue) Path() string {
+	if q == nil {
+		return ""
+	}
+	return q.path
+}
+
+// Delivery returns the delivery guarantee the Queue was given, or the
+// default; the queue's stored one may differ until Settings is called.
+func (q *Queue) Delivery() Delivery {
+	if q == nil {
+		return AtMostOnce
+	}
+	return q.opts.delivery
+}
 
 // Put adds data to the queue with priority 0. See PutPriority.
 func (q *Queue) Put(ctx context.Context, data []byte) error {
@@ -206,19 +352,27 @@ func (q *Queue) Put(ctx context.Context, data []byte) error {
 // higher priority are delivered first, items of one priority in the order
 // their Puts returned. Every int is a valid priority.
 //
-// It blocks for one request. Data over store.MaxDataSize fails with an error
-// matching store.ErrTooLarge, before any I/O. When ctx ends first it returns
-// ctx.Err() (wrapped); like a failure with store.ErrDisconnected, the item
-// may then have been added or not, so a producer that retries gets
-// at-least-once delivery. After the session ended it fails with
+// It blocks for one request, and for a first check of the queue's path
+// (one or two requests, once per Queue). Data over store.MaxDataSize fails
+// with an error matching store.ErrTooLarge, before any I/O. A request that
+// fails with store.ErrDisconnected is retried, after looking for the item
+// by its id, until ctx ends: a lost reply never adds the item twice. When
+// ctx ends first it returns ctx's error (wrapped, with its cause); the item
+// may then have been added or not. After the session ended it fails with
 // store.ErrSessionExpired or store.ErrClosed.
 func (q *Queue) PutPriority(ctx context.Context, data []byte, priority int) error {
+	if err := q.usable("put"); err != nil {
+		return err
+	}
 	if err := store.ValidateData(data); err != nil {
 		return fmt.Errorf("queue: put %q: %w", q.path, err)
 	}
-	name := itemName(int64(priority), 0, false)
-	if _, err := q.st.Create(ctx, store.Join(q.items, name), data, store.Sequential); err != nil {
-		return fmt.Errorf("queue: put %q: %w", q.path, err)
+	if _, err := q.settings(ctx, false); err != nil {
+		return fmt.Errorf("queue: put %q: %w", q.path, recipe.CtxErr(ctx, err))
+	}
+	id := newID()
+	if err := q.create(ctx, q.items, itemName(int64(priority), id), data, id); err != nil {
+		return fmt.Errorf("queue: put %q: %w", q.path, recipe.CtxErr(ctx, err))
 	}
 	return nil
 }
@@ -229,367 +383,88 @@ func (q *Queue) PutPriority(ctx context.Context, data []byte, priority int) erro
 // consumers compete (see "Waiting and contention" in the package doc).
 //
 // It blocks until it has an item, ctx ends or the session ends. When ctx
-// ends before an item was taken, Take returns ctx.Err() (wrapped) and the
-// queue is as it was; an item taken just as ctx ends is returned. Lost
-// connections (store.ErrDisconnected) are retried until ctx ends. After the
-// session ended it fails with store.ErrSessionExpired or store.ErrClosed. It
-// is safe for concurrent use.
+// ends before an item was taken, Take returns ctx's error (wrapped, with
+// its cause) and the queue is as it was; an item taken just as ctx ends is
+// returned. Lost connections (store.ErrDisconnected) are retried until ctx
+// ends. After the session ended it fails with store.ErrSessionExpired or
+// store.ErrClosed. It fails with ErrMismatch or ErrKindMismatch when the
+// queue's path refuses this Queue (see Settings). It is safe for concurrent
+// use.
 func (q *Queue) Take(ctx context.Context) (*Item, error) {
+	if err := q.usable("take"); err != nil {
+		return nil, err
+	}
 	it, err := q.take(ctx, true)
 	if err != nil {
-		return nil, fmt.Errorf("queue: take %q: %w", q.path, err)
+		return nil, fmt.Errorf("queue: take %q: %w", q.path, recipe.CtxErr(ctx, err))
 	}
 	return it, nil
 }
 
 // TryTake is Take without the wait: it reports false, with a nil error,
-// when no item can be taken now. It blocks for a few requests and does not
-// retry: a lost connection fails it with store.ErrDisconnected.
+// when no item can be taken now (no item put before TryTake began is
+// available). It blocks for a few requests and does not retry: a lost
+// connection fails it with store.ErrDisconnected.
 func (q *Queue) TryTake(ctx context.Context) (*Item, bool, error) {
+	if err := q.usable("take"); err != nil {
+		return nil, false, err
+	}
 	it, err := q.take(ctx, false)
 	if err != nil {
-		return nil, false, fmt.Errorf("queue: take %q: %w", q.path, err)
+		return nil, false, fmt.Errorf("queue: take %q: %w", q.path, recipe.CtxErr(ctx, err))
 	}
 	return it, it != nil, nil
 }
 
-// take takes the next item, waiting for one when wait is set; without wait
-// it returns nil, nil when there is none.
-func (q *Queue) take(ctx context.Context, wait bool) (*Item, error) {
-	backoff := minBackoff
-	for {
-		it, err := q.next(ctx)
-		if err == nil && it != nil {
-			return it, nil
-		}
-		if err == nil && !wait {
-			return nil, nil
-		}
-		if err == nil {
-			err = q.wait(ctx)
-		}
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		if err == nil {
-			backoff = minBackoff
-			continue
-		}
-		if !wait || !errors.Is(err, store.ErrDisconnected) {
-			return nil, err
-		}
-		if err := sleep(ctx, backoff); err != nil {
-			return nil, err
-		}
-		backoff = min(2*backoff, maxBackoff)
+// Len returns the number of items in the queue, claimed ones included, as
+// of a moment during the call. On etcd and memstore it reads what the
+// session's view of the queue already holds (a sync, one small read); on
+// ZooKeeper it lists the items directory. It blocks for those requests and
+// does not retry.
+func (q *Queue) Len(ctx context.Context) (int, error) {
+	if err := q.usable("len"); err != nil {
+		return 0, err
 	}
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
-// next tries the available items and returns the first it takes, or nil
-// when there is none left.
-func (q *Queue) next(ctx context.Context) (*Item, error) {
-	for {
-		rest, err := q.available(ctx)
-		if err != nil || len(rest) == 0 {
-			return nil, err
-		}
-		// On a lost race move on within this listing rather than listing
-		// again: see "Waiting and contention".
-		lost := 0
-		for len(rest) > 0 {
-			i := q.pick(rest)
-			it, err := q.try(ctx, rest[i])
-			if err != nil {
-				return nil, err
-			}
-			if it != nil {
-				q.adapt(lost)
-				q.taken.Add(1)
-				return it, nil
-			}
-			lost++
-			q.wasted.Add(1)
-			rest = slices.Delete(rest, i, i+1)
-		}
-		q.adapt(lost)
-	}
-}
-
-// maxSpread bounds how many items at the head of the queue a take spreads
-// its attempts over.
-const maxSpread = 16
-
-// pick returns the index in rest (untried items, in queue order) of the
-// item to try next: one at random among the first q.spread items that have
-// the priority of the head. Uncontended the spread is 1 and pick follows the
-// queue's order.
-func (q *Queue) pick(rest []entry) int {
-	w := min(int(q.spread.Load()), len(rest))
-	for i := 1; i < w; i++ {
-		if rest[i].prio != rest[0].prio {
-			w = i
-			break
-		}
-	}
-	if w <= 1 {
-		return 0
-	}
-	return rand.IntN(w)
-}
-
-// adapt widens the spread after a take that lost races and narrows it after
-// one that did not.
-func (q *Queue) adapt(lost int) {
-	for {
-		old := q.spread.Load()
-		n := max(old-1, 1)
-		if lost > 0 {
-			n = min(max(old, 1)*2, maxSpread)
-		}
-		if q.spread.CompareAndSwap(old, n) {
-			return
-		}
-	}
-}
-
-// available lists the items that can be taken, in delivery order.
-func (q *Queue) available(ctx context.Context) ([]entry, error) {
-	q.releaseOrphans(ctx)
-	// Claims first: Ack deletes the item before its claim, so an item
-	// whose claim is gone from this listing is gone from the next one too,
-	// instead of looking free.
-	var claimed map[string]bool
-	if q.delivery == AtLeastOnce {
-		cs, err := q.st.Children(ctx, q.claims)
-		if err != nil && !errors.Is(err, store.ErrNoNode) {
-			return nil, err
-		}
-		claimed = names(cs)
-	}
-	kids, err := q.st.Children(ctx, q.items)
-	if errors.Is(err, store.ErrNoNode) {
-		return nil, nil
-	}
+	cfg, err := q.settings(ctx, false)
 	if err != nil {
-		return nil, err
+		return 0, fmt.Errorf("queue: len %q: %w", q.path, recipe.CtxErr(ctx, err))
 	}
-	return sortedItems(kids, claimed), nil
-}
-
-func names(kids []store.Child) map[string]bool {
-	m := make(map[string]bool, len(kids))
-	for _, k := range kids {
-		m[k.Name] = true
-	}
-	return m
-}
-
-// try takes the item e. It returns nil, nil when another consumer took it
-// first.
-func (q *Queue) try(ctx context.Context, e entry) (*Item, error) {
-	if q.delivery == AtLeastOnce {
-		return q.claim(ctx, e)
-	}
-	p := store.Join(q.items, e.name)
-	n, err := q.st.Get(ctx, p)
-	if errors.Is(err, store.ErrNoNode) {
-		return nil, nil
-	}
+	n, err := q.view(cfg.delivery == AtLeastOnce).size(ctx)
 	if err != nil {
-		return nil, err
+		return 0, fmt.Errorf("queue: len %q: %w", q.path, recipe.CtxErr(ctx, err))
 	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
+	return n, nil
+}
+
+// Peek returns the item a Take would take now, without taking it, and
+// reports false when there is none. The item is a copy: its Ack, Nack and
+// Extend fail with ErrPeeked, its Context is never cancelled, and its
+// Deliveries is how many times it was delivered so far. It blocks for a
+// few requests and does not retry.
+func (q *Queue) Peek(ctx context.Context) (*Item, bool, error) {
+	if err := q.usable("peek"); err != nil {
+		return nil, false, err
 	}
-	// The delete is the commit point: run it to completion so that its
-	// outcome is known, whatever happens to ctx meanwhile.
-	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
-	defer cancel()
-	err = q.st.Delete(dctx, p)
-	if errors.Is(err, store.ErrNoNode) {
-		return nil, nil
-	}
+	it, err := q.peek(ctx)
 	if err != nil {
-		return nil, err
+		return nil, false, fmt.Errorf("queue: peek %q: %w", q.path, recipe.CtxErr(ctx, err))
 	}
-	return q.newItem(e, n.Data), nil
+	return it, it != nil, nil
 }
 
-// claim claims the item e with an ephemeral node under the claims directory
-// and reads it.
-func (q *Queue) claim(ctx context.Context, e entry) (*Item, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
+// Settings returns the settings stored with the queue, storing the
+// Queue's own (its options, or the defaults) when the queue has none yet,
+// as the first take would. It fails with ErrMismatch when the stored
+// settings differ from the options the Queue was given, ErrKindMismatch
+// when the path holds another recipe's nodes. It blocks for a request or
+// two, once per Queue.
+func (q *Queue) Settings(ctx context.Context) (Settings, error) {
+	if err := q.usable("settings"); err != nil {
+		return Settings{}, err
 	}
-	cp := store.Join(q.claims, e.name)
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
-	defer cancel()
-	_, err := q.st.Create(cctx, cp, nil, store.Ephemeral)
-	if errors.Is(err, store.ErrNodeExists) {
-		return nil, nil
-	}
+	cfg, err := q.settings(ctx, true)
 	if err != nil {
-		// The create may have been applied even so (a lost reply).
-		if errors.Is(err, store.ErrDisconnected) {
-			q.addOrphan(cp)
-		}
-		return nil, err
+		return Settings{}, fmt.Errorf("queue: settings %q: %w", q.path, recipe.CtxErr(ctx, err))
 	}
-	n, err := q.st.Get(ctx, store.Join(q.items, e.name))
-	if err != nil {
-		// Acked by its previous holder since our listing (ErrNoNode), or
-		// ctx ended: give the claim up.
-		q.release(ctx, cp)
-		if errors.Is(err, store.ErrNoNode) {
-			return nil, nil
-		}
-		return nil, err
-	}
-	return q.newItem(e, n.Data), nil
-}
-
-func (q *Queue) newItem(e entry, data []byte) *Item {
-	return &Item{Data: data, Priority: int(e.prio), q: q, name: e.name, order: e.order}
-}
-
-// release deletes the claim at cp, bounded even if ctx ended. A release that
-// fails for a reason other than the claim or the session being gone is
-// retried by later takes.
-func (q *Queue) release(ctx context.Context, cp string) error {
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
-	defer cancel()
-	err := q.st.Delete(rctx, cp)
-	if err == nil || gone(err) {
-		return nil
-	}
-	q.addOrphan(cp)
-	return err
-}
-
-// gone reports whether err says that the node or the whole session is gone,
-// which releases a claim as surely as deleting it.
-func gone(err error) bool {
-	return errors.Is(err, store.ErrNoNode) || errors.Is(err, store.ErrSessionExpired) || errors.Is(err, store.ErrClosed)
-}
-
-func (q *Queue) addOrphan(cp string) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	q.orphans = append(q.orphans, cp)
-}
-
-// releaseOrphans deletes the claims whose release failed earlier, if they
-// still belong to this session (a create that failed may not have been
-// applied, and another consumer may hold that claim now).
-func (q *Queue) releaseOrphans(ctx context.Context) {
-	q.mu.Lock()
-	ps := q.orphans
-	q.orphans = nil
-	q.mu.Unlock()
-	var keep []string
-	for _, p := range ps {
-		n, err := q.st.Get(ctx, p)
-		switch {
-		case err == nil && n.Owner == q.st.SessionID():
-			if err := q.st.Delete(ctx, p); err != nil && !gone(err) {
-				keep = append(keep, p)
-			}
-		case err != nil && !gone(err):
-			keep = append(keep, p)
-		}
-	}
-	if len(keep) > 0 {
-		q.mu.Lock()
-		q.orphans = append(q.orphans, keep...)
-		q.mu.Unlock()
-	}
-}
-
-// wait returns when the set of items that can be taken may have changed.
-func (q *Queue) wait(ctx context.Context) error {
-	wctx, cancel := context.WithCancel(ctx)
-	defer cancel() // releases the watch that did not fire
-	kids, itemsEv, err := q.watchDir(wctx, q.items)
-	if err != nil || itemsEv == nil {
-		return err
-	}
-	var claimsEv <-chan store.Event
-	var claimed map[string]bool
-	if q.delivery == AtLeastOnce {
-		var cs []store.Child
-		cs, claimsEv, err = q.watchDir(wctx, q.claims)
-		if err != nil || claimsEv == nil {
-			return err
-		}
-		claimed = names(cs)
-	}
-	if len(sortedItems(kids, claimed)) > 0 {
-		return nil
-	}
-	select {
-	case ev := <-itemsEv:
-		return ev.Err
-	case ev := <-claimsEv:
-		return ev.Err
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
-// watchDir lists dir with a children watch. When dir does not exist it
-// returns no children and a watch on its creation; when dir appeared between
-// the two calls it returns a nil channel and the caller lists again.
-func (q *Queue) watchDir(ctx context.Context, dir string) ([]store.Child, <-chan store.Event, error) {
-	kids, ev, err := q.cw.ChildrenW(ctx, dir)
-	if !errors.Is(err, store.ErrNoNode) {
-		return kids, ev, err
-	}
-	exists, _, ev, err := q.st.ExistsW(ctx, dir)
-	if err != nil || !exists {
-		return nil, ev, err
-	}
-	return nil, nil, nil
-}
-
-// putBack adds the item again in its old place: same priority, ordered by
-// the Seq of its original node. A create that fails with
-// store.ErrDisconnected is retried only once a listing shows the item is not
-// there, so the item is put back once.
-func (q *Queue) putBack(ctx context.Context, it *Item) error {
-	name := itemName(int64(it.Priority), it.order, true)
-	backoff := minBackoff
-	for {
-		_, err := q.st.Create(ctx, store.Join(q.items, name), it.Data, store.Sequential)
-		if err == nil || !errors.Is(err, store.ErrDisconnected) {
-			return err
-		}
-		for {
-			if err := sleep(ctx, backoff); err != nil {
-				return err
-			}
-			backoff = min(2*backoff, maxBackoff)
-			kids, err := q.st.Children(ctx, q.items)
-			if errors.Is(err, store.ErrDisconnected) {
-				continue
-			}
-			if err != nil && !errors.Is(err, store.ErrNoNode) {
-				return err
-			}
-			if slices.ContainsFunc(kids, func(k store.Child) bool { return strings.Contains(k.Name, name) }) {
-				return nil
-			}
-			break
-		}
-	}
+	return cfg.public(), nil
 }

@@ -408,8 +408,8 @@ func TestConsumerCancelLosesNothing(t *testing.T) {
 						t.Fatalf("Ack() = %v", err)
 					}
 				}
-				if err := c.Err(); !errors.Is(err, context.Canceled) {
-					t.Errorf("Err() = %v; want %v", err, context.Canceled)
+				if err := c.Err(); !errors.Is(err, context.Canceled) || err.Error() != context.Canceled.Error() {
+					t.Errorf("Err() = %v; want %v alone", err, context.Canceled)
 				}
 				for len(got) < n {
 					got = append(got, take(t, ctx, q))

@@ -73,3 +73,15 @@ func (c *client) ChildrenW(p string) ([]string, *zk.Stat, <-chan zk.Event, error
 }
 
 func (c *client) Delete(p string, version int32) error { return c.zk.Delete(c.abs(p), version) }
+
+// CreateIfExists creates the node at p unless the node at guard is
+// missing, in one multi request: the check of guard, then the create.
+func (c *client) CreateIfExists(guard, p string, data []byte, flags int32, acl []zk.ACL) ([]zk.MultiResponse, error) {
+	res, err := c.zk.Multi(
+		&zk.CheckVersionRequest{Path: c.abs(guard), Version: -1},
+		&zk.CreateRequest{Path: c.abs(p), Data: data, Acl: acl, Flags: flags})
+	if len(res) == 2 && res[1].Error == nil {
+		res[1].String = c.rel(res[1].String)
+	}
+	return res, err
+}

@@ -120,6 +120,19 @@
 // certificate refused in the TLS handshake, a wrong digest password found
 // by Open), and [store.ErrInvalidArgument] for an ACL the server will not
 // set (INVALIDACL).
+// # Child counts
+//
+// Every ZooKeeper node's stat counts its children (numChildren) and the
+// creations and deletions of children since it was made (cversion), so
+// the Store implements the optional store.ChildCounter:
+// [Store.CountChildren] is one exists request, and [Store.ChildrenCounted]
+// returns the counts the server sends with a listing. A queue consumer uses
+// them to list a queue again only when items were put since. ZooKeeper
+// cannot delete a node and return its data in one request, nor tell the
+// names of new children without listing them all, so the Store implements
+// neither store.GetDeleter nor store.ChildrenFollower; nor store.Leaser:
+// TTL nodes need the server's extendedTypesEnabled, and an expired one is
+// deleted only by the server's container sweep (every minute by default).
 //
 // # Logging
 //

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -418,4 +419,82 @@ func TestInterrupt(t *testing.T) {
 func waitChildren(t *testing.T, srv server, p string, n int) {
 	t.Helper()
 	backends.WaitChildren(t, srv.st, p, backends.Count(n))
+}
+
+// corral runs corral to its end with stdin as its standard input and
+// returns its standard output and exit code.
+func corral(t *testing.T, stdin string, args ...string) (string, int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), wait)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Stdin = strings.NewReader(stdin)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	var ee *exec.ExitError
+	switch {
+	case errors.As(err, &ee):
+		return string(out), ee.ExitCode()
+	case err != nil:
+		t.Fatalf("corral %q: %v\n%s", args, err, stderr.String())
+	}
+	return string(out), 0
+}
+
+// TestQueueCLI: put reads the item from standard input when no DATA is
+// given; len, peek and take report the queue; --format json frames items
+// with their id, priority and deliveries.
+func TestQueueCLI(t *testing.T) {
+	servers(t, func(t *testing.T, srv server) {
+		path := "/e2e/queue-cli"
+		if _, code := corral(t, "line one\nline two\n", "queue", "put", "--store", srv.url, "--priority", "3", path); code != 0 {
+			t.Fatalf("queue put from stdin: exit %d", code)
+		}
+		if _, code := corral(t, "", "queue", "put", "--store", srv.url, path, "second"); code != 0 {
+			t.Fatalf("queue put: exit %d", code)
+		}
+		if out, code := corral(t, "", "queue", "len", "--store", srv.url, path); code != 0 || out != "2\n" {
+			t.Errorf("queue len = %q, exit %d; want 2", out, code)
+		}
+		out, code := corral(t, "", "queue", "peek", "--format", "json", "--store", srv.url, path)
+		var peeked struct {
+			ID         string `json:"id"`
+			Priority   int    `json:"priority"`
+			Deliveries int    `json:"deliveries"`
+			Data       string `json:"data"`
+		}
+		if err := json.Unmarshal([]byte(out), &peeked); code != 0 || err != nil || peeked.Data != "line one\nline two\n" || peeked.Priority != 3 || peeked.Deliveries != 0 || peeked.ID == "" {
+			t.Errorf("queue peek --format json = %q, exit %d (%v); want the stdin item, priority 3", out, code, err)
+		}
+		out, code = corral(t, "", "queue", "take", "--format", "json", "--store", srv.url, path)
+		var took struct {
+			ID         string `json:"id"`
+			Deliveries int    `json:"deliveries"`
+			Data       string `json:"data"`
+		}
+		if err := json.Unmarshal([]byte(out), &took); code != 0 || err != nil || took.ID != peeked.ID || took.Deliveries != 1 || took.Data != peeked.Data {
+			t.Errorf("queue take --format json = %q, exit %d (%v); want the peeked item, delivered once", out, code, err)
+		}
+		if out, code := corral(t, "", "queue", "take", "--store", srv.url, path); code != 0 || out != "second\n" {
+			t.Errorf("queue take = %q, exit %d; want second", out, code)
+		}
+		if out, code := corral(t, "", "queue", "peek", "--store", srv.url, path); code != exitTimeout || out != "" {
+			t.Errorf("queue peek of an empty queue = %q, exit %d; want exit %d", out, code, exitTimeout)
+		}
+		if out, code := corral(t, "\xff\xfe", "queue", "put", "--store", srv.url, path); code != 0 {
+			t.Fatalf("queue put of binary data = %q, exit %d", out, code)
+		}
+		p := start(t, "queue", "consume", "--format", "json", "--store", srv.url, path)
+		if l := p.line(t); !strings.Contains(l, `"data_base64":"//4="`) {
+			t.Errorf("queue consume --format json of binary data = %q; want data_base64", l)
+		}
+		p.cmd.Process.Signal(os.Interrupt)
+		if code := p.exit(t); code != exitInterrupted {
+			t.Errorf("queue consume after Ctrl-C: exit %d; want %d", code, exitInterrupted)
+		}
+		if out, code := corral(t, "", "queue", "take", "--format", "yaml", "--store", srv.url, path); code != exitUsage {
+			t.Errorf("queue take --format yaml = %q, exit %d; want %d", out, code, exitUsage)
+		}
+	})
 }

@@ -42,7 +42,7 @@ Usage:
   corral leader [flags] PATH                print the current leader at PATH
   corral barrier set|remove|wait PATH       a barrier
   corral barrier enter N PATH -- CMD        a double barrier of N around CMD
-  corral queue put|take|consume PATH        a queue
+  corral queue ACTION [flags] PATH          put, take, consume, peek or len
   corral locks [flags] [PATH]               who holds and who waits, at or below PATH
   corral ls [flags] PATH                    list what is stored under PATH
   corral help                               this text
@@ -85,13 +85,14 @@ var commands = map[string]command{}
 
 // env is what a command needs from the outside world.
 type env struct {
+	stdin          io.Reader
 	stdout, stderr io.Writer
 	getenv         func(string) string
 }
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := run(ctx, &env{stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv}, os.Args[1:])
+	code := run(ctx, &env{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv}, os.Args[1:])
 	stop()
 	os.Exit(code)
 }

@@ -2,9 +2,14 @@ package main
 
 import (
 	"context"
+	"encoding/base64"
+	"encoding/json"
 	"fmt"
+	"io"
+	"unicode/utf8"
 
 	"github.com/corral-go/corral/queue"
+	"github.com/corral-go/corral/store"
 )
 
 func init() {
@@ -12,48 +17,89 @@ func init() {
 }
 
 func runQueue(ctx context.Context, e *env, args []string) error {
-	fs, sf := newFlagSet(e, "queue", "[flags] put PATH DATA | take PATH | consume PATH",
-		"put: add DATA to the queue at PATH (--priority: higher first).\n"+
+	fs, sf := newFlagSet(e, "queue", "[flags] put PATH [DATA] | take PATH | consume PATH | peek PATH | len PATH",
+		"put: add DATA to the queue at PATH (--priority: higher first); without DATA,\n"+
+			"  read the item from standard input.\n"+
 			"take: wait for one item and print it.\n"+
-			"consume: print items, one per line, until interrupted.\n"+
+			"consume: print items until interrupted.\n"+
+			"peek: print the item take would take, without taking it (exit 3 if none).\n"+
+			"len: print the number of items, claimed ones included.\n"+
 			"take and consume remove an item only once it has been written out\n"+
-			"(at-least-once): an item being taken when corral is killed stays queued.")
+			"(at-least-once): an item being taken when corral is killed stays queued.\n"+
+			"--format raw prints the data followed by a newline; --format json prints one\n"+
+			"object per line: id, priority, deliveries and data (a string, or data_base64\n"+
+			"when the data is not UTF-8 text).")
 	prio := fs.Int("priority", 0, "priority of the item put")
 	timeout := fs.Duration("timeout", 0, "take: give up after this long (exit 3); 0 waits forever")
+	format := fs.String("format", "raw", "how take, consume and peek print items: raw or json")
 	pos, _, err := parse(fs, args)
 	if err != nil {
 		return err
 	}
 	if len(pos) == 0 {
-		return fmt.Errorf("%w: want put, take or consume", errUsage)
+		return fmt.Errorf("%w: want put, take, consume, peek or len", errUsage)
 	}
 	verb, pos := pos[0], pos[1:]
 	switch verb {
 	case "put":
-		err = wantArgs(pos, 2, "PATH DATA")
-	case "take", "consume":
+		if len(pos) != 1 {
+			err = wantArgs(pos, 2, "PATH [DATA]")
+		}
+	case "take", "consume", "peek", "len":
 		err = wantArgs(pos, 1, "PATH")
 	default:
-		err = fmt.Errorf("%w: unknown queue action %q (want put, take or consume)", errUsage, verb)
+		err = fmt.Errorf("%w: unknown queue action %q (want put, take, consume, peek or len)", errUsage, verb)
 	}
 	if err != nil {
 		return err
 	}
+	if *format != "raw" && *format != "json" {
+		return fmt.Errorf("%w: --format %q: want raw or json", errUsage, *format)
+	}
 	if err := checkPath(pos[0]); err != nil {
 		return err
+	}
+	var data []byte
+	if verb == "put" {
+		if len(pos) == 2 {
+			data = []byte(pos[1])
+		} else if data, err = readItem(e.stdin); err != nil {
+			return err
+		}
 	}
 	st, err := sf.open(ctx)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	q, err := queue.New(st, pos[0], queue.WithDelivery(queue.AtLeastOnce))
+	var opts []queue.Option
+	if verb == "take" || verb == "consume" {
+		opts = append(opts, queue.WithDelivery(queue.AtLeastOnce))
+	}
+	q, err := queue.New(st, pos[0], opts...)
 	if err != nil {
 		return err
 	}
+	out := printer{w: e.stdout, json: *format == "json"}
 	switch verb {
 	case "put":
-		return q.PutPriority(ctx, []byte(pos[1]), *prio)
+		return q.PutPriority(ctx, data, *prio)
+	case "len":
+		n, err := q.Len(ctx)
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintln(e.stdout, n)
+		return err
+	case "peek":
+		it, ok, err := q.Peek(ctx)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return &exitError{code: exitTimeout, err: fmt.Errorf("%s is empty", pos[0])}
+		}
+		return out.print(it)
 	case "take":
 		tctx := ctx
 		if *timeout > 0 {
@@ -65,12 +111,12 @@ func runQueue(ctx context.Context, e *env, args []string) error {
 		if err != nil {
 			return err
 		}
-		return emit(ctx, e, it)
+		return out.emit(ctx, it)
 	}
 	c := q.Consume(ctx)
 	defer c.Close()
 	for it := range c.Items() {
-		if err := emit(ctx, e, it); err != nil {
+		if err := out.emit(ctx, it); err != nil {
 			return err
 		}
 	}
@@ -80,11 +126,57 @@ func runQueue(ctx context.Context, e *env, args []string) error {
 	return c.Err()
 }
 
+// readItem reads an item's data from r, refusing more than a node holds.
+func readItem(r io.Reader) ([]byte, error) {
+	if r == nil {
+		return nil, fmt.Errorf("%w: no DATA and no standard input", errUsage)
+	}
+	data, err := io.ReadAll(io.LimitReader(r, store.MaxDataSize+1))
+	if err != nil {
+		return nil, fmt.Errorf("read standard input: %w", err)
+	}
+	if err := store.ValidateData(data); err != nil {
+		return nil, fmt.Errorf("standard input: %w", err)
+	}
+	return data, nil
+}
+
+// printer writes items out, raw or as JSON lines.
+type printer struct {
+	w    io.Writer
+	json bool
+}
+
+// jsonItem is an item as --format json prints it.
+type jsonItem struct {
+	ID         string  `json:"id"`
+	Priority   int     `json:"priority"`
+	Deliveries int     `json:"deliveries"`
+	Data       *string `json:"data,omitempty"`
+	DataBase64 *string `json:"data_base64,omitempty"`
+}
+
+func (p printer) print(it *queue.Item) error {
+	if !p.json {
+		_, err := fmt.Fprintf(p.w, "%s\n", it.Data)
+		return err
+	}
+	j := jsonItem{ID: it.ID, Priority: it.Priority, Deliveries: it.Deliveries}
+	if utf8.Valid(it.Data) {
+		s := string(it.Data)
+		j.Data = &s
+	} else {
+		s := base64.StdEncoding.EncodeToString(it.Data)
+		j.DataBase64 = &s
+	}
+	return json.NewEncoder(p.w).Encode(j)
+}
+
 // emit writes an item out, then acknowledges it; an item that cannot be
 // written goes back to the queue.
-func emit(ctx context.Context, e *env, it *queue.Item) error {
+func (p printer) emit(ctx context.Context, it *queue.Item) error {
 	actx := context.WithoutCancel(ctx)
-	if _, err := fmt.Fprintf(e.stdout, "%s\n", it.Data); err != nil {
+	if err := p.print(it); err != nil {
 		_ = it.Nack(actx)
 		return err
 	}

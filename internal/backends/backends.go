@@ -82,6 +82,12 @@ func Main(m *testing.M) {
 	os.Exit(code)
 }
 
+// Meter is implemented by the backends of real servers: they count the
+// bytes each session sends and receives, for the benchmarks.
+type Meter interface {
+	Traffic(t testing.TB, s store.Store) (up, down int64)
+}
+
 // Memory returns a backend on a new memstore.Server.
 func Memory() storetest.Backend { return memBackend{memstore.NewServer()} }
 

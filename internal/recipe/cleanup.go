@@ -38,17 +38,29 @@ type cleaner struct {
 	st store.Store
 
 	mu      gosync.Mutex
-	pending map[nodeID]*pendingNode
+	pending map[nodeKey]*pendingNode
 	dead    bool // run has ended: make a new cleaner
 }
 
-// nodeID is a node's identity: its path and its Seq (see store's Identity).
+// nodeID is a node's identity: its path and its Seq (see store's Identity),
+// and, for a node whose name others use again once it is gone (a queue's
+// claim), the Owner it must still have to be deleted.
 type nodeID struct {
+	path  string
+	seq   int64
+	owner int64 // 0: whoever owns it
+}
+
+// nodeKey is what tells pending nodes apart: path and Seq.
+type nodeKey struct {
 	path string
 	seq  int64
 }
 
+func (id nodeID) key() nodeKey { return nodeKey{id.path, id.seq} }
+
 type pendingNode struct {
+	id   nodeID
 	done chan struct{}       // closed once the node is gone, or the session
 	rec  *telemetry.Recorder // of the primitive that handed it over, or nil
 }
@@ -57,7 +69,7 @@ type pendingNode struct {
 // closed once it is gone (or the session has ended).
 func handOver(st store.Store, id nodeID, rec *telemetry.Recorder) <-chan struct{} {
 	for {
-		c, loaded := cleaners.LoadOrStore(st, &cleaner{st: st, pending: map[nodeID]*pendingNode{}})
+		c, loaded := cleaners.LoadOrStore(st, &cleaner{st: st, pending: map[nodeKey]*pendingNode{}})
 		cl := c.(*cleaner)
 		done, ok := cl.add(id, rec)
 		if !loaded {
@@ -76,10 +88,10 @@ func (c *cleaner) add(id nodeID, rec *telemetry.Recorder) (<-chan struct{}, bool
 	if c.dead {
 		return nil, false
 	}
-	p, ok := c.pending[id]
+	p, ok := c.pending[id.key()]
 	if !ok {
-		p = &pendingNode{done: make(chan struct{}), rec: rec}
-		c.pending[id] = p
+		p = &pendingNode{id: id, done: make(chan struct{}), rec: rec}
+		c.pending[id.key()] = p
 	}
 	return p.done, true
 }
@@ -88,10 +100,10 @@ func (c *cleaner) add(id nodeID, rec *telemetry.Recorder) (<-chan struct{}, bool
 // it was not deleted.
 func (c *cleaner) finish(id nodeID, err error) {
 	c.mu.Lock()
-	p, ok := c.pending[id]
+	p, ok := c.pending[id.key()]
 	if ok {
 		close(p.done)
-		delete(c.pending, id)
+		delete(c.pending, id.key())
 	}
 	c.mu.Unlock()
 	if ok {
@@ -104,9 +116,9 @@ func (c *cleaner) nodes(dir string) []nodeID {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var ids []nodeID
-	for id := range c.pending {
-		if dir == "" || store.Parent(id.path) == dir {
-			ids = append(ids, id)
+	for _, p := range c.pending {
+		if dir == "" || store.Parent(p.id.path) == dir {
+			ids = append(ids, p.id)
 		}
 	}
 	return ids
@@ -188,7 +200,7 @@ func Pending(st store.Store, n store.Node) <-chan struct{} {
 		cl := c.(*cleaner)
 		cl.mu.Lock()
 		defer cl.mu.Unlock()
-		if p, ok := cl.pending[nodeID{n.Path, n.Seq}]; ok {
+		if p, ok := cl.pending[nodeKey{n.Path, n.Seq}]; ok {
 			return p.done
 		}
 	}
@@ -219,15 +231,45 @@ var ErrRemovalPending = errors.New("node will be removed as soon as the connecti
 // late never removes another node made at the same path since: a store may
 // use the name again (etcdstore does).
 func Remove(ctx context.Context, st store.Store, n store.Node) error {
-	_, err := remove(ctx, st, nodeID{n.Path, n.Seq})
+	_, err := remove(ctx, st, nodeID{path: n.Path, seq: n.Seq})
 	return err
 }
 
+// RemoveOwned is Remove for a node whose name is used again once it is
+// gone (a queue's claim, named after the item it claims): it deletes the
+// node at path only while its Owner is owner (the session's ID for an
+// ephemeral node), now and when the cleaner retries, and counts a node
+// owned by another as removed. The check and the delete are two requests,
+// so the node must be one that nobody else deletes while owner owns it.
+func RemoveOwned(ctx context.Context, st store.Store, path string, owner int64) error {
+	_, err := remove(ctx, st, nodeID{path: path, owner: owner})
+	return err
+}
+
+// RemoveLater hands the node at path to the session's cleaner without
+// trying to delete it first, for a caller whose own attempt just failed
+// with a lost connection (or ran out of time): the cleaner deletes it as
+// soon as the connection allows, while the session lives, only while its
+// Owner is owner when owner is not 0 (see RemoveOwned).
+func RemoveLater(st store.Store, path string, owner int64) {
+	handOver(st, nodeID{path: path, owner: owner}, nil)
+}
+
 // deleteNode deletes the node id: by its Seq where the store can, else
-// whatever node is at its path.
+// the node at its path, only while its Owner is id.owner when that is set
+// (a node owned by another counts as gone: ErrNoNode).
 func deleteNode(ctx context.Context, st store.Store, id nodeID) error {
 	if sd, ok := st.(store.SeqDeleter); ok && id.seq != 0 {
 		return sd.DeleteSeq(ctx, id.path, id.seq)
+	}
+	if id.owner != 0 {
+		n, err := st.Get(ctx, id.path)
+		if err != nil {
+			return err
+		}
+		if n.Owner != id.owner {
+			return fmt.Errorf("%q belongs to %#x, not %#x: %w", id.path, n.Owner, id.owner, store.ErrNoNode)
+		}
 	}
 	return st.Delete(ctx, id.path)
 }

@@ -30,7 +30,8 @@ const (
 	Leases
 	// Members: double barrier participants and the barrier's ready node.
 	Members
-	// Queues: a queue's items and claims directories.
+	// Queues: a queue's items, claims and deliveries directories and its
+	// config node.
 	Queues
 	// Foreign: another client's contender with no marker (a bare 10-digit
 	// suffix, an etcd lease key): a lock or an election may share it.
@@ -44,6 +45,8 @@ const (
 	readyName    = "ready"
 	itemsName    = "items"
 	claimsName   = "claims"
+	configName   = "config"
+	countsName   = "deliveries"
 )
 
 // FamilyOf returns the family of the node named name (or of the nodes made
@@ -52,7 +55,7 @@ func FamilyOf(name string) Family {
 	switch name {
 	case readyName:
 		return Members
-	case itemsName, claimsName:
+	case itemsName, claimsName, configName, countsName:
 		return Queues
 	}
 	switch {

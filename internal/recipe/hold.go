@@ -148,7 +148,7 @@ func (h *Hold) Release(ctx context.Context, cause error) (lost, err error) {
 		lost = context.Cause(h.ctx)
 	}
 	h.stop(cause)
-	gone, err := remove(ctx, h.st, nodeID{h.node.Path, h.node.Seq})
+	gone, err := remove(ctx, h.st, nodeID{path: h.node.Path, seq: h.node.Seq})
 	if lost == nil && gone {
 		// Deleted by someone else, and nobody watched it go.
 		syncSession(h.st)

@@ -602,3 +602,63 @@ func TestWindowFallback(t *testing.T) {
 		}
 	})
 }
+
+// RemoveOwned deletes a node only while it is the owner's: a node at the
+// same path made by another session, meanwhile, stays, now and when the
+// cleaner retries after a lost connection.
+func TestRemoveOwned(t *testing.T) {
+	srv := memstore.NewServer()
+	a, b := srv.Open(), srv.Open()
+	defer a.Close()
+	defer b.Close()
+	ctx := t.Context()
+	const p = "/claims/x"
+	if _, err := a.Create(ctx, p, nil, store.Ephemeral); err != nil {
+		t.Fatal(err)
+	}
+	if err := recipe.RemoveOwned(ctx, a, p, a.SessionID()); err != nil {
+		t.Fatalf("RemoveOwned(own) = %v; want nil", err)
+	}
+	if _, err := b.Get(ctx, p); !errors.Is(err, store.ErrNoNode) {
+		t.Fatalf("Get after RemoveOwned = %v; want %v", err, store.ErrNoNode)
+	}
+	if _, err := b.Create(ctx, p, nil, store.Ephemeral); err != nil {
+		t.Fatal(err)
+	}
+	if err := recipe.RemoveOwned(ctx, a, p, a.SessionID()); err != nil {
+		t.Fatalf("RemoveOwned(another's) = %v; want nil", err)
+	}
+	if n, err := a.Get(ctx, p); err != nil || n.Owner != b.SessionID() {
+		t.Fatalf("Get after RemoveOwned(another's) = %+v, %v; want b's node", n, err)
+	}
+	if err := b.Delete(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+
+	// Handed to the cleaner in an outage; meanwhile the node went and b
+	// made its own.
+	if _, err := a.Create(ctx, p, nil, store.Ephemeral); err != nil {
+		t.Fatal(err)
+	}
+	a.Disconnect()
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	if err := recipe.RemoveOwned(cctx, a, p, a.SessionID()); !errors.Is(err, recipe.ErrRemovalPending) {
+		t.Fatalf("RemoveOwned(disconnected) = %v; want %v", err, recipe.ErrRemovalPending)
+	}
+	if err := b.Delete(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Create(ctx, p, nil, store.Ephemeral); err != nil {
+		t.Fatal(err)
+	}
+	a.Reconnect()
+	select {
+	case <-recipe.Pending(a, store.Node{Path: p}):
+	case <-time.After(10 * time.Second):
+		t.Fatal("cleaner still pending 10s after the reconnection")
+	}
+	if n, err := a.Get(ctx, p); err != nil || n.Owner != b.SessionID() {
+		t.Fatalf("Get after the cleaner ran = %+v, %v; want b's node", n, err)
+	}
+}

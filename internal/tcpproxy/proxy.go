@@ -104,6 +104,7 @@ type Proxy struct {
 	ln     net.Listener
 	target string
 	ids    atomic.Uint64
+	bytes  [2]atomic.Int64 // relayed, by Direction
 
 	mu     sync.Mutex
 	mode   mode
@@ -134,6 +135,10 @@ func New(target string) (*Proxy, error) {
 	go p.accept()
 	return p, nil
 }
+
+// Bytes returns how many bytes the proxy has relayed in direction dir,
+// over all its connections.
+func (p *Proxy) Bytes(dir Direction) int64 { return p.bytes[dir].Load() }
 
 // Addr returns the address clients dial, as "127.0.0.1:port".
 func (p *Proxy) Addr() string { return p.ln.Addr().String() }
@@ -333,6 +338,7 @@ func (p *Proxy) relay(l *link, dir Direction, dst net.Conn, msg []byte, act Acti
 	if _, err := dst.Write(msg); err != nil {
 		return false
 	}
+	p.bytes[dir].Add(int64(len(msg)))
 	return act != ForwardThenCut
 }
 

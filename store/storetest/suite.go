@@ -19,8 +19,10 @@ const Timeout = 20 * time.Second
 
 // Run runs the whole conformance suite against b, one subtest per rule.
 // The optional interfaces ReplyLoser and Disconnector, and the optional
-// store.ChildrenWatcher, store.CreateLister, store.WindowLister and
-// store.SeqDeleter of the opened sessions, are tested when present.
+// store.ChildrenWatcher, store.CreateLister, store.WindowLister,
+// store.SeqDeleter, store.GetDeleter, store.ChildrenFollower,
+// store.ChildCounter, store.Leaser and store.GuardedCreator of the opened
+// sessions, are tested when present.
 func Run(t *testing.T, b Backend) {
 	s := &suite{b: b}
 	tests := []struct {
@@ -58,6 +60,12 @@ func Run(t *testing.T, b Backend) {
 		{"Window", s.window},
 		{"DeleteSeq", s.deleteSeq},
 		{"NameReuse", s.nameReuse},
+		{"GetDelete", s.getDelete},
+		{"FollowChildren", s.followChildren},
+		{"FollowEnds", s.followEnds},
+		{"ChildCounter", s.childCounter},
+		{"Leased", s.leased},
+		{"GuardedCreate", s.guardedCreate},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, tt.fn)

@@ -246,6 +246,18 @@ func (b *Backend) Expire(t testing.TB, s store.Store) {
 	}
 }
 
+// Traffic returns the bytes s has sent to the cluster and received from it
+// so far, as its proxies relayed them.
+func (b *Backend) Traffic(t testing.TB, s store.Store) (up, down int64) {
+	t.Helper()
+	_, c := b.conn(t, s)
+	for _, p := range c.proxies {
+		up += p.Bytes(tcpproxy.Upstream)
+		down += p.Bytes(tcpproxy.Downstream)
+	}
+	return up, down
+}
+
 // LoseNextCreateReply makes the next Txn of s (a create, when the next call
 // is one) reach the server and be applied, and its reply be lost.
 func (b *Backend) LoseNextCreateReply(t testing.TB, s store.Store) {

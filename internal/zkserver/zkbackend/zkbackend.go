@@ -185,6 +185,17 @@ func (b *Backend) Expire(t testing.TB, st store.Store) {
 	}
 }
 
+// Traffic returns the bytes st has sent to its servers and received from
+// them so far, as its proxies relayed them.
+func (b *Backend) Traffic(t testing.TB, st store.Store) (up, down int64) {
+	t.Helper()
+	for _, p := range b.session(t, st).proxies {
+		up += p.Bytes(tcpproxy.Upstream)
+		down += p.Bytes(tcpproxy.Downstream)
+	}
+	return up, down
+}
+
 // LoseNextCreateReply makes the next create request of st reach the server
 // and then closes st's connection before the reply can arrive.
 func (b *Backend) LoseNextCreateReply(t testing.TB, st store.Store) {

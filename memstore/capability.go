@@ -1,0 +1,176 @@
+package memstore
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/corral-go/corral/store"
+)
+
+// GetDelete implements store.GetDeleter.
+func (st *Store) GetDelete(ctx context.Context, p string) (store.Node, error) {
+	if p == "/" {
+		return store.Node{}, fmt.Errorf("%w %q: the root cannot be deleted", store.ErrInvalidPath, p)
+	}
+	if err := st.begin(ctx, "delete", p); err != nil {
+		return store.Node{}, err
+	}
+	defer st.srv.mu.Unlock()
+	n := st.srv.lookup(p)
+	if n == nil {
+		return store.Node{}, fmt.Errorf("memstore: delete: %w: %q", store.ErrNoNode, p)
+	}
+	was := n.public(p)
+	if err := st.srv.delete(p); err != nil {
+		return store.Node{}, fmt.Errorf("memstore: delete: %w", err)
+	}
+	return was, nil
+}
+
+// CountChildren implements store.ChildCounter.
+func (st *Store) CountChildren(ctx context.Context, p string) (store.ChildCounts, error) {
+	_, c, err := st.counted(ctx, p, false)
+	return c, err
+}
+
+// ChildrenCounted implements store.ChildCounter.
+func (st *Store) ChildrenCounted(ctx context.Context, p string) ([]store.Child, store.ChildCounts, error) {
+	return st.counted(ctx, p, true)
+}
+
+func (st *Store) counted(ctx context.Context, p string, list bool) ([]store.Child, store.ChildCounts, error) {
+	if err := st.begin(ctx, "children", p); err != nil {
+		return nil, store.ChildCounts{}, err
+	}
+	defer st.srv.mu.Unlock()
+	n := st.srv.lookup(p)
+	if n == nil {
+		return nil, store.ChildCounts{}, fmt.Errorf("memstore: children: %w: %q", store.ErrNoNode, p)
+	}
+	c := store.ChildCounts{Children: int64(len(n.children)), Changes: n.changes}
+	if !list {
+		return nil, c, nil
+	}
+	return children(n), c, nil
+}
+
+// FollowChildren implements store.ChildrenFollower. Changes are recorded
+// as part of the change itself, so Sync has nothing to wait for. A follow
+// keeps delivering while the session is disconnected, as watches do.
+func (st *Store) FollowChildren(ctx context.Context, p string) (store.ChildrenFollow, []store.Child, error) {
+	if err := st.begin(ctx, "follow", p); err != nil {
+		return nil, nil, err
+	}
+	defer st.srv.mu.Unlock()
+	kids := []store.Child{}
+	if n := st.srv.lookup(p); n != nil {
+		kids = children(n)
+	}
+	f := &follow{srv: st.srv, owner: st, path: p, ready: make(chan struct{})}
+	if st.srv.follows[p] == nil {
+		st.srv.follows[p] = map[*follow]struct{}{}
+	}
+	st.srv.follows[p][f] = struct{}{}
+	st.follows[f] = struct{}{}
+	return f, kids, nil
+}
+
+// follow is one ChildrenFollow. Guarded by srv.mu.
+type follow struct {
+	srv     *Server
+	owner   *Store
+	path    string
+	pending []store.ChildChange
+	ready   chan struct{} // closed when pending grows or the follow ends
+	closed  bool          // ready is closed
+	err     error         // why the follow ended, once it has
+}
+
+// tell records a change of the children of p for every follow of p.
+func (s *Server) tell(p string, c store.ChildChange) {
+	for f := range s.follows[p] {
+		f.pending = append(f.pending, c)
+		f.signal()
+	}
+}
+
+func (f *follow) signal() {
+	if !f.closed {
+		close(f.ready)
+		f.closed = true
+	}
+}
+
+// endFollow ends f with err, unless it has ended.
+func (s *Server) endFollow(f *follow, err error) {
+	if f.err != nil {
+		return
+	}
+	f.err = err
+	f.signal()
+	delete(s.follows[f.path], f)
+	if len(s.follows[f.path]) == 0 {
+		delete(s.follows, f.path)
+	}
+	delete(f.owner.follows, f)
+}
+
+func (f *follow) Changes() ([]store.ChildChange, <-chan struct{}, error) {
+	f.srv.mu.Lock()
+	defer f.srv.mu.Unlock()
+	if len(f.pending) > 0 {
+		cs := f.pending
+		f.pending = nil
+		if f.err == nil {
+			f.ready, f.closed = make(chan struct{}), false
+		}
+		return cs, f.ready, nil
+	}
+	if f.err != nil {
+		return nil, f.ready, f.err
+	}
+	if f.closed {
+		f.ready, f.closed = make(chan struct{}), false
+	}
+	return nil, f.ready, nil
+}
+
+func (f *follow) Sync(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("memstore: sync %q: %w", f.path, err)
+	}
+	f.srv.mu.Lock()
+	defer f.srv.mu.Unlock()
+	return f.err
+}
+
+func (f *follow) Stop() {
+	f.srv.mu.Lock()
+	defer f.srv.mu.Unlock()
+	f.srv.endFollow(f, fmt.Errorf("memstore: follow %q stopped: %w", f.path, store.ErrClosed))
+}
+
+// CreateIf implements store.GuardedCreator.
+func (st *Store) CreateIf(ctx context.Context, p string, data []byte, mode store.Mode, guard string) (store.Node, error) {
+	if err := store.ValidateCreate(p, data, mode); err != nil {
+		return store.Node{}, err
+	}
+	if mode&store.Sequential != 0 {
+		return store.Node{}, fmt.Errorf("memstore: create %q: %w: a guarded create cannot be sequential", p, store.ErrInvalidArgument)
+	}
+	if err := store.ValidatePath(guard); err != nil {
+		return store.Node{}, err
+	}
+	if err := st.begin(ctx, "create", p); err != nil {
+		return store.Node{}, err
+	}
+	defer st.srv.mu.Unlock()
+	if st.srv.lookup(guard) == nil {
+		return store.Node{}, fmt.Errorf("memstore: create %q: guard %q: %w", p, guard, store.ErrNoNode)
+	}
+	n, err := st.srv.create(p, data, mode, st.id)
+	if err != nil {
+		return store.Node{}, fmt.Errorf("memstore: create: %w", err)
+	}
+	return n, nil
+}

@@ -1,0 +1,139 @@
+package store
+
+import (
+	"context"
+	"time"
+)
+
+// The optional capabilities below let a queue take an item for a constant
+// cost whatever the length of its backlog and the history of its
+// directory. Each is found by type assertion; a store without them still
+// runs every recipe, through full listings.
+
+// GetDeleter is an optional capability: delete a node and get it back as
+// it was, in one round trip. A queue takes an item with it.
+type GetDeleter interface {
+	// GetDelete deletes the node at path as Delete does (ErrNoNode,
+	// ErrNotEmpty) and returns it as it was just before. As with Delete,
+	// a call that fails with ErrDisconnected may have deleted the node;
+	// what it held is then lost to the caller.
+	GetDelete(ctx context.Context, path string) (Node, error)
+}
+
+// ChildrenFollower is an optional capability: list the children of a node
+// once and then follow every creation and deletion of a child, in order,
+// without listing again. A queue consumer keeps its view of a long backlog
+// with it.
+type ChildrenFollower interface {
+	// FollowChildren lists the children of path as Children does and
+	// returns them with a follow that delivers every change to them
+	// after that listing. A missing path has no children: its children
+	// are followed all the same, from their creation on. ctx bounds the
+	// listing only: the follow lives until Stop is called, the session
+	// ends, or the store can no longer tell every change (a lost
+	// connection with a gap it cannot close); Changes then reports why.
+	FollowChildren(ctx context.Context, path string) (ChildrenFollow, []Child, error)
+}
+
+// ChildrenFollow is the stream of changes to the children of one node,
+// from the listing FollowChildren returned. Its methods are safe for
+// concurrent use.
+type ChildrenFollow interface {
+	// Changes returns the changes delivered since the last call, oldest
+	// first, and a channel that is closed once more are ready or the
+	// follow has ended. err is nil while the follow runs; once it has
+	// ended, and the changes delivered before are taken, err says why
+	// (wrapping ctx's error, ErrSessionExpired, ErrClosed or
+	// ErrDisconnected) and the channel is closed.
+	Changes() (changes []ChildChange, ready <-chan struct{}, err error)
+	// Sync blocks until every change made before Sync was called has
+	// been delivered, so that Changes, called after Sync returns nil,
+	// includes it; or until ctx ends or the follow ends. It costs at
+	// most a few small requests, however long the backlog.
+	Sync(ctx context.Context) error
+	// Stop ends the follow and waits for the goroutines it runs. It is
+	// idempotent.
+	Stop()
+}
+
+// ChildChange is one change to the children of a followed node.
+type ChildChange struct {
+	// Type is EventCreated or EventDeleted.
+	Type EventType
+	// Name is the child's name.
+	Name string
+	// Seq is the Seq of the created child; 0 for a deletion.
+	Seq int64
+}
+
+// ChildCounter is an optional capability: tell, in one small request,
+// whether children were created or deleted under a node, without listing
+// it. A queue consumer that keeps a listing asks it whether items were put
+// since. ZooKeeper keeps these counts in every node's stat.
+type ChildCounter interface {
+	// CountChildren returns the child counts of path, or ErrNoNode.
+	CountChildren(ctx context.Context, path string) (ChildCounts, error)
+	// ChildrenCounted returns the children of path as Children does and
+	// the child counts of the same moment.
+	ChildrenCounted(ctx context.Context, path string) ([]Child, ChildCounts, error)
+}
+
+// ChildCounts counts the children of a node. Two counts of one node are
+// equal exactly when no child was created or deleted in between (within
+// 2^31 changes: ZooKeeper's counters are 32-bit and wrap).
+type ChildCounts struct {
+	// Children is the number of children.
+	Children int64
+	// Changes counts the creations and deletions of children since the
+	// node was created; (Changes + Children) / 2 of them were creations.
+	Changes int64
+}
+
+// Created returns the number of children ever created under the node.
+func (c ChildCounts) Created() int64 { return (c.Changes + c.Children) / 2 }
+
+// Leaser is an optional capability: a node with a lease of its own, timed
+// on the server's clock and ended apart from the session. A queue gives an
+// at-least-once claim one, so that a consumer that stops renewing its claim
+// loses it however alive its session is.
+type Leaser interface {
+	// CreateLeased creates the node at path as Create does with mode
+	// Persistent, attached to a new lease with the given TTL (which the
+	// server may raise to its minimum): the server deletes the node when
+	// the lease ends, at the latest once the TTL has passed since the
+	// last renewal, whatever becomes of the session. The node's Owner is
+	// the lease's ID, never a session's. A ttl below a millisecond fails
+	// with ErrInvalidArgument.
+	CreateLeased(ctx context.Context, path string, data []byte, ttl time.Duration) (Node, Lease, error)
+}
+
+// Lease is the lease of a node made by Leaser.CreateLeased. Its methods
+// are safe for concurrent use.
+type Lease interface {
+	// Deadline returns when the lease may end on the server unless it is
+	// renewed, on the client's clock: the sending of the grant or of the
+	// latest acknowledged renewal plus the TTL. Before that, the server
+	// cannot have deleted the node for the lease's sake.
+	Deadline() time.Time
+	// Renew restarts the lease's TTL and moves Deadline on. It fails
+	// with ErrNoNode once the lease has ended (the node is gone).
+	Renew(ctx context.Context) error
+	// Revoke ends the lease now, which deletes its node. A lease that has
+	// ended already counts as revoked.
+	Revoke(ctx context.Context) error
+}
+
+// GuardedCreator is an optional capability: create a node only while
+// another one exists, in one atomic step. A queue consumer that works from
+// a listing claims an item with it, so that a claim is never made on an
+// item acked meanwhile. ZooKeeper does it with a multi (a check and a
+// create).
+type GuardedCreator interface {
+	// CreateIf creates the node at path as Create does, provided the node
+	// at guard exists when it is made; otherwise it creates nothing and
+	// fails with an error wrapping ErrNoNode. mode must not be Sequential
+	// (ErrInvalidArgument). As with Create, a call that fails with
+	// ErrDisconnected may have made the node, and an ephemeral node of a
+	// call abandoned by its ctx is undone.
+	CreateIf(ctx context.Context, path string, data []byte, mode Mode, guard string) (Node, error)
+}
