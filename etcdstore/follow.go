@@ -203,7 +203,6 @@ func (f *follow) state() (int64, <-chan struct{}, error) {
 	return f.rev, f.moved, f.err
 }
 
-
 // Sync waits until the follow has delivered every change up to the
 // current revision: one read, and progress requests while the range is
 // quiet. Each request is one attempt.

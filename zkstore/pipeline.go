@@ -6,6 +6,7 @@ import (
 	"errors"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/corral-go/corral/store"
 )
@@ -146,15 +147,25 @@ func (s *Store) CreateAndList(ctx context.Context, path string, data []byte, mod
 
 // undoLater deletes n, made by a create whose caller never learns of it, as
 // an abandoned create is undone: as soon as the connection allows, while
-// the session lives.
+// the session lives. The caller waits for that, as for any abandoned create,
+// at most UndoWait, so that on a working connection the node is gone when
+// the call returns.
 func (s *Store) undoLater(n store.Node) {
 	if s.begin() != nil {
 		return // the session is over, and its ephemeral nodes with it
 	}
+	undone := make(chan struct{})
 	go func() {
 		defer s.calls.Done()
+		defer close(undone)
 		s.undoCreate(n.Path, store.EphemeralSequential, n.Path, nil)
 	}()
+	t := time.NewTimer(UndoWait)
+	defer t.Stop()
+	select {
+	case <-undone:
+	case <-t.C:
+	}
 }
 
 func hasChild(kids []store.Child, name string) bool {
