@@ -5,4 +5,9 @@ set -euo pipefail
 cd "$(dirname "$0")"
 go vet ./...
 staticcheck ./...
+# Code that ships never imports the test rigs under internal/testing.
+if go list -f '{{.ImportPath}}: {{join .Deps " "}}' $(go list ./... | grep -v /internal/testing/) | grep /internal/testing/; then
+	echo "test.sh: the packages above import internal/testing outside their tests" >&2
+	exit 1
+fi
 go test -race -count=1 -parallel 40 -timeout 15m ./...

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/corral-go/corral/election"
-	"github.com/corral-go/corral/internal/backends"
+	"github.com/corral-go/corral/internal/testing/backends"
 	"github.com/corral-go/corral/store"
 	"github.com/corral-go/corral/store/storetest"
 )

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/corral-go/corral/election"
-	"github.com/corral-go/corral/internal/backends"
+	"github.com/corral-go/corral/internal/testing/backends"
 	"github.com/corral-go/corral/memstore"
 	"github.com/corral-go/corral/store"
 	"github.com/corral-go/corral/store/storetest"

@@ -8,9 +8,9 @@ import (
 	"time"
 
 	"github.com/corral-go/corral/election"
-	"github.com/corral-go/corral/internal/backends"
-	"github.com/corral-go/corral/internal/zkserver"
-	"github.com/corral-go/corral/internal/zkserver/zkbackend"
+	"github.com/corral-go/corral/internal/testing/backends"
+	"github.com/corral-go/corral/internal/testing/zkbackend"
+	"github.com/corral-go/corral/internal/testing/zkserver"
 	"github.com/corral-go/corral/store"
 	"github.com/corral-go/corral/store/storetest"
 	"github.com/corral-go/corral/zkstore"

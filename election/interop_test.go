@@ -9,8 +9,8 @@ import (
 	"go.etcd.io/etcd/client/v3/concurrency"
 
 	"github.com/corral-go/corral/election"
-	"github.com/corral-go/corral/internal/backends"
-	"github.com/corral-go/corral/internal/etcdserver/etcdbackend"
+	"github.com/corral-go/corral/internal/testing/backends"
+	"github.com/corral-go/corral/internal/testing/etcdbackend"
 	"github.com/corral-go/corral/store"
 	"github.com/corral-go/corral/store/storetest"
 )

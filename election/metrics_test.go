@@ -6,8 +6,8 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 
 	"github.com/corral-go/corral/election"
-	"github.com/corral-go/corral/internal/backends"
-	"github.com/corral-go/corral/internal/telemetry/metrictest"
+	"github.com/corral-go/corral/internal/testing/backends"
+	"github.com/corral-go/corral/internal/testing/metrictest"
 	"github.com/corral-go/corral/store/storetest"
 )
 

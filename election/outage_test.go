@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/corral-go/corral/election"
-	"github.com/corral-go/corral/internal/backends"
 	"github.com/corral-go/corral/internal/recipe"
+	"github.com/corral-go/corral/internal/testing/backends"
 	"github.com/corral-go/corral/store"
 )
 

@@ -12,8 +12,8 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/corral-go/corral/election"
-	"github.com/corral-go/corral/internal/backends"
-	"github.com/corral-go/corral/internal/etcdserver/etcdbackend"
+	"github.com/corral-go/corral/internal/testing/backends"
+	"github.com/corral-go/corral/internal/testing/etcdbackend"
 )
 
 // TestNameReuseEtcd runs corral candidates beside etcd's own

@@ -15,7 +15,7 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/corral-go/corral/etcdstore"
-	"github.com/corral-go/corral/internal/etcdserver"
+	"github.com/corral-go/corral/internal/testing/etcdserver"
 	"github.com/corral-go/corral/store"
 )
 

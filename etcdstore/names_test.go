@@ -3,8 +3,8 @@ package etcdstore_test
 import (
 	"testing"
 
-	"github.com/corral-go/corral/internal/etcdserver"
-	"github.com/corral-go/corral/internal/etcdserver/etcdbackend"
+	"github.com/corral-go/corral/internal/testing/etcdbackend"
+	"github.com/corral-go/corral/internal/testing/etcdserver"
 	"github.com/corral-go/corral/store"
 )
 

@@ -13,7 +13,7 @@ import (
 
 	"github.com/corral-go/corral/election"
 	"github.com/corral-go/corral/inspect"
-	"github.com/corral-go/corral/internal/backends"
+	"github.com/corral-go/corral/internal/testing/backends"
 	"github.com/corral-go/corral/store"
 	"github.com/corral-go/corral/store/storetest"
 	"github.com/corral-go/corral/sync"

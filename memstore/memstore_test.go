@@ -7,7 +7,7 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/corral-go/corral/internal/backends"
+	"github.com/corral-go/corral/internal/testing/backends"
 	"github.com/corral-go/corral/memstore"
 	"github.com/corral-go/corral/store"
 	"github.com/corral-go/corral/store/storetest"

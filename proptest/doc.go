@@ -1,7 +1,7 @@
 // Package proptest holds the property tests of corral's primitives: rapid
 // state machines that drive each primitive beside a plain model and check
 // its invariants after every step, on memstore by default and on any store
-// selected through internal/backends.
+// selected through internal/testing/backends.
 //
 // It has no exported API; run it with
 //

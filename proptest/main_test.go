@@ -3,7 +3,7 @@ package proptest
 import (
 	"testing"
 
-	"github.com/corral-go/corral/internal/backends"
+	"github.com/corral-go/corral/internal/testing/backends"
 )
 
 func TestMain(m *testing.M) { backends.Main(m) }

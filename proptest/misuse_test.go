@@ -11,7 +11,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/corral-go/corral/election"
-	"github.com/corral-go/corral/internal/backends"
+	"github.com/corral-go/corral/internal/testing/backends"
 	"github.com/corral-go/corral/store"
 	"github.com/corral-go/corral/sync"
 )

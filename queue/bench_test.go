@@ -18,7 +18,7 @@ import (
 	recipe "go.etcd.io/etcd/client/v3/experimental/recipes"
 
 	"github.com/corral-go/corral/etcdstore"
-	"github.com/corral-go/corral/internal/backends"
+	"github.com/corral-go/corral/internal/testing/backends"
 	"github.com/corral-go/corral/queue"
 	"github.com/corral-go/corral/store"
 	"github.com/corral-go/corral/store/storetest"

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/corral-go/corral/internal/backends"
+	"github.com/corral-go/corral/internal/testing/backends"
 	"github.com/corral-go/corral/memstore"
 	"github.com/corral-go/corral/queue"
 	"github.com/corral-go/corral/store"

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/corral-go/corral/internal/backends"
+	"github.com/corral-go/corral/internal/testing/backends"
 	"github.com/corral-go/corral/queue"
 	"github.com/corral-go/corral/store"
 	"github.com/corral-go/corral/store/storetest"

@@ -7,7 +7,7 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/corral-go/corral/internal/backends"
+	"github.com/corral-go/corral/internal/testing/backends"
 	"github.com/corral-go/corral/store"
 	"github.com/corral-go/corral/sync"
 )

@@ -10,8 +10,8 @@ import (
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 
 	"github.com/corral-go/corral/etcdstore"
-	"github.com/corral-go/corral/internal/etcdserver"
-	"github.com/corral-go/corral/internal/zkserver"
+	"github.com/corral-go/corral/internal/testing/etcdserver"
+	"github.com/corral-go/corral/internal/testing/zkserver"
 	"github.com/corral-go/corral/memstore"
 	"github.com/corral-go/corral/store"
 	"github.com/corral-go/corral/sync"

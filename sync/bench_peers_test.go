@@ -26,9 +26,9 @@ import (
 	"google.golang.org/grpc/stats"
 
 	"github.com/corral-go/corral/etcdstore"
-	"github.com/corral-go/corral/internal/backends"
-	"github.com/corral-go/corral/internal/etcdserver"
-	"github.com/corral-go/corral/internal/zkserver"
+	"github.com/corral-go/corral/internal/testing/backends"
+	"github.com/corral-go/corral/internal/testing/etcdserver"
+	"github.com/corral-go/corral/internal/testing/zkserver"
 	"github.com/corral-go/corral/sync"
 	"github.com/corral-go/corral/zkstore"
 )

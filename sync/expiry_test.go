@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/corral-go/corral/internal/backends"
-	"github.com/corral-go/corral/internal/zkserver"
-	"github.com/corral-go/corral/internal/zkserver/zkbackend"
+	"github.com/corral-go/corral/internal/testing/backends"
+	"github.com/corral-go/corral/internal/testing/zkbackend"
+	"github.com/corral-go/corral/internal/testing/zkserver"
 	"github.com/corral-go/corral/store"
 	"github.com/corral-go/corral/store/storetest"
 	"github.com/corral-go/corral/sync"

@@ -11,8 +11,8 @@ import (
 	"go.etcd.io/etcd/client/v3/concurrency"
 	"golang.org/x/sync/errgroup"
 
-	"github.com/corral-go/corral/internal/backends"
-	"github.com/corral-go/corral/internal/etcdserver/etcdbackend"
+	"github.com/corral-go/corral/internal/testing/backends"
+	"github.com/corral-go/corral/internal/testing/etcdbackend"
 	"github.com/corral-go/corral/sync"
 )
 

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/corral-go/corral/internal/backends"
-	"github.com/corral-go/corral/internal/countstore"
+	"github.com/corral-go/corral/internal/testing/backends"
+	"github.com/corral-go/corral/internal/testing/countstore"
 	"github.com/corral-go/corral/store"
 	"github.com/corral-go/corral/store/storetest"
 	"github.com/corral-go/corral/sync"

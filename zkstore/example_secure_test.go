@@ -17,7 +17,7 @@ import (
 
 // A Store over ZooKeeper's secure client port, with a client certificate,
 // as the digest user app, rooted at /app. It needs such a server (see
-// internal/zkserver's TLS for its zoo.cfg), so it is not run; TestTLS and
+// internal/testing/zkserver's TLS for its zoo.cfg), so it is not run; TestTLS and
 // TestDigestWrongPassword run the same against real servers.
 func Example_secure() {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

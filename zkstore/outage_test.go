@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/corral-go/corral/internal/tcpproxy"
-	"github.com/corral-go/corral/internal/zkserver"
+	"github.com/corral-go/corral/internal/testing/tcpproxy"
+	"github.com/corral-go/corral/internal/testing/zkserver"
 	"github.com/corral-go/corral/store"
 	"github.com/corral-go/corral/zkstore"
 )

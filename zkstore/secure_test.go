@@ -11,10 +11,10 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/corral-go/corral/internal/smoke"
-	"github.com/corral-go/corral/internal/testcert"
-	"github.com/corral-go/corral/internal/zkserver"
-	"github.com/corral-go/corral/internal/zkserver/zkbackend"
+	"github.com/corral-go/corral/internal/testing/smoke"
+	"github.com/corral-go/corral/internal/testing/testcert"
+	"github.com/corral-go/corral/internal/testing/zkbackend"
+	"github.com/corral-go/corral/internal/testing/zkserver"
 	"github.com/corral-go/corral/store"
 	"github.com/corral-go/corral/store/storetest"
 	corralsync "github.com/corral-go/corral/sync"

@@ -1,12 +1,14 @@
 package zkstore
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"sync"
 	"time"
 
 	"github.com/corral-go/corral/store"
+	"github.com/go-zookeeper/zk"
 )
 
 // connectAcked records a connect response read on a link. It reports
@@ -282,4 +284,123 @@ func (s *Store) pause(attempt int) error {
 	case <-s.ctx.Done():
 		return s.endErr()
 	}
+}
+
+// onEvent follows the client's session state. The client calls it on its
+// own goroutine, before it sends any request on a new connection.
+func (s *Store) onEvent(ev zk.Event) {
+	if ev.Type != zk.EventSession {
+		return
+	}
+	s.mu.Lock()
+	var note string
+	switch ev.State {
+	case zk.StateHasSession:
+		id := s.conn.SessionID()
+		switch {
+		case s.ended != nil:
+		case s.id.Load() == 0:
+			s.id.Store(id)
+			s.connected = true
+			close(s.up)
+			close(s.established)
+			note = "zkstore: session established"
+		case id != s.id.Load():
+			// The old session expired and the client made a new one.
+			s.endLocked(fmt.Errorf("%w: the client got session %#x in its place", store.ErrSessionExpired, id))
+		case !s.connected:
+			s.connected = true
+			s.down = make(chan struct{})
+			close(s.up)
+			note = "zkstore: reconnected"
+		}
+	case zk.StateExpired:
+		s.endLocked(fmt.Errorf("%w: the server says so", store.ErrSessionExpired))
+	case zk.StateDisconnected:
+		if s.connected {
+			s.connected = false
+			close(s.down)
+			s.up = make(chan struct{})
+			note = "zkstore: connection lost; the session's ephemeral nodes are in doubt until it is regained"
+		}
+	}
+	timeout := s.negotiated
+	s.mu.Unlock()
+	if note != "" {
+		s.log.Info(note, "session", fmt.Sprintf("%#x", s.SessionID()), "server", ev.Server, "timeout", timeout)
+	}
+}
+
+// endLocked ends the session with cause. s.mu is held.
+func (s *Store) endLocked(cause error) {
+	if s.ended != nil {
+		return
+	}
+	s.ended = cause
+	s.over.Store(true)
+	s.cancel(cause)
+	if s.timer != nil {
+		s.timer.Stop()
+	}
+	if s.connected {
+		s.connected = false
+		close(s.down)
+	}
+	close(s.stop)
+}
+
+// monitor shuts the client down once the session has ended, and waits for
+// its goroutines to exit.
+//
+// A session closed while connected is closed on the server: the client
+// sends a close request and waits up to a second for the answer (the
+// server deletes the session's ephemeral nodes first). Otherwise the
+// Store first closes its connections, so the client fails wherever it
+// waits on one and redials, gets a standIn from the dialer, and closes at
+// once through it.
+func (s *Store) monitor() {
+	defer close(s.stopped)
+	<-s.stop
+	s.mu.Lock()
+	graceful, cause := s.graceful, s.ended
+	s.mu.Unlock()
+	if errors.Is(cause, store.ErrSessionExpired) {
+		s.log.Warn("zkstore: session ended", "session", fmt.Sprintf("%#x", s.SessionID()), "cause", cause)
+	} else {
+		s.log.Debug("zkstore: session closed", "session", fmt.Sprintf("%#x", s.SessionID()))
+	}
+	if !graceful {
+		s.closeLinks()
+		// Every path of the client leads to the dialer once its
+		// connection fails; the timer only guards against a client that
+		// behaves otherwise, which would cost the wait below.
+		t := time.NewTimer(time.Second)
+		select {
+		case <-s.atStandIn:
+		case <-t.C:
+		}
+		t.Stop()
+	}
+	s.conn.Close()
+	s.closeLinks()
+	for range s.events {
+	}
+}
+
+// endErr returns the error of calls made after the session ended, or nil.
+func (s *Store) endErr() error {
+	s.expire()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.endErrLocked()
+}
+
+func (s *Store) endErrLocked() error {
+	switch {
+	case s.ended == nil:
+		return nil
+	case s.closed && s.ended != store.ErrClosed:
+		return fmt.Errorf("%w after %w", store.ErrClosed, s.ended)
+	}
+	return s.ended
 }

@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/corral-go/corral/internal/tcpproxy"
-	"github.com/corral-go/corral/internal/zkserver"
-	"github.com/corral-go/corral/internal/zkserver/zkbackend"
+	"github.com/corral-go/corral/internal/testing/tcpproxy"
+	"github.com/corral-go/corral/internal/testing/zkbackend"
+	"github.com/corral-go/corral/internal/testing/zkserver"
 	"github.com/corral-go/corral/store"
 	"github.com/corral-go/corral/zkstore"
 )

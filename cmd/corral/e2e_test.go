@@ -19,9 +19,9 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/corral-go/corral/etcdstore"
-	"github.com/corral-go/corral/internal/backends"
-	"github.com/corral-go/corral/internal/etcdserver"
-	"github.com/corral-go/corral/internal/zkserver"
+	"github.com/corral-go/corral/internal/testing/backends"
+	"github.com/corral-go/corral/internal/testing/etcdserver"
+	"github.com/corral-go/corral/internal/testing/zkserver"
 	"github.com/corral-go/corral/store"
 	"github.com/corral-go/corral/zkstore"
 )

@@ -11,9 +11,9 @@ import (
 	"testing"
 
 	"github.com/corral-go/corral/etcdstore"
-	"github.com/corral-go/corral/internal/etcdserver"
-	"github.com/corral-go/corral/internal/testcert"
-	"github.com/corral-go/corral/internal/zkserver"
+	"github.com/corral-go/corral/internal/testing/etcdserver"
+	"github.com/corral-go/corral/internal/testing/testcert"
+	"github.com/corral-go/corral/internal/testing/zkserver"
 	"github.com/corral-go/corral/store"
 	"github.com/corral-go/corral/zkstore"
 )

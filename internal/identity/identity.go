@@ -13,6 +13,8 @@
 // the hold attempt began, in UTC with millisecond precision, and label the
 // caller's label, left out when empty. Readers ignore fields they do not
 // know, so fields can be added later.
+//
+// It ships: sync writes the record and inspect reads it.
 package identity
 
 import (

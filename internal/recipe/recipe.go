@@ -66,6 +66,9 @@
 //
 // Errors are the store's, wrapped; the caller wraps them again with its own
 // package prefix.
+//
+// It ships: sync, election, queue, twophase and inspect import it. The
+// test rigs live apart, under internal/testing.
 package recipe
 
 import (

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/corral-go/corral/internal/backends"
 	"github.com/corral-go/corral/internal/recipe"
+	"github.com/corral-go/corral/internal/testing/backends"
 	"github.com/corral-go/corral/memstore"
 	"github.com/corral-go/corral/store"
 	"github.com/corral-go/corral/store/storetest"

@@ -34,6 +34,9 @@
 //	corral.queue.acks        counter        items acknowledged
 //	corral.queue.nacks       counter        items handed back by Nack
 //	corral.queue.redeliveries counter       items taken again after a claim ended
+//
+// It ships: sync, election, queue and internal/recipe record through it. Tests read
+// what it recorded with internal/testing/metrictest.
 package telemetry
 
 import (

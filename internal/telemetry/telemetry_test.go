@@ -10,7 +10,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/corral-go/corral/internal/telemetry"
-	"github.com/corral-go/corral/internal/telemetry/metrictest"
+	"github.com/corral-go/corral/internal/testing/metrictest"
 	"github.com/corral-go/corral/store"
 )
 

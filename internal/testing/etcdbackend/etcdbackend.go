@@ -1,4 +1,4 @@
-// Package etcdbackend adapts an embedded etcd cluster (internal/etcdserver)
+// Package etcdbackend adapts an embedded etcd cluster (internal/testing/etcdserver)
 // to storetest.Backend, so that the conformance suite and the recipe tests
 // run on etcdstore sessions with real faults:
 //
@@ -15,6 +15,10 @@
 //     session's client before it is sent and on its reply before the store
 //     sees it, so a test can hold either back (a Grant that a restarting
 //     server answers late, a reply that arrives late).
+//
+// It is test-only, like every package under internal/testing: _test.go
+// files and the other internal/testing packages import it; code that ships
+// never does (test.sh checks).
 package etcdbackend
 
 import (
@@ -33,8 +37,8 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/corral-go/corral/etcdstore"
-	"github.com/corral-go/corral/internal/etcdserver"
-	"github.com/corral-go/corral/internal/tcpproxy"
+	"github.com/corral-go/corral/internal/testing/etcdserver"
+	"github.com/corral-go/corral/internal/testing/tcpproxy"
 	"github.com/corral-go/corral/store"
 	"github.com/corral-go/corral/store/storetest"
 )

@@ -12,6 +12,10 @@
 //
 // Every process is started with a parent-death signal, so servers die with
 // the test binary even when it is killed before its cleanups run.
+//
+// It is test-only, like every package under internal/testing: _test.go
+// files and the other internal/testing packages import it; code that ships
+// never does (test.sh checks).
 package zkserver
 
 import (

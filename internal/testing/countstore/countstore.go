@@ -11,6 +11,10 @@
 // same itself; likewise a window over a store without WindowLister is read
 // from Children (or CreateAndList), and DeleteSeq over a store without
 // SeqDeleter is a Delete.
+//
+// It is test-only, like every package under internal/testing: _test.go
+// files and the other internal/testing packages import it; code that ships
+// never does (test.sh checks).
 package countstore
 
 import (

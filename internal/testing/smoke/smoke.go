@@ -3,6 +3,10 @@
 // It is the check of a transport or an identity (TLS, a role scoped to a
 // prefix) whose store already passes storetest: it fails when a recipe
 // cannot do its work through it.
+//
+// It is test-only, like every package under internal/testing: _test.go
+// files and the other internal/testing packages import it; code that ships
+// never does (test.sh checks).
 package smoke
 
 import (

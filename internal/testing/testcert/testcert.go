@@ -3,6 +3,10 @@
 // written as PEM files (for servers that read files: ZooKeeper, etcd) and
 // offered as tls.Configs (for Go clients). Nothing is installed on the
 // machine: the keys are ECDSA P-256, made in a few milliseconds.
+//
+// It is test-only, like every package under internal/testing: _test.go
+// files and the other internal/testing packages import it; code that ships
+// never does (test.sh checks).
 package testcert
 
 import (

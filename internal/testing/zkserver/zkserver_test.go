@@ -11,7 +11,7 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/corral-go/corral/internal/testcert"
+	"github.com/corral-go/corral/internal/testing/testcert"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

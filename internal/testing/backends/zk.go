@@ -4,8 +4,8 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/corral-go/corral/internal/zkserver"
-	"github.com/corral-go/corral/internal/zkserver/zkbackend"
+	"github.com/corral-go/corral/internal/testing/zkbackend"
+	"github.com/corral-go/corral/internal/testing/zkserver"
 	"github.com/corral-go/corral/store/storetest"
 )
 

@@ -6,6 +6,10 @@
 // Over TLS ([NewTLS]) the proxies see only ciphertext: they still cut and
 // freeze connections, but cannot learn a session's password or spot a
 // create, so Expire and LoseNextCreateReply skip the test that calls them.
+//
+// It is test-only, like every package under internal/testing: _test.go
+// files and the other internal/testing packages import it; code that ships
+// never does (test.sh checks).
 package zkbackend
 
 import (
@@ -17,8 +21,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/corral-go/corral/internal/tcpproxy"
-	"github.com/corral-go/corral/internal/zkserver"
+	"github.com/corral-go/corral/internal/testing/tcpproxy"
+	"github.com/corral-go/corral/internal/testing/zkserver"
 	"github.com/corral-go/corral/store"
 	"github.com/corral-go/corral/store/storetest"
 	"github.com/corral-go/corral/zkstore"

@@ -11,6 +11,10 @@
 // CORRAL_STORES (a comma-separated subset of "mem,zk,etcd") narrows the set
 // for a quick local run. A real server that cannot start skips its subtests
 // on a developer's machine and fails them under CI=true.
+//
+// It is test-only, like every package under internal/testing: _test.go
+// files and the other internal/testing packages import it; code that ships
+// never does (test.sh checks).
 package backends
 
 import (
@@ -24,8 +28,8 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/corral-go/corral/etcdstore"
-	"github.com/corral-go/corral/internal/etcdserver/etcdbackend"
-	"github.com/corral-go/corral/internal/zkserver/zkbackend"
+	"github.com/corral-go/corral/internal/testing/etcdbackend"
+	"github.com/corral-go/corral/internal/testing/zkbackend"
 	"github.com/corral-go/corral/memstore"
 	"github.com/corral-go/corral/store"
 	"github.com/corral-go/corral/store/storetest"

@@ -11,6 +11,10 @@
 // ([WithTLS]) and have authentication enabled ([Cluster.EnableAuth]); its
 // own client configuration ([Cluster.ClientConfig]) then carries the root
 // user's certificate and credentials.
+//
+// It is test-only, like every package under internal/testing: _test.go
+// files and the other internal/testing packages import it; code that ships
+// never does (test.sh checks).
 package etcdserver
 
 import (
@@ -32,8 +36,8 @@ import (
 	"go.etcd.io/etcd/server/v3/embed"
 	"go.uber.org/zap"
 
-	"github.com/corral-go/corral/internal/tcpproxy"
-	"github.com/corral-go/corral/internal/testcert"
+	"github.com/corral-go/corral/internal/testing/tcpproxy"
+	"github.com/corral-go/corral/internal/testing/testcert"
 )
 
 // StartTimeout bounds how long a member may take to join its cluster and
@@ -80,7 +84,7 @@ func WithTLS(ca *testcert.CA, server testcert.Pair) Option {
 // Member is one embedded etcd server. Its client and peer addresses never
 // change, so a restarted member is found again by the same clients.
 //
-// Clients reach the member through a loopback proxy (internal/tcpproxy) at
+// Clients reach the member through a loopback proxy (internal/testing/tcpproxy) at
 // ClientURL, which the member advertises: that is how Kill drops every
 // client connection at once, as a crash does, where etcd's own shutdown
 // would drain them for seconds.

@@ -9,6 +9,10 @@
 // [Hook] that decides, message by message, what to do.
 //
 // All methods are safe for concurrent use.
+//
+// It is test-only, like every package under internal/testing: _test.go
+// files and the other internal/testing packages import it; code that ships
+// never does (test.sh checks).
 package tcpproxy
 
 import (

@@ -8,7 +8,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/goleak"
 
-	"github.com/corral-go/corral/internal/etcdserver"
+	"github.com/corral-go/corral/internal/testing/etcdserver"
 )
 
 // No goroutine of etcd's outlives a stopped server, so nothing is ignored.

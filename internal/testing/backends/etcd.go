@@ -5,8 +5,8 @@ import (
 	gosync "sync"
 	"testing"
 
-	"github.com/corral-go/corral/internal/etcdserver"
-	"github.com/corral-go/corral/internal/etcdserver/etcdbackend"
+	"github.com/corral-go/corral/internal/testing/etcdbackend"
+	"github.com/corral-go/corral/internal/testing/etcdserver"
 	"github.com/corral-go/corral/store/storetest"
 )
 

@@ -1,5 +1,9 @@
 // Package metrictest reads what corral's instruments recorded, through the
 // OpenTelemetry SDK's manual reader, for tests.
+//
+// It is test-only, like every package under internal/testing: _test.go
+// files and the other internal/testing packages import it; code that ships
+// never does (test.sh checks).
 package metrictest
 
 import (

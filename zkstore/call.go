@@ -1,0 +1,223 @@
+package zkstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sync/atomic"
+	"time"
+
+	"github.com/corral-go/corral/store"
+	"github.com/go-zookeeper/zk"
+)
+
+// Every request of the Store goes through call: it is admitted while the
+// session lives, waits for a connection under its ctx before anything is
+// sent, and, when its ctx ends with the request on the wire, leaves the
+// outcome to an undo. fail maps the client's errors to the store's
+// sentinels.
+
+// begin admits a call that will run on a goroutine of the Store, or returns
+// why not.
+func (s *Store) begin() error {
+	s.expire()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.endErrLocked(); err != nil {
+		return err
+	}
+	s.calls.Add(1)
+	return nil
+}
+
+// waitConnected blocks until the client is connected with this session, or
+// the session ended.
+func (s *Store) waitConnected() error {
+	s.mu.Lock()
+	up := s.up
+	s.mu.Unlock()
+	select {
+	case <-up:
+		return nil
+	case <-s.ctx.Done():
+		return s.endErr()
+	}
+}
+
+// waitUp waits until the client is connected with this session, ctx ends
+// (its error) or the session ends (its end).
+func (s *Store) waitUp(ctx context.Context) error {
+	s.expire()
+	s.mu.Lock()
+	up := s.up
+	s.mu.Unlock()
+	select {
+	case <-up:
+		return nil
+	default:
+	}
+	select {
+	case <-up:
+		return nil
+	case <-ctx.Done():
+		if err := s.endErr(); err != nil {
+			return err
+		}
+		return ctx.Err()
+	case <-s.ctx.Done():
+		return s.endErr()
+	}
+}
+
+// call runs f, one or more blocking client requests, and returns its result,
+// or ctx.Err() if ctx ends first. A result that arrives after the session
+// ended is replaced by the session's end.
+//
+// When ctx ends first, f goes on in its goroutine (which the Store owns:
+// Close waits for it), with left closed to tell it the caller has gone.
+// Once f returns, its result is passed to undo, if not nil, which cleans
+// up after it for as long as the session lives. The caller waits for that
+// up to UndoWait, so that on a working connection whatever the abandoned
+// call made is gone when it returns.
+func call[T any](s *Store, ctx context.Context, f func(left <-chan struct{}) (T, error), undo func(T, error)) (T, error) {
+	var zero T
+	if err := ctx.Err(); err != nil {
+		return zero, err
+	}
+	// A request handed to the client while it is disconnected waits in its
+	// queue and goes out on the next connection, however long after its
+	// caller left; a create would then make a node its caller gave up on
+	// long before. So the wait for the connection is made here, where ctx
+	// calls it off with nothing sent.
+	if err := s.waitUp(ctx); err != nil {
+		return zero, err
+	}
+	if err := s.begin(); err != nil {
+		return zero, err
+	}
+	if ctx.Done() == nil {
+		// Nothing can cancel the call: no goroutine needed.
+		defer s.calls.Done()
+		v, err := f(nil)
+		return settle(s, v, err)
+	}
+	type outcome struct {
+		v   T
+		err error
+	}
+	const pending, done, abandoned = 0, 1, 2
+	var state atomic.Int32
+	ch := make(chan outcome, 1)
+	left, undone := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer s.calls.Done()
+		v, err := f(left)
+		if state.CompareAndSwap(pending, done) {
+			ch <- outcome{v, err}
+			return
+		}
+		if undo != nil {
+			undo(v, err)
+		}
+		close(undone)
+	}()
+	select {
+	case r := <-ch:
+		return settle(s, r.v, r.err)
+	case <-ctx.Done():
+		if state.CompareAndSwap(pending, abandoned) {
+			close(left)
+			if undo != nil {
+				t := time.NewTimer(UndoWait)
+				defer t.Stop()
+				select {
+				case <-undone:
+				case <-t.C:
+				}
+			}
+			return zero, ctx.Err()
+		}
+		// The result won the race: keep it rather than undo it.
+		r := <-ch
+		return settle(s, r.v, r.err)
+	}
+}
+
+// settle is the result of a call: v and err, unless the session ended
+// before it arrived.
+func settle[T any](s *Store, v T, err error) (T, error) {
+	if err == nil {
+		if end := s.endErr(); end != nil {
+			var zero T
+			return zero, end
+		}
+	}
+	return v, err
+}
+
+// gone reports whether the caller of a call has left (see call).
+func gone(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
+// fail wraps err, from a call on path, onto the store's sentinels.
+func (s *Store) fail(op, path string, err error) error {
+	if end := s.endErr(); end != nil {
+		return fmt.Errorf("zkstore: %s %s: %w", op, path, end)
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) ||
+		errors.Is(err, store.ErrInvalidPath) || errors.Is(err, store.ErrDisconnected) ||
+		errors.Is(err, store.ErrClosed) || errors.Is(err, store.ErrSessionExpired) ||
+		errors.Is(err, store.ErrAuth) || errors.Is(err, store.ErrPermission) {
+		return fmt.Errorf("zkstore: %s %s: %w", op, path, err)
+	}
+	if sentinel := sentinelOf(err); sentinel != nil {
+		return fmt.Errorf("zkstore: %s %s: %w (%w)", op, path, sentinel, err)
+	}
+	return fmt.Errorf("zkstore: %s %s: %w", op, path, err)
+}
+
+func sentinelOf(err error) error {
+	switch {
+	case errors.Is(err, zk.ErrNoNode):
+		return store.ErrNoNode
+	case errors.Is(err, zk.ErrNodeExists):
+		return store.ErrNodeExists
+	case errors.Is(err, zk.ErrNotEmpty):
+		return store.ErrNotEmpty
+	case errors.Is(err, zk.ErrBadVersion):
+		return store.ErrBadVersion
+	case errors.Is(err, zk.ErrNoChildrenForEphemerals):
+		return store.ErrEphemeralParent
+	case errors.Is(err, zk.ErrInvalidPath), errors.Is(err, zk.ErrBadArguments):
+		return store.ErrInvalidPath
+	case errors.Is(err, zk.ErrSessionExpired):
+		return store.ErrSessionExpired
+	case errors.Is(err, zk.ErrNoAuth):
+		return store.ErrPermission
+	case errors.Is(err, zk.ErrAuthFailed):
+		return store.ErrAuth
+	case errors.Is(err, zk.ErrInvalidACL):
+		return store.ErrInvalidArgument
+	case isConnErr(err):
+		return store.ErrDisconnected
+	}
+	return nil
+}
+
+// isConnErr reports whether err means the connection failed, leaving the
+// outcome of a request unknown.
+func isConnErr(err error) bool {
+	var ne net.Error
+	return errors.Is(err, zk.ErrConnectionClosed) || errors.Is(err, zk.ErrNoServer) ||
+		errors.Is(err, zk.ErrClosing) || errors.Is(err, zk.ErrSessionMoved) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, net.ErrClosed) || errors.As(err, &ne)
+}

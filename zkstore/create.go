@@ -1,0 +1,239 @@
+package zkstore
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/corral-go/corral/store"
+	"github.com/go-zookeeper/zk"
+)
+
+// Creates, protected as Curator protects them: an ephemeral sequential
+// node carries a fresh GUID in its name, so that a create whose reply was
+// lost is found again instead of made twice, and a create its caller
+// abandoned is found and deleted.
+
+// protectedPrefix starts the names of ephemeral sequential nodes, as in
+// Curator: "_c_<uuid>-<name>".
+const protectedPrefix = "_c_"
+
+// Create creates the node at path; see [store.Store]. Missing parents are
+// created as persistent, empty nodes. An ephemeral sequential node is named
+// "_c_<uuid>-<name><10 digits>" and is created exactly once even if a reply
+// is lost: Create then waits for the reconnection (bounded by ctx and the
+// session) and finds the node again.
+//
+// If ctx ends first, Create returns ctx.Err() at most UndoWait later, and
+// the node, if the server makes it, is deleted as soon as the connection
+// allows while the session lives (see the package doc for the exceptions).
+func (s *Store) Create(ctx context.Context, path string, data []byte, mode store.Mode) (store.Node, error) {
+	if err := store.ValidateCreate(path, data, mode); err != nil {
+		return store.Node{}, err
+	}
+	return s.create1(ctx, path, data, mode, "")
+}
+
+// create1 is Create of a valid request; guid, when not empty, is the uuid
+// of an ephemeral sequential node's protected name.
+func (s *Store) create1(ctx context.Context, path string, data []byte, mode store.Mode, guid string) (store.Node, error) {
+	var flags int32
+	if mode&store.Ephemeral != 0 {
+		flags |= zk.FlagEphemeral
+	}
+	if mode&store.Sequential != 0 {
+		flags |= zk.FlagSequence
+	}
+	target := path
+	if mode == store.EphemeralSequential {
+		if guid == "" {
+			guid = newUUID()
+		}
+		target = store.Join(store.Parent(path), protectedPrefix+guid+"-"+store.Base(path))
+	} else {
+		guid = ""
+	}
+	data = slices.Clone(data)
+	created, err := call(s, ctx,
+		func(left <-chan struct{}) (string, error) { return s.create(left, target, data, flags, guid) },
+		func(created string, err error) { s.undoCreate(target, mode, created, err) })
+	if err != nil {
+		return store.Node{}, s.fail("create", path, err)
+	}
+	n := node(created, data, &zk.Stat{})
+	if mode&store.Ephemeral != 0 {
+		n.Owner = s.SessionID()
+	}
+	return n, nil
+}
+
+// errAbandoned is the result of a create given up because its caller left
+// before anything was made.
+var errAbandoned = errors.New("zkstore: create abandoned before it was made")
+
+// create makes path, and its parents if they are missing. With a guid (a
+// protected create) it survives a lost reply: it looks for the node by its
+// guid once reconnected, and creates it again only if it is not there and
+// the caller has not left.
+func (s *Store) create(left <-chan struct{}, path string, data []byte, flags int32, guid string) (string, error) {
+	parent := store.Parent(path)
+	for attempt := 0; ; attempt++ {
+		created, err := s.conn.Create(path, data, flags, s.acl)
+		switch {
+		case err == nil:
+			return created, nil
+		case errors.Is(err, zk.ErrNoNode) && attempt < 100:
+			err = s.makeParents(parent)
+			if err == nil {
+				continue
+			}
+			if guid == "" || !isConnErr(err) || errors.Is(err, zk.ErrClosing) {
+				return "", err
+			}
+			if gone(left) {
+				return "", errAbandoned
+			}
+			if err := s.waitConnected(); err != nil {
+				return "", err
+			}
+		case guid != "" && isConnErr(err) && !errors.Is(err, zk.ErrClosing):
+			found, err := s.findProtected(parent, guid)
+			if err != nil || found != "" {
+				return found, err
+			}
+			if gone(left) {
+				return "", errAbandoned
+			}
+		default:
+			return "", err
+		}
+	}
+}
+
+// findProtected returns the child of parent with guid in its name if it
+// belongs to this session, or "" if there is none. It retries, pausing
+// between attempts, until it knows or the session ends.
+func (s *Store) findProtected(parent, guid string) (string, error) {
+	prefix := protectedPrefix + guid + "-"
+	for attempt := 0; ; attempt++ {
+		if attempt > 0 {
+			if err := s.pause(attempt - 1); err != nil {
+				return "", err
+			}
+		}
+		if err := s.waitConnected(); err != nil {
+			return "", err
+		}
+		names, _, err := s.conn.Children(parent)
+		if errors.Is(err, zk.ErrNoNode) {
+			return "", nil
+		}
+		if isConnErr(err) && !errors.Is(err, zk.ErrClosing) {
+			continue
+		}
+		if err != nil {
+			return "", err
+		}
+		i := slices.IndexFunc(names, func(n string) bool { return strings.HasPrefix(n, prefix) })
+		if i < 0 {
+			return "", nil
+		}
+		found := store.Join(parent, names[i])
+		ok, st, err := s.conn.Exists(found)
+		if isConnErr(err) && !errors.Is(err, zk.ErrClosing) {
+			continue
+		}
+		if err != nil {
+			return "", err
+		}
+		if !ok {
+			return "", nil // deleted since: create again
+		}
+		if st.EphemeralOwner != s.SessionID() {
+			return "", fmt.Errorf("%w: %s belongs to session %#x, not %#x",
+				store.ErrNodeExists, found, st.EphemeralOwner, s.SessionID())
+		}
+		return found, nil
+	}
+}
+
+// makeParents creates p and its missing ancestors as persistent nodes.
+func (s *Store) makeParents(p string) error {
+	if p == "/" {
+		return nil
+	}
+	_, err := s.conn.Create(p, nil, 0, s.acl)
+	if errors.Is(err, zk.ErrNoNode) {
+		if err := s.makeParents(store.Parent(p)); err != nil {
+			return err
+		}
+		_, err = s.conn.Create(p, nil, 0, s.acl)
+	}
+	if err == nil || errors.Is(err, zk.ErrNodeExists) {
+		return nil
+	}
+	return err
+}
+
+// undoCreate deletes the node of a create whose caller left before it
+// completed; target is the path asked of the server, created and err the
+// create's outcome. It retries across lost connections, pausing between
+// attempts, until the node is gone or the session ends. Only a node still
+// as the create made it (version 0) is deleted. A plain ephemeral create
+// whose reply was lost made the node at target if this session owns it;
+// the outcome of any other create whose reply was lost is unknown, and it
+// is left alone.
+func (s *Store) undoCreate(target string, mode store.Mode, created string, err error) {
+	if err != nil {
+		if mode != store.Ephemeral || !isConnErr(err) || errors.Is(err, zk.ErrClosing) {
+			return
+		}
+		created = ""
+	}
+	for attempt := 0; ; attempt++ {
+		if attempt > 0 && s.pause(attempt-1) != nil {
+			return
+		}
+		if s.waitConnected() != nil {
+			return
+		}
+		path := created
+		if path == "" {
+			ok, st, err := s.conn.Exists(target)
+			if isConnErr(err) && !errors.Is(err, zk.ErrClosing) {
+				continue
+			}
+			if err != nil || !ok || st.EphemeralOwner != s.SessionID() {
+				return
+			}
+			path = target
+		}
+		err := s.conn.Delete(path, 0)
+		if !isConnErr(err) || errors.Is(err, zk.ErrClosing) {
+			return // deleted, gone already (a retry may find its own work done), changed, or closing
+		}
+	}
+}
+
+// newUUID returns a random (version 4) UUID in its usual text form.
+func newUUID() string {
+	var b [16]byte
+	rand.Read(b[:])
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	var out [36]byte
+	hex.Encode(out[0:8], b[0:4])
+	out[8] = '-'
+	hex.Encode(out[9:13], b[4:6])
+	out[13] = '-'
+	hex.Encode(out[14:18], b[6:8])
+	out[18] = '-'
+	hex.Encode(out[19:23], b[8:10])
+	out[23] = '-'
+	hex.Encode(out[24:], b[10:])
+	return string(out[:])
+}
