@@ -153,6 +153,7 @@ func (c *Consumer) hand(it *Item) bool {
 	for {
 		select {
 		case c.ch <- it:
+			c.q.delivered(c.ctx, it)
 			return true
 		case <-c.ctx.Done():
 			return false

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/corral-go/corral/internal/recipe"
+	"github.com/corral-go/corral/internal/telemetry"
 	"github.com/corral-go/corral/store"
 )
 
@@ -85,7 +86,7 @@ func (q *Queue) newClaim(ctx context.Context, cfg config, id, guard string) (*cl
 	}
 	if err != nil {
 		if !errors.Is(err, store.ErrNodeExists) && !errors.Is(err, store.ErrNoNode) && !gone(err) {
-			_ = recipe.RemoveOwned(ctx, q.st, p, q.st.SessionID())
+			_ = recipe.RemoveOwned(telemetry.NewContext(ctx, q.rec), q.st, p, q.st.SessionID())
 		}
 		return nil, err
 	}
@@ -314,10 +315,13 @@ func (it *Item) Ack(ctx context.Context) error {
 		// Neither is a failed Ack: the item is gone, and both are left
 		// to the session's cleaner if need be.
 		var wg gosync.WaitGroup
-		wg.Go(func() { _ = recipe.Remove(ctx, q.st, store.Node{Path: store.Join(q.counts, it.ID)}) })
+		wg.Go(func() {
+			_ = recipe.Remove(telemetry.NewContext(ctx, q.rec), q.st, store.Node{Path: store.Join(q.counts, it.ID)})
+		})
 		it.c.release(ctx)
 		wg.Wait()
 	}
+	q.rec.Ack(ctx)
 	return nil
 }
 
@@ -346,6 +350,7 @@ func (it *Item) Nack(ctx context.Context) error {
 		it.stopTimer()
 		it.cancel(ErrSettled)
 		it.c.release(ctx)
+		it.q.rec.Nack(ctx)
 		return nil
 	}
 	q := it.q
@@ -362,6 +367,7 @@ func (it *Item) Nack(ctx context.Context) error {
 	}
 	it.settled = true
 	it.cancel(ErrSettled)
+	q.rec.Nack(ctx)
 	return nil
 }
 
@@ -480,7 +486,7 @@ func (it *Item) giveBack(ctx context.Context) error {
 	}
 	p := store.Join(q.counts, it.ID)
 	if it.prevVer < 0 {
-		_ = recipe.Remove(ctx, q.st, store.Node{Path: p})
+		_ = recipe.Remove(telemetry.NewContext(ctx, q.rec), q.st, store.Node{Path: p})
 	} else {
 		_, _ = q.st.Set(ctx, p, []byte(fmt.Sprint(it.Deliveries-1)), it.countVer)
 	}

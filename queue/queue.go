@@ -162,6 +162,18 @@
 // name by then); on etcd a leased claim that cannot be revoked ends with
 // its lease. So once the link heals, nothing a consumer gave up blocks an
 // item for longer than a session timeout.
+//
+// # Metrics and logs
+//
+// A Queue counts, as OpenTelemetry metrics with corral.kind "queue" and
+// corral.path (see [WithMeterProvider] and [WithPathLabel]), the items put
+// (corral.queue.puts), delivered to the user by Take, TryTake or a
+// Consumer (corral.queue.takes, of which corral.queue.redeliveries were
+// delivered before), acked (corral.queue.acks) and nacked
+// (corral.queue.nacks). An item a Consumer took but gave back unhanded is
+// not counted. The metrics go to the global MeterProvider, which records
+// nothing until the application installs one. [WithLogger] receives debug
+// events; nothing is logged by default.
 package queue
 
 import (
@@ -172,6 +184,7 @@ import (
 	"time"
 
 	"github.com/corral-go/corral/internal/recipe"
+	"github.com/corral-go/corral/internal/telemetry"
 	"github.com/corral-go/corral/store"
 )
 
@@ -225,6 +238,7 @@ func WithDeadLetter(path string, maxDeliveries int) Option {
 type options struct {
 	config
 	set struct{ delivery, visibility, deadLetter bool }
+	tel telemetry.Config
 }
 
 // The errors of this package, matched with errors.Is. Errors of the store
@@ -274,6 +288,7 @@ type Queue struct {
 	opts   options
 
 	cfg settings
+	rec *telemetry.Recorder
 
 	taken  atomic.Int64 // items taken
 	wasted atomic.Int64 // take attempts lost to another consumer
@@ -315,6 +330,7 @@ func New(st store.Store, path string, opts ...Option) (*Queue, error) {
 		counts: store.Join(path, "deliveries"),
 		config: store.Join(path, "config"),
 		opts:   o,
+		rec:    telemetry.New(o.tel, telemetry.KindQueue, path, nil),
 	}, nil
 }
 
@@ -374,6 +390,7 @@ func (q *Queue) PutPriority(ctx context.Context, data []byte, priority int) erro
 	if err := q.create(ctx, q.items, itemName(int64(priority), id), data, id); err != nil {
 		return fmt.Errorf("queue: put %q: %w", q.path, recipe.CtxErr(ctx, err))
 	}
+	q.rec.Put(ctx)
 	return nil
 }
 
@@ -398,7 +415,16 @@ func (q *Queue) Take(ctx context.Context) (*Item, error) {
 	if err != nil {
 		return nil, fmt.Errorf("queue: take %q: %w", q.path, recipe.CtxErr(ctx, err))
 	}
+	q.delivered(ctx, it)
 	return it, nil
+}
+
+// delivered records the delivery of it to the user.
+func (q *Queue) delivered(ctx context.Context, it *Item) {
+	q.rec.Take(ctx)
+	if it.Deliveries > 1 {
+		q.rec.Redelivery(ctx)
+	}
 }
 
 // TryTake is Take without the wait: it reports false, with a nil error,
@@ -412,6 +438,9 @@ func (q *Queue) TryTake(ctx context.Context) (*Item, bool, error) {
 	it, err := q.take(ctx, false)
 	if err != nil {
 		return nil, false, fmt.Errorf("queue: take %q: %w", q.path, recipe.CtxErr(ctx, err))
+	}
+	if it != nil {
+		q.delivered(ctx, it)
 	}
 	return it, it != nil, nil
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/corral-go/corral/internal/recipe"
+	"github.com/corral-go/corral/internal/telemetry"
 	"github.com/corral-go/corral/store"
 )
 
@@ -354,7 +355,7 @@ func (q *Queue) deadLetter(ctx context.Context, cfg config, e entry, data []byte
 	if err := q.st.Delete(ctx, store.Join(q.items, e.name)); err != nil && !errors.Is(err, store.ErrNoNode) {
 		return err
 	}
-	_ = recipe.Remove(ctx, q.st, store.Node{Path: store.Join(q.counts, e.id)})
+	_ = recipe.Remove(telemetry.NewContext(ctx, q.rec), q.st, store.Node{Path: store.Join(q.counts, e.id)})
 	return nil
 }
 
