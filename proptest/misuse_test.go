@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -12,7 +13,9 @@ import (
 
 	"github.com/corral-go/corral/election"
 	"github.com/corral-go/corral/internal/testing/backends"
+	"github.com/corral-go/corral/queue"
 	"github.com/corral-go/corral/store"
+	"github.com/corral-go/corral/store/storetest"
 	"github.com/corral-go/corral/sync"
 )
 
@@ -47,6 +50,12 @@ var misuseSentinels = []error{
 	sync.ErrReleased,
 	election.ErrNoLeader,
 	election.ErrNotLeader,
+	queue.ErrInvalidDelivery,
+	queue.ErrMismatch,
+	queue.ErrSettled,
+	queue.ErrClaimLost,
+	queue.ErrNoClaim,
+	queue.ErrPeeked,
 }
 
 // classify names the first sentinel err matches, "ok" for nil, and ""
@@ -73,6 +82,7 @@ type misuseSession struct {
 	rw     map[string]*sync.RWMutex
 	leases []*sync.Lease
 	double map[string]*sync.DoubleBarrier
+	items  []*queue.Item // taken or peeked, not yet settled by a call
 }
 
 // misuseCall is one call, drawn once and made on every store.
@@ -198,9 +208,110 @@ func drawCall(t *rapid.T, dir string) misuseCall {
 			return c.Err()
 		}},
 	}
+	qopts := drawQueueOptions(t, dir, n)
+	calls = append(calls,
+		misuseCall{"Queue.Put", func(ctx context.Context, _ *misuseSession, st store.Store) error {
+			return withQueue(st, p, qopts, func(q *queue.Queue) error { return q.Put(ctx, data) })
+		}},
+		misuseCall{"Queue.TryTake", func(ctx context.Context, s *misuseSession, st store.Store) error {
+			return withQueue(st, p, qopts, func(q *queue.Queue) error {
+				it, ok, err := q.TryTake(ctx)
+				if ok {
+					s.items = append(s.items, it)
+				}
+				return err
+			})
+		}},
+		misuseCall{"Queue.Take(cancelled)", func(ctx context.Context, _ *misuseSession, st store.Store) error {
+			return withQueue(st, p, qopts, func(q *queue.Queue) error {
+				_, err := q.Take(cancelled(ctx))
+				return err
+			})
+		}},
+		misuseCall{"Queue.Peek", func(ctx context.Context, s *misuseSession, st store.Store) error {
+			return withQueue(st, p, qopts, func(q *queue.Queue) error {
+				it, ok, err := q.Peek(ctx)
+				if ok {
+					s.items = append(s.items, it)
+				}
+				return err
+			})
+		}},
+		misuseCall{"Queue.Len", func(ctx context.Context, _ *misuseSession, st store.Store) error {
+			return withQueue(st, p, qopts, func(q *queue.Queue) error {
+				_, err := q.Len(ctx)
+				return err
+			})
+		}},
+		misuseCall{"Queue.Consume(cancelled)", func(ctx context.Context, _ *misuseSession, st store.Store) error {
+			return withQueue(st, p, qopts, func(q *queue.Queue) error {
+				c := q.Consume(cancelled(ctx))
+				for range c.Items() {
+					return errors.New("a consumer with a cancelled ctx handed over an item")
+				}
+				return c.Err()
+			})
+		}},
+		misuseCall{"Item.Ack", func(ctx context.Context, s *misuseSession, _ store.Store) error {
+			return s.popItem().Ack(ctx)
+		}},
+		misuseCall{"Item.Nack", func(ctx context.Context, s *misuseSession, _ store.Store) error {
+			return s.popItem().Nack(ctx)
+		}},
+		misuseCall{"Item.Extend", func(ctx context.Context, s *misuseSession, _ store.Store) error {
+			return s.popItem().Extend(ctx)
+		}},
+	)
 	c := rapid.SampledFrom(calls).Draw(t, "call")
 	c.desc = fmt.Sprintf("%s(path %.60q, n %d, %d bytes)", c.desc, p, n, len(data))
 	return c
+}
+
+// drawQueueOptions draws the options of a Queue: good, bad, and ones that
+// disagree with what an earlier call stored with the queue. A visibility
+// timeout is long enough never to pass during a check.
+func drawQueueOptions(t *rapid.T, dir string, n int) []queue.Option {
+	var opts []queue.Option
+	switch rapid.IntRange(0, 3).Draw(t, "delivery") {
+	case 1:
+		opts = append(opts, queue.WithDelivery(queue.AtMostOnce))
+	case 2:
+		opts = append(opts, queue.WithDelivery(queue.AtLeastOnce))
+	case 3:
+		opts = append(opts, queue.WithDelivery(queue.Delivery(7)))
+	}
+	switch rapid.IntRange(0, 3).Draw(t, "visibility") {
+	case 1:
+		opts = append(opts, queue.WithVisibilityTimeout(time.Hour))
+	case 2:
+		opts = append(opts, queue.WithVisibilityTimeout(-time.Second))
+	case 3:
+		opts = append(opts, nil)
+	}
+	if rapid.Bool().Draw(t, "dead letter") {
+		opts = append(opts, queue.WithDeadLetter(drawPath(t, dir), n))
+	}
+	return opts
+}
+
+// withQueue runs f on the queue at p, or returns why there is none.
+func withQueue(st store.Store, p string, opts []queue.Option, f func(*queue.Queue) error) error {
+	q, err := queue.New(st, p, opts...)
+	if err != nil {
+		return err
+	}
+	return f(q)
+}
+
+// popItem returns the oldest item taken or peeked and not yet settled by a
+// call, or a zero Item.
+func (s *misuseSession) popItem() *queue.Item {
+	if len(s.items) == 0 {
+		return new(queue.Item)
+	}
+	it := s.items[0]
+	s.items = s.items[1:]
+	return it
 }
 
 // cancelled returns a ctx derived from ctx and cancelled with errCause.
@@ -246,7 +357,9 @@ func (s *misuseSession) doubleAt(st store.Store, p string, n int) *sync.DoubleBa
 // TestMisuseAcrossStores makes random sequences of calls of the public API,
 // with good and bad input (paths of every invalid kind and size, data at
 // and over the limit, limits under 1, cancelled contexts, closed and nil
-// stores, other recipes on the same path), on memstore, ZooKeeper and etcd
+// stores, other recipes on the same path, queue options that are bad or
+// disagree with the settings stored, items settled twice, peeked or zero),
+// on memstore, ZooKeeper and etcd
 // in lockstep. No call may panic or outlive its ctx by more than the
 // cleanup grace; every error must match a documented sentinel; and the
 // three stores must answer every call with the same sentinel.
@@ -257,21 +370,22 @@ func TestMisuseAcrossStores(t *testing.T) {
 			names = append(names, name)
 		}
 	}
-	bs := map[string]func() store.Store{}
+	bs := map[string]storetest.Backend{}
 	for _, name := range names {
-		b := backends.Get(t, name)
-		bs[name] = func() store.Store { return b.Open(t) }
+		bs[name] = backends.Get(t, name)
 	}
 	check := 0
 	rapid.Check(t, func(rt *rapid.T) {
 		check++
+		scope := &checkScope{TB: t}
+		defer scope.end()
 		dir := fmt.Sprintf("/proptest/misuse/%d-%d", time.Now().UnixNano(), check)
 		var sessions []*misuseSession
 		for _, name := range names {
-			closed := bs[name]()
+			closed := bs[name].Open(scope)
 			closed.Close()
 			sessions = append(sessions, &misuseSession{
-				name: name, live: bs[name](), closed: closed,
+				name: name, live: bs[name].Open(scope), closed: closed,
 				mutex: map[string]*sync.Mutex{}, rw: map[string]*sync.RWMutex{}, double: map[string]*sync.DoubleBarrier{},
 			})
 		}
@@ -307,6 +421,23 @@ func TestMisuseAcrossStores(t *testing.T) {
 			}
 		}
 	})
+}
+
+// checkScope is the testing.TB the sessions of one check are opened with:
+// the cleanups the backends register (each session's proxy and client) run
+// when the check ends, not when the test does, so that a thousand checks do
+// not hold a thousand checks' connections.
+type checkScope struct {
+	testing.TB
+	cleanups []func()
+}
+
+func (s *checkScope) Cleanup(f func()) { s.cleanups = append(s.cleanups, f) }
+
+func (s *checkScope) end() {
+	for _, f := range slices.Backward(s.cleanups) {
+		f()
+	}
 }
 
 // call makes c, turning a panic into a failure of its own.
