@@ -123,7 +123,7 @@ func (c *claim) release(ctx context.Context) {
 		switch {
 		case err == nil || gone(err):
 			return
-		case errors.Is(err, store.ErrDisconnected) && gctx.Err() == nil && pause(gctx, c.q.st, attempt) == nil:
+		case errors.Is(err, store.ErrDisconnected) && gctx.Err() == nil && recipe.Pause(gctx, c.q.st, attempt) == nil:
 			continue
 		}
 		recipe.RemoveLater(c.q.st, c.path, c.owner)
@@ -303,7 +303,7 @@ func (it *Item) Ack(ctx context.Context) error {
 			if err == nil || errors.Is(err, store.ErrNoNode) {
 				break
 			}
-			if !errors.Is(err, store.ErrDisconnected) || pause(ctx, q.st, attempt) != nil {
+			if !errors.Is(err, store.ErrDisconnected) || recipe.Pause(ctx, q.st, attempt) != nil {
 				return fmt.Errorf("queue: ack %q: %w", it.ID, recipe.CtxErr(ctx, err))
 			}
 		}
@@ -448,7 +448,7 @@ func (it *Item) watchClaim() {
 		case ctx.Err() != nil:
 			return
 		case errors.Is(err, store.ErrDisconnected):
-			if pause(ctx, st, attempt) != nil {
+			if recipe.Pause(ctx, st, attempt) != nil {
 				return
 			}
 			attempt++

@@ -7,7 +7,6 @@ import (
 	"math/rand/v2"
 	"strconv"
 	gosync "sync"
-	"time"
 
 	"github.com/corral-go/corral/internal/recipe"
 	"github.com/corral-go/corral/internal/telemetry"
@@ -44,25 +43,10 @@ func (q *Queue) take(ctx context.Context, wait bool) (*Item, error) {
 		if !wait || !errors.Is(err, store.ErrDisconnected) {
 			return nil, err
 		}
-		if err := pause(ctx, q.st, attempt); err != nil {
+		if err := recipe.Pause(ctx, q.st, attempt); err != nil {
 			return nil, err
 		}
 		attempt++
-	}
-}
-
-// pause waits before the attempt-th retry after a lost connection: 10 ms,
-// doubling, at most 1 s; it returns early with ctx's end or the session's.
-func pause(ctx context.Context, st store.Store, attempt int) error {
-	t := time.NewTimer(min(10*time.Millisecond<<min(attempt, 7), time.Second))
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-st.Context().Done():
-		return context.Cause(st.Context())
 	}
 }
 
@@ -369,7 +353,7 @@ func (q *Queue) create(ctx context.Context, dir, name string, data []byte, id st
 			return err
 		}
 		for {
-			if err := pause(ctx, q.st, attempt); err != nil {
+			if err := recipe.Pause(ctx, q.st, attempt); err != nil {
 				return err
 			}
 			attempt++

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/corral-go/corral/internal/recipe"
 	"github.com/corral-go/corral/store"
@@ -120,23 +119,4 @@ func barrierAwait(ctx context.Context, st store.Store, ev <-chan store.Event) er
 	case <-st.Context().Done():
 		return context.Cause(st.Context())
 	}
-}
-
-// barrierRetry reports whether err is a lost connection that a wait loop
-// should ride out, after pausing before its attempt-th retry (internal/recipe
-// does the same for its own waits). It reports false when ctx ends or the
-// session ends meanwhile.
-func barrierRetry(ctx context.Context, st store.Store, err error, attempt int) bool {
-	if !errors.Is(err, store.ErrDisconnected) || ctx.Err() != nil || st.Context().Err() != nil {
-		return false
-	}
-	t := time.NewTimer(min(10*time.Millisecond<<min(attempt, 6), 500*time.Millisecond))
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-	case <-st.Context().Done():
-	}
-	return false
 }

@@ -268,7 +268,7 @@ func (b *DoubleBarrier) leave(ctx context.Context) error {
 	mine := true // the own node should exist
 	for attempt := 0; ; attempt++ {
 		members, err := b.roundMembers(ctx)
-		if err != nil && barrierRetry(ctx, b.st, err, attempt) {
+		if err != nil && recipe.RideOut(ctx, b.st, err, attempt) {
 			continue
 		}
 		if err != nil {
@@ -340,7 +340,7 @@ func (b *DoubleBarrier) awaitRound(ctx context.Context, me dbNode) (dbRound, err
 			}
 		}
 		r, in, err := b.enterStep(ctx, me)
-		if err != nil && barrierRetry(ctx, b.st, err, attempt) {
+		if err != nil && recipe.RideOut(ctx, b.st, err, attempt) {
 			attempt++
 			continue
 		}

@@ -324,7 +324,7 @@ func (s *Semaphore) handOn(ctx context.Context, own store.Node, behind int) erro
 func (s *Semaphore) retry(ctx context.Context, fn func() error) error {
 	for attempt := 0; ; attempt++ {
 		err := fn()
-		if err == nil || !barrierRetry(ctx, s.st, err, attempt) {
+		if err == nil || !recipe.RideOut(ctx, s.st, err, attempt) {
 			return err
 		}
 	}

@@ -433,7 +433,7 @@ func (s *StripedMutex) waitLine(ctx context.Context, line int, own store.Node, c
 			if !isDisconnected(s.st) {
 				return s.grant(line, own), nil
 			}
-			if !barrierRetry(ctx, s.st, store.ErrDisconnected, attempt) {
+			if !recipe.RideOut(ctx, s.st, store.ErrDisconnected, attempt) {
 				return nil, s.ended(ctx, own.Path)
 			}
 			attempt++
@@ -516,7 +516,7 @@ func (s *StripedMutex) move(ctx context.Context, others []int) *Stripe {
 func (s *StripedMutex) children(ctx context.Context) ([]store.Child, error) {
 	for attempt := 0; ; attempt++ {
 		kids, err := s.st.Children(ctx, s.dir())
-		if err == nil || !barrierRetry(ctx, s.st, err, attempt) {
+		if err == nil || !recipe.RideOut(ctx, s.st, err, attempt) {
 			return kids, err
 		}
 	}

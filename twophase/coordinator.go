@@ -111,7 +111,7 @@ func (c *Coordinator) Wait(ctx context.Context) error {
 			return h.outcome()
 		case err == nil:
 			attempt = 0
-		case pause(ctx, c.st, err, attempt):
+		case recipe.RideOut(ctx, c.st, err, attempt):
 			attempt++
 		default:
 			return opErr(ctx, "wait", c.path, err)

@@ -117,7 +117,7 @@ func (p *Participant) waitSlot(ctx context.Context) (store.Node, error) {
 			if err := p.awaitSlot(ctx); err != nil {
 				return store.Node{}, err
 			}
-		case pause(ctx, p.st, err, attempt):
+		case recipe.RideOut(ctx, p.st, err, attempt):
 			attempt++
 		default:
 			return store.Node{}, err

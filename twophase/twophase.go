@@ -305,7 +305,7 @@ func await(ctx context.Context, st store.Store, path string, base header) (heade
 	for attempt := 0; ; attempt++ {
 		h, ev, stop, err := watchHeader(ctx, st, path)
 		if err != nil {
-			if pause(ctx, st, err, attempt) {
+			if recipe.RideOut(ctx, st, err, attempt) {
 				continue
 			}
 			return header{}, err
@@ -322,7 +322,7 @@ func await(ctx context.Context, st store.Store, path string, base header) (heade
 		t := time.NewTimer(wait)
 		select {
 		case e := <-ev:
-			if e.Err != nil && !pause(ctx, st, e.Err, attempt) {
+			if e.Err != nil && !recipe.RideOut(ctx, st, e.Err, attempt) {
 				t.Stop()
 				stop()
 				return header{}, recipe.CtxErr(ctx, e.Err)
@@ -445,27 +445,10 @@ func ignoreNoNode(err error) error {
 func retry[T any](ctx context.Context, st store.Store, fn func() (T, error)) (T, error) {
 	for attempt := 0; ; attempt++ {
 		v, err := fn()
-		if err == nil || !pause(ctx, st, err, attempt) {
+		if err == nil || !recipe.RideOut(ctx, st, err, attempt) {
 			return v, err
 		}
 	}
-}
-
-// pause reports whether err is a lost connection to ride out, after waiting
-// before the attempt-th retry; false when ctx or the session ends first.
-func pause(ctx context.Context, st store.Store, err error, attempt int) bool {
-	if !errors.Is(err, store.ErrDisconnected) || ctx.Err() != nil || st.Context().Err() != nil {
-		return false
-	}
-	t := time.NewTimer(min(10*time.Millisecond<<min(attempt, 6), 500*time.Millisecond))
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-	case <-st.Context().Done():
-	}
-	return false
 }
 
 // opErr reports a failed call, matching ctx.Err() and its cause when ctx

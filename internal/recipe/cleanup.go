@@ -153,7 +153,7 @@ func (c *cleaner) run() {
 			return
 		}
 		c.mu.Unlock()
-		if pause(sctx, c.st, attempt) != nil {
+		if Pause(sctx, c.st, attempt) != nil {
 			attempt = 0 // the session ended: the loop above finishes
 			continue
 		}

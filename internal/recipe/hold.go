@@ -217,7 +217,7 @@ func (h *Hold) watch() {
 				return
 			}
 			if errors.Is(err, store.ErrDisconnected) {
-				if err := pause(h.ctx, h.st, attempt); err != nil {
+				if err := Pause(h.ctx, h.st, attempt); err != nil {
 					h.lose(err)
 					return
 				}

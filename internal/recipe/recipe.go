@@ -432,7 +432,7 @@ func wait(ctx context.Context, st store.Store, n store.Node, v view, blocker Blo
 			// Granted on a view read just as the store reported a lost
 			// connection: ownership is unknown, so no grant until the
 			// store is back; then read again.
-			if err := pause(ctx, st, attempt); err != nil {
+			if err := Pause(ctx, st, attempt); err != nil {
 				return err
 			}
 			attempt++
@@ -501,7 +501,7 @@ func waitGone(ctx context.Context, st store.Store, path string, same func(store.
 			if !errors.Is(err, store.ErrDisconnected) || ctx.Err() != nil {
 				return err
 			}
-			if err := pause(ctx, st, attempt); err != nil {
+			if err := Pause(ctx, st, attempt); err != nil {
 				return err
 			}
 			continue
@@ -517,7 +517,7 @@ func waitGone(ctx context.Context, st store.Store, path string, same func(store.
 				return nil
 			}
 			if errors.Is(e.Err, store.ErrDisconnected) {
-				if err := pause(ctx, st, attempt); err != nil {
+				if err := Pause(ctx, st, attempt); err != nil {
 					return err
 				}
 			}
@@ -528,8 +528,11 @@ func waitGone(ctx context.Context, st store.Store, path string, same func(store.
 	}
 }
 
-// pause waits before the attempt-th retry after a lost connection.
-func pause(ctx context.Context, st store.Store, attempt int) error {
+// Pause waits before the attempt-th retry (from 0) after a lost
+// connection: 10 ms, doubling, at most 500 ms. It returns ctx's error when
+// ctx ends first, and the session's cause when the session ends first.
+// Every recipe that rides out a lost connection paces its retries with it.
+func Pause(ctx context.Context, st store.Store, attempt int) error {
 	d := min(10*time.Millisecond<<min(attempt, 6), 500*time.Millisecond)
 	t := time.NewTimer(d)
 	defer t.Stop()
@@ -543,6 +546,17 @@ func pause(ctx context.Context, st store.Store, attempt int) error {
 	}
 }
 
+// RideOut reports whether err is a lost connection that a loop should
+// ride out, after pausing before its attempt-th retry (see Pause). It
+// reports false for any other error, and when ctx or the session ends
+// first.
+func RideOut(ctx context.Context, st store.Store, err error, attempt int) bool {
+	if !errors.Is(err, store.ErrDisconnected) || ctx.Err() != nil || st.Context().Err() != nil {
+		return false
+	}
+	return Pause(ctx, st, attempt) == nil
+}
+
 // retry calls fn until it succeeds, fails with an error other than
 // store.ErrDisconnected, ctx is done or the session ends.
 func retry[T any](ctx context.Context, st store.Store, fn func() (T, error)) (T, error) {
@@ -551,7 +565,7 @@ func retry[T any](ctx context.Context, st store.Store, fn func() (T, error)) (T,
 		if err == nil || !errors.Is(err, store.ErrDisconnected) || ctx.Err() != nil {
 			return v, err
 		}
-		if err := pause(ctx, st, attempt); err != nil {
+		if err := Pause(ctx, st, attempt); err != nil {
 			return v, err
 		}
 	}
