@@ -12,10 +12,12 @@ import (
 )
 
 // The layout of a queue, as the queue package writes it (queue/name.go):
-// items are children of items/ named "qi-<priority key>-..." followed by
-// the store's sequence suffix, where the priority key is 16 hexadecimal
-// digits that sort the other way round from the int64 priority; claims are
-// children of claims/ named after the item they claim.
+// items are children of items/ named "qi-<priority key>-i<id>-..."
+// followed by the store's sequence suffix, where the priority key is 16
+// hexadecimal digits that sort the other way round from the int64
+// priority and the id 16 hexadecimal digits; claims are children of
+// claims/ named by the id of the item they claim (by the item's whole name
+// in a queue of an earlier corral, whose items have no id).
 const (
 	itemsDir  = "items"
 	claimsDir = "claims"
@@ -24,22 +26,32 @@ const (
 	signBit   = uint64(1) << 63
 )
 
-// itemPriority decodes the priority of the item named name; ok is false
-// for names that are not items.
-func itemPriority(name string) (prio int64, ok bool) {
+// parseItem decodes the priority and the id of the item named name (the
+// name itself when it has no id); ok is false for names that are not
+// items.
+func parseItem(name string) (prio int64, id string, ok bool) {
 	i := strings.Index(name, itemMark)
 	if i < 0 {
-		return 0, false
+		return 0, "", false
 	}
 	rest := name[i+len(itemMark):]
 	if len(rest) < keyLen+1 || rest[keyLen] != '-' {
-		return 0, false
+		return 0, "", false
 	}
 	k, err := strconv.ParseUint(rest[:keyLen], 16, 64)
 	if err != nil {
-		return 0, false
+		return 0, "", false
 	}
-	return int64(^k ^ signBit), true
+	id = name
+	for f := range strings.SplitSeq(rest[keyLen+1:], "-") {
+		if len(f) == keyLen+1 && f[0] == 'i' {
+			if _, err := strconv.ParseUint(f[1:], 16, 64); err == nil {
+				id = f[1:]
+				break
+			}
+		}
+	}
+	return int64(^k ^ signBit), id, true
 }
 
 func (r *reader) queue(ctx context.Context, rep *Report) error {
@@ -62,20 +74,30 @@ func (r *reader) queue(ctx context.Context, rep *Report) error {
 		}
 		return l
 	}
-	present := map[string]bool{}
+	type item struct {
+		name string
+		prio int64
+	}
+	byID := map[string]item{} // and by name, for claims named by it
 	for _, k := range items {
-		p, ok := itemPriority(k.Name)
+		p, id, ok := parseItem(k.Name)
 		if !ok {
 			continue
 		}
-		present[k.Name] = true
+		byID[id], byID[k.Name] = item{k.Name, p}, item{k.Name, p}
 		level(p).Items++
 		q.Items++
 	}
 	for _, k := range claims {
-		p, ok := itemPriority(k.Name)
-		if !ok {
-			continue
+		it, present := byID[k.Name]
+		if !present {
+			// Its item was acked since the listing, or the claim is
+			// named by an item of an earlier corral that is gone.
+			p, _, ok := parseItem(k.Name)
+			if !ok {
+				continue
+			}
+			it = item{k.Name, p}
 		}
 		n, err := r.st.Get(ctx, store.Join(store.Join(rep.Path, claimsDir), k.Name))
 		if errors.Is(err, store.ErrNoNode) {
@@ -84,14 +106,14 @@ func (r *reader) queue(ctx context.Context, rep *Report) error {
 		if err != nil {
 			return err
 		}
-		c := Claim{Item: k.Name, Priority: p, Session: n.Owner, Since: n.Created}
+		c := Claim{Item: it.name, Priority: it.prio, Session: n.Owner, Since: n.Created}
 		c.Identity, c.Data = identify(n.Data)
 		if c.Identity != nil {
 			c.Since = c.Identity.Start
 		}
 		q.Claims = append(q.Claims, c)
-		if present[k.Name] {
-			level(p).Claimed++
+		if present {
+			level(it.prio).Claimed++
 			q.Claimed++
 		}
 	}

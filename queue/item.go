@@ -69,20 +69,21 @@ type claim struct {
 func (q *Queue) newClaim(ctx context.Context, cfg config, id, guard string) (*claim, error) {
 	p := store.Join(q.claims, id)
 	c := &claim{q: q, path: p, timeout: cfg.visibility}
+	start := time.Now()
+	who := q.ident.Encode(start)
 	if ls, ok := q.st.(store.Leaser); ok && cfg.visibility > 0 {
-		n, l, err := ls.CreateLeased(ctx, p, nil, cfg.visibility)
+		n, l, err := ls.CreateLeased(ctx, p, who, cfg.visibility)
 		if err != nil {
 			return nil, err // the lease, if granted, was revoked
 		}
 		c.owner, c.lease, c.deadline = n.Owner, l, l.Deadline()
 		return c, nil
 	}
-	start := time.Now()
 	var err error
 	if gc, ok := q.st.(store.GuardedCreator); ok && guard != "" {
-		_, err = gc.CreateIf(ctx, p, nil, store.Ephemeral, guard)
+		_, err = gc.CreateIf(ctx, p, who, store.Ephemeral, guard)
 	} else {
-		_, err = q.st.Create(ctx, p, nil, store.Ephemeral)
+		_, err = q.st.Create(ctx, p, who, store.Ephemeral)
 	}
 	if err != nil {
 		if !errors.Is(err, store.ErrNodeExists) && !errors.Is(err, store.ErrNoNode) && !gone(err) {

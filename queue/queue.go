@@ -15,7 +15,8 @@
 //     [Item.ID]). Names under p/items that are not items are ignored.
 //   - p/claims (at-least-once): one node per claimed item, named by its id:
 //     ephemeral, or with a lease of its own under a visibility timeout on
-//     etcd.
+//     etcd. It holds the consumer's identity record (host, process, when
+//     it claimed; see the inspect package), which "corral locks" shows.
 //   - p/deliveries (at-least-once): one node per item delivered at least
 //     once, named by its id, holding how many times it was.
 //
@@ -183,6 +184,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/corral-go/corral/internal/identity"
 	"github.com/corral-go/corral/internal/recipe"
 	"github.com/corral-go/corral/internal/telemetry"
 	"github.com/corral-go/corral/store"
@@ -287,8 +289,9 @@ type Queue struct {
 	config string
 	opts   options
 
-	cfg settings
-	rec *telemetry.Recorder
+	cfg   settings
+	rec   *telemetry.Recorder
+	ident *identity.Encoder // of the claims
 
 	taken  atomic.Int64 // items taken
 	wasted atomic.Int64 // take attempts lost to another consumer
@@ -331,6 +334,7 @@ func New(st store.Store, path string, opts ...Option) (*Queue, error) {
 		config: store.Join(path, "config"),
 		opts:   o,
 		rec:    telemetry.New(o.tel, telemetry.KindQueue, path, nil),
+		ident:  identity.NewEncoder(""),
 	}, nil
 }
 

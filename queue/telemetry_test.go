@@ -1,10 +1,14 @@
 package queue_test
 
 import (
+	"os"
+	"strings"
 	"testing"
+	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 
+	"github.com/corral-go/corral/inspect"
 	"github.com/corral-go/corral/internal/testing/backends"
 	"github.com/corral-go/corral/internal/testing/metrictest"
 	"github.com/corral-go/corral/queue"
@@ -66,6 +70,42 @@ func TestMetrics(t *testing.T) {
 		for name, n := range want {
 			if got := snap.Int(name, labels...); got != n {
 				t.Errorf("%s = %d; want %d", name, got, n)
+			}
+		}
+	})
+}
+
+// TestClaimIdentity: a claim names its consumer (host, process, when it
+// claimed) for the inspect package and "corral locks", on every store and
+// with or without a visibility timeout (a leased claim on etcd).
+func TestClaimIdentity(t *testing.T) {
+	backends.Run(t, func(t *testing.T, b storetest.Backend) {
+		for _, vis := range []time.Duration{0, time.Hour} {
+			s := b.Open(t)
+			ctx, p := ctxT(t), qpath(t)
+			q, err := queue.New(s, p, queue.WithDelivery(queue.AtLeastOnce), queue.WithVisibilityTimeout(vis))
+			if err != nil {
+				t.Fatal(err)
+			}
+			put(t, ctx, q, "job", 0)
+			before := time.Now().Truncate(time.Millisecond)
+			it, err := q.Take(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rep, err := inspect.Read(ctx, s, p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rep.Queue == nil || len(rep.Queue.Claims) != 1 || rep.Queue.Claimed != 1 || !strings.Contains(rep.Queue.Claims[0].Item, it.ID) {
+				t.Fatalf("visibility %v: inspect.Read = %+v; want one claim, of item %s", vis, rep.Queue, it.ID)
+			}
+			id := rep.Queue.Claims[0].Identity
+			if id == nil || id.PID != os.Getpid() || id.Start.Before(before) {
+				t.Errorf("visibility %v: claim identity = %+v; want pid %d, started after %v", vis, id, os.Getpid(), before)
+			}
+			if err := it.Ack(ctx); err != nil {
+				t.Fatal(err)
 			}
 		}
 	})
