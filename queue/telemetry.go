@@ -7,7 +7,7 @@ import (
 )
 
 // WithMeterProvider records the queue's metrics (see the package doc,
-// "Metrics") with mp instead of the global MeterProvider
+// "Metrics and logs") with mp instead of the global MeterProvider
 // (otel.GetMeterProvider), which records nothing until the application
 // installs one. Like the options below it is the Queue's own, never stored
 // with the queue.
@@ -22,9 +22,9 @@ func WithPathLabel(label func(path string) string) Option {
 	return func(o *options) { o.tel.PathLabel = label }
 }
 
-// WithLogger logs the debug events of the queue's cleanups (claims whose
-// removal was retried or left to the session's cleaner). By default nothing
-// is logged.
+// WithLogger logs debug events of the queue's cleanups: removals of a
+// delivery count or of an abandoned claim that were retried or left to the
+// session's cleaner. By default nothing is logged.
 func WithLogger(l *slog.Logger) Option {
 	return func(o *options) { o.tel.Logger = l }
 }
