@@ -25,6 +25,10 @@ type OutageOp struct {
 	// Again acquires under dir from a fresh session and releases: after
 	// the outage nothing the operation left may stand in its way.
 	Again func(ctx context.Context, st store.Store, dir string) error
+	// Watch is the directory under Dir that must be empty within one
+	// session timeout after the outage ("": Dir itself). A queue's items
+	// outlive an outage by design; its claims must not.
+	Watch string
 }
 
 // OutageEnv is what an OutageOp's Run works with.
@@ -60,9 +64,9 @@ type OutageResult struct {
 // store (zk, etcd), ops and lengths in parallel, with sessions of the given
 // timeout for the cut-off session, and checks after each outage that the
 // call returned within CallTimeout + bound and that, once the link healed
-// (or the session ended), nothing is left under the op's directory within
-// one session timeout and a fresh session acquires there. It returns what
-// each case saw, for a report.
+// (or the session ended), nothing is left under the op's directory (or its
+// Watch) within one session timeout and a fresh session acquires there. It
+// returns what each case saw, for a report.
 func OutageSweep(t *testing.T, name string, session, bound time.Duration, outages []time.Duration, ops []OutageOp) []OutageResult {
 	if !Selected(name) {
 		t.Skipf("%s not in CORRAL_STORES", name)
@@ -137,12 +141,16 @@ func outageCase(t *testing.T, short storetest.Backend, cutter storetest.Disconne
 	// gave up has been removed by its session, or went with it.
 	wctx, wcancel := context.WithTimeout(ctx, session+WaitTimeout/2)
 	defer wcancel()
-	left, err := waitEmpty(wctx, e.Other, e.Dir)
+	watched := e.Dir
+	if op.Watch != "" {
+		watched = store.Join(e.Dir, op.Watch)
+	}
+	left, err := waitEmpty(wctx, e.Other, watched)
 	switch {
 	case err != nil:
-		t.Errorf("listing %s after the outage: %v", e.Dir, err)
+		t.Errorf("listing %s after the outage: %v", watched, err)
 	case left > 0:
-		t.Errorf("%d nodes left under %s one session timeout after the outage", left, e.Dir)
+		t.Errorf("%d nodes left under %s one session timeout after the outage", left, watched)
 	}
 	if err := op.Again(ctx, full.Open(t), e.Dir); err != nil {
 		t.Errorf("a fresh session could not acquire after the outage: %v", err)
