@@ -813,39 +813,7 @@ func (s *Store) Set(ctx context.Context, p string, data []byte, version int64) (
 // attempt given up after the attempt timeout fails with ErrDisconnected:
 // the node may or may not have been deleted.
 func (s *Store) Delete(ctx context.Context, p string) error {
-	if err := store.ValidatePath(p); err != nil {
-		return err
-	}
-	if p == "/" {
-		return fmt.Errorf("etcdstore: delete %q: %w: the root cannot be deleted", p, store.ErrInvalidPath)
-	}
-	ctx, done, err := s.begin(ctx)
-	if err != nil {
-		return fmt.Errorf("etcdstore: delete %q: %w", p, err)
-	}
-	defer done()
-	resp, err := do(s, ctx, func(ctx context.Context) (*clientv3.TxnResponse, error) {
-		return s.kv.Txn(ctx).
-			If(clientv3.Compare(clientv3.CreateRevision(p+"/"), "=", 0).WithPrefix()).
-			Then(clientv3.OpDelete(p)).
-			Else(clientv3.OpGet(p, clientv3.WithCountOnly())).
-			Commit()
-	})
-	if err != nil {
-		s.names.forget(p)
-		return s.fail(ctx, "delete", p, err)
-	}
-	if resp.Succeeded {
-		s.names.forget(p)
-		if resp.Responses[0].GetResponseDeleteRange().Deleted == 0 {
-			return fmt.Errorf("etcdstore: delete %q: %w", p, store.ErrNoNode)
-		}
-		return nil
-	}
-	if resp.Responses[0].GetResponseRange().Count == 0 {
-		return fmt.Errorf("etcdstore: delete %q: %w", p, store.ErrNoNode)
-	}
-	return fmt.Errorf("etcdstore: delete %q: %w", p, store.ErrNotEmpty)
+	return s.delete(ctx, p, 0, false)
 }
 
 // DeleteSeq deletes the node at p if its Seq (CreateRevision) is seq, in
@@ -856,6 +824,13 @@ func (s *Store) Delete(ctx context.Context, p string) error {
 // known to be gone, its name may be used again (see Names in the package
 // doc).
 func (s *Store) DeleteSeq(ctx context.Context, p string, seq int64) error {
+	return s.delete(ctx, p, seq, true)
+}
+
+// delete is Delete, or DeleteSeq when bySeq is set: one transaction that
+// deletes p if it has no children (and, bySeq, if its CreateRevision is
+// seq), else reads p to tell why not.
+func (s *Store) delete(ctx context.Context, p string, seq int64, bySeq bool) error {
 	if err := store.ValidatePath(p); err != nil {
 		return err
 	}
@@ -867,26 +842,44 @@ func (s *Store) DeleteSeq(ctx context.Context, p string, seq int64) error {
 		return fmt.Errorf("etcdstore: delete %q: %w", p, err)
 	}
 	defer done()
+	cmps := []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(p+"/"), "=", 0).WithPrefix()}
+	if bySeq {
+		cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(p), "=", seq))
+	}
 	resp, err := do(s, ctx, func(ctx context.Context) (*clientv3.TxnResponse, error) {
-		return s.kv.Txn(ctx).
-			If(clientv3.Compare(clientv3.CreateRevision(p), "=", seq),
-				clientv3.Compare(clientv3.CreateRevision(p+"/"), "=", 0).WithPrefix()).
-			Then(clientv3.OpDelete(p)).
-			Else(clientv3.OpGet(p, clientv3.WithKeysOnly())).
-			Commit()
+		return s.kv.Txn(ctx).If(cmps...).Then(clientv3.OpDelete(p)).Else(clientv3.OpGet(p, clientv3.WithKeysOnly())).Commit()
 	})
-	if err != nil {
+	// A name whose node is gone is free again (see names) when the node is
+	// known to be the one this session made; a delete by name cannot tell
+	// which node it deleted, so it drops the name for good.
+	gone := func() {
+		if bySeq {
+			s.names.deleted(p, seq)
+		} else {
+			s.names.forget(p)
+		}
+	}
+	switch {
+	case err != nil:
+		if !bySeq {
+			s.names.forget(p)
+		}
 		return s.fail(ctx, "delete", p, err)
-	}
-	if resp.Succeeded {
-		s.names.deleted(p, seq)
+	case resp.Succeeded && resp.Responses[0].GetResponseDeleteRange().Deleted > 0:
+		gone()
 		return nil
+	case resp.Succeeded:
+		gone()
+		return fmt.Errorf("etcdstore: delete %q: %w", p, store.ErrNoNode)
 	}
-	if kvs := resp.Responses[0].GetResponseRange().Kvs; len(kvs) > 0 && kvs[0].CreateRevision == seq {
+	if kvs := resp.Responses[0].GetResponseRange().Kvs; len(kvs) > 0 && (!bySeq || kvs[0].CreateRevision == seq) {
 		return fmt.Errorf("etcdstore: delete %q: %w", p, store.ErrNotEmpty)
 	}
-	s.names.deleted(p, seq)
-	return fmt.Errorf("etcdstore: delete %q: %w: no node with Seq %d", p, store.ErrNoNode, seq)
+	gone()
+	if bySeq {
+		return fmt.Errorf("etcdstore: delete %q: %w: no node with Seq %d", p, store.ErrNoNode, seq)
+	}
+	return fmt.Errorf("etcdstore: delete %q: %w", p, store.ErrNoNode)
 }
 
 // ChildrenUpTo returns the window of the children of p that ends at seq;

@@ -969,6 +969,8 @@ func (s *suite) deleteSeq(t *testing.T) {
 		t.Fatalf("DeleteSeq(current Seq) = %v", err)
 	}
 	wantErr(t, "DeleteSeq(deleted)", sd.DeleteSeq(ctx, p, cur.Seq), store.ErrNoNode)
+	// No node has Seq 0: not even a missing one matches it.
+	wantErr(t, "DeleteSeq(missing, Seq 0)", sd.DeleteSeq(ctx, p, 0), store.ErrNoNode)
 }
 
 // nameReuse: whether or not a store uses the names of deleted sequential
