@@ -34,22 +34,6 @@ func dir(t *testing.T) string {
 	return fmt.Sprintf("/inspecttest/%s-%08x", name, rand.Uint32())
 }
 
-func open(t *testing.T, b storetest.Backend, n int) []store.Store {
-	sts := make([]store.Store, n)
-	for i := range sts {
-		sts[i] = b.Open(t)
-		t.Cleanup(func() { _ = sts[i].Close() })
-	}
-	return sts
-}
-
-// async runs fn in a goroutine and returns its error on a channel.
-func async(fn func() error) <-chan error {
-	ch := make(chan error, 1)
-	go func() { ch <- fn() }()
-	return ch
-}
-
 func wait(t *testing.T, ch <-chan error, what string) {
 	t.Helper()
 	select {
@@ -124,7 +108,7 @@ func checkIdentity(t *testing.T, c inspect.Contender, st store.Store, before tim
 // as the lock changes hands.
 func TestLock(t *testing.T) {
 	backends.Run(t, func(t *testing.T, b storetest.Backend) {
-		sts := open(t, b, 3)
+		sts := backends.Open(t, b, 3)
 		p, ctx := dir(t), testCtx(t)
 		before := time.Now()
 		ms := make([]*sync.Mutex, 3)
@@ -134,9 +118,9 @@ func TestLock(t *testing.T) {
 		if err := ms[0].Lock(ctx); err != nil {
 			t.Fatal(err)
 		}
-		second := async(func() error { return ms[1].Lock(ctx) })
+		second := backends.Async(func() error { return ms[1].Lock(ctx) })
 		backends.WaitChildren(t, sts[0], p, backends.Count(2))
-		third := async(func() error { return ms[2].Lock(ctx) })
+		third := backends.Async(func() error { return ms[2].Lock(ctx) })
 		backends.WaitChildren(t, sts[0], p, backends.Count(3))
 
 		rep := read(t, sts[0], p)
@@ -173,7 +157,7 @@ func TestLock(t *testing.T) {
 // that asks after it waits for the writer.
 func TestRWMutex(t *testing.T) {
 	backends.Run(t, func(t *testing.T, b storetest.Backend) {
-		sts := open(t, b, 4)
+		sts := backends.Open(t, b, 4)
 		p, ctx := dir(t), testCtx(t)
 		rws := make([]*sync.RWMutex, 4)
 		for i, l := range []string{"r1", "r2", "w", "r3"} {
@@ -184,9 +168,9 @@ func TestRWMutex(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		w := async(func() error { return rws[2].Lock(ctx) })
+		w := backends.Async(func() error { return rws[2].Lock(ctx) })
 		backends.WaitChildren(t, sts[0], p, backends.Count(3))
-		r3 := async(func() error { return rws[3].RLock(ctx) })
+		r3 := backends.Async(func() error { return rws[3].RLock(ctx) })
 		backends.WaitChildren(t, sts[0], p, backends.Count(4))
 		want(t, read(t, sts[0], p), inspect.Lock, []string{"r1/read", "r2/read"}, []string{"w/write", "r3/read"})
 
@@ -212,7 +196,7 @@ func TestRWMutex(t *testing.T) {
 // the semaphore's node.
 func TestSemaphore(t *testing.T) {
 	backends.Run(t, func(t *testing.T, b storetest.Backend) {
-		sts := open(t, b, 3)
+		sts := backends.Open(t, b, 3)
 		p, ctx := dir(t), testCtx(t)
 		var leases []*sync.Lease
 		for i, l := range []string{"a", "b"} {
@@ -223,7 +207,7 @@ func TestSemaphore(t *testing.T) {
 			leases = append(leases, lease)
 		}
 		var third *sync.Lease
-		got := async(func() (err error) {
+		got := backends.Async(func() (err error) {
 			third, err = sync.NewSemaphore(sts[2], p, 2, sync.WithLabel("c")).Acquire(ctx)
 			return err
 		})
@@ -257,14 +241,14 @@ func TestSemaphore(t *testing.T) {
 // their identity, and a value that is an identity record is parsed.
 func TestElection(t *testing.T) {
 	backends.Run(t, func(t *testing.T, b storetest.Backend) {
-		sts := open(t, b, 2)
+		sts := backends.Open(t, b, 2)
 		p, ctx := dir(t), testCtx(t)
 		lead, err := election.New(sts[0], p).Campaign(ctx, []byte("host-a:8080"))
 		if err != nil {
 			t.Fatal(err)
 		}
 		var second *election.Leadership
-		got := async(func() (err error) {
+		got := backends.Async(func() (err error) {
 			second, err = election.New(sts[1], p).Campaign(ctx, inspect.IdentityRecord("b"))
 			return err
 		})
@@ -289,11 +273,11 @@ func TestElection(t *testing.T) {
 // hold.
 func TestDoubleBarrier(t *testing.T) {
 	backends.Run(t, func(t *testing.T, b storetest.Backend) {
-		sts := open(t, b, 2)
+		sts := backends.Open(t, b, 2)
 		p, ctx := dir(t), testCtx(t)
 		a := sync.NewDoubleBarrier(sts[0], p, 2, sync.WithLabel("a"))
 		bb := sync.NewDoubleBarrier(sts[1], p, 2, sync.WithLabel("b"))
-		entered := async(func() error { return a.Enter(ctx) })
+		entered := backends.Async(func() error { return a.Enter(ctx) })
 		backends.WaitChildren(t, sts[0], p, backends.Count(1))
 		rep := read(t, sts[0], p)
 		want(t, rep, inspect.DoubleBarrier, []string{}, []string{"a/member"})
@@ -305,7 +289,7 @@ func TestDoubleBarrier(t *testing.T) {
 		}
 		wait(t, entered, "first Enter")
 		want(t, read(t, sts[0], p), inspect.DoubleBarrier, []string{"a/member", "b/member"}, []string{})
-		left := async(func() error { return a.Leave(ctx) })
+		left := backends.Async(func() error { return a.Leave(ctx) })
 		if err := bb.Leave(ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -319,7 +303,7 @@ func prioKey(p int64) uint64 { return ^(uint64(p) ^ (uint64(1) << 63)) }
 // TestQueue: depth by priority and claims, from a layout written directly.
 func TestQueue(t *testing.T) {
 	backends.Run(t, func(t *testing.T, b storetest.Backend) {
-		sts := open(t, b, 2)
+		sts := backends.Open(t, b, 2)
 		p, ctx := dir(t), testCtx(t)
 		var names []string
 		for _, prio := range []int64{10, 0, 10, -5} {
@@ -368,7 +352,7 @@ func TestQueue(t *testing.T) {
 // them, and their data is never taken for an identity record.
 func TestForeign(t *testing.T) {
 	backends.Run(t, func(t *testing.T, b storetest.Backend) {
-		sts := open(t, b, 2)
+		sts := backends.Open(t, b, 2)
 		p, ctx := dir(t), testCtx(t)
 		// Curator's lock stores the host address; another client anything.
 		curator, err := sts[0].Create(ctx, p+"/lock-", []byte("10.1.2.3"), store.EphemeralSequential)
@@ -413,7 +397,7 @@ func TestForeign(t *testing.T) {
 // TestWalk: every recipe below a path, in name order; nothing else.
 func TestWalk(t *testing.T) {
 	backends.Run(t, func(t *testing.T, b storetest.Backend) {
-		st := open(t, b, 1)[0]
+		st := backends.Open(t, b, 1)[0]
 		root, ctx := dir(t), testCtx(t)
 		m := sync.NewMutex(st, root+"/b/lock")
 		if err := m.Lock(ctx); err != nil {
@@ -455,7 +439,7 @@ func TestWalk(t *testing.T) {
 // TestWatch: a Watcher reports the root missing, then each change.
 func TestWatch(t *testing.T) {
 	backends.Run(t, func(t *testing.T, b storetest.Backend) {
-		sts := open(t, b, 2)
+		sts := backends.Open(t, b, 2)
 		root, ctx := dir(t), testCtx(t)
 		w := inspect.Watch(ctx, sts[0], root)
 		defer w.Close()
@@ -486,7 +470,7 @@ func TestWatch(t *testing.T) {
 			return len(r) == 1 && slices.Equal(who(r[0].Holders), []string{"one/exclusive"}) && len(r[0].Waiters) == 0
 		})
 		m2 := sync.NewMutex(sts[1], root+"/lock", sync.WithLabel("two"))
-		got := async(func() error { return m2.Lock(ctx) })
+		got := backends.Async(func() error { return m2.Lock(ctx) })
 		next("the waiter", func(r []inspect.Report) bool { return len(r) == 1 && len(r[0].Waiters) == 1 })
 		if err := m1.Unlock(ctx); err != nil {
 			t.Fatal(err)

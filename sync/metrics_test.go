@@ -31,7 +31,7 @@ var (
 func TestMetricsHandover(t *testing.T) {
 	backends.Run(t, func(t *testing.T, b storetest.Backend) {
 		mr := metrictest.New(t)
-		sts := open(t, b, 2)
+		sts := backends.Open(t, b, 2)
 		p, ctx := lockPath(t), testCtx(t)
 		m1 := sync.NewMutex(sts[0], p, sync.WithMeterProvider(mr.Provider()))
 		m2 := sync.NewMutex(sts[1], p, sync.WithMeterProvider(mr.Provider()))
@@ -78,7 +78,7 @@ func TestMetricsHandover(t *testing.T) {
 func TestMetricsLost(t *testing.T) {
 	backends.Run(t, func(t *testing.T, b storetest.Backend) {
 		mr := metrictest.New(t)
-		sts := open(t, b, 2)
+		sts := backends.Open(t, b, 2)
 		p, ctx := lockPath(t), testCtx(t)
 		m := sync.NewMutex(sts[0], p, sync.WithMeterProvider(mr.Provider()))
 		if err := m.Lock(ctx); err != nil {
@@ -146,7 +146,7 @@ func TestMetricsLost(t *testing.T) {
 func TestMetricsCanceled(t *testing.T) {
 	backends.Run(t, func(t *testing.T, b storetest.Backend) {
 		mr := metrictest.New(t)
-		sts := open(t, b, 2)
+		sts := backends.Open(t, b, 2)
 		p, ctx := lockPath(t), testCtx(t)
 		holder := sync.NewMutex(sts[0], p)
 		if err := holder.Lock(ctx); err != nil {
@@ -179,7 +179,7 @@ func TestMetricsCanceled(t *testing.T) {
 func TestMetricsKinds(t *testing.T) {
 	backends.Run(t, func(t *testing.T, b storetest.Backend) {
 		mr := metrictest.New(t)
-		sts := open(t, b, 2)
+		sts := backends.Open(t, b, 2)
 		p, ctx := lockPath(t), testCtx(t)
 		opts := []sync.LockOption{sync.WithMeterProvider(mr.Provider()), sync.WithPathLabel(func(string) string { return "tenant-locks" })}
 		rw := sync.NewRWMutex(sts[0], p+"/rw", opts...)
@@ -286,7 +286,7 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 // replaces it, and WithData(nil) stores nothing.
 func TestIdentityData(t *testing.T) {
 	backends.Run(t, func(t *testing.T, b storetest.Backend) {
-		st := open(t, b, 1)[0]
+		st := backends.Open(t, b, 1)[0]
 		p, ctx := lockPath(t), testCtx(t)
 		for _, tt := range []struct {
 			opts []sync.LockOption

@@ -77,7 +77,7 @@ func TestMisuse(t *testing.T) {
 // other; whichever comes second refuses, on every store, and leaves no node.
 func TestKindMismatch(t *testing.T) {
 	backends.Run(t, func(t *testing.T, b storetest.Backend) {
-		st := open(t, b, 1)[0]
+		st := backends.Open(t, b, 1)[0]
 		ctx := testCtx(t)
 		p := lockPath(t)
 		lease, err := sync.NewSemaphore(st, p, 2).Acquire(ctx)

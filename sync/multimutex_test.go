@@ -52,7 +52,7 @@ func TestMultiMutexOverlapNoDeadlock(t *testing.T) {
 		}
 		var wg gosync.WaitGroup
 		errs := make(chan error, sessions+1)
-		for _, st := range open(t, b, sessions) {
+		for _, st := range backends.Open(t, b, sessions) {
 			wg.Go(func() {
 				for range rounds {
 					// Two or three of the paths, in a random order.
@@ -76,7 +76,7 @@ func TestMultiMutexOverlapNoDeadlock(t *testing.T) {
 				}
 			})
 		}
-		plain := sync.NewMutex(open(t, b, 1)[0], ps[2])
+		plain := sync.NewMutex(backends.Open(t, b, 1)[0], ps[2])
 		wg.Go(func() {
 			for range rounds {
 				if err := plain.Lock(ctx); err != nil {
@@ -98,7 +98,7 @@ func TestMultiMutexOverlapNoDeadlock(t *testing.T) {
 			t.Error(err)
 		}
 		for _, p := range ps {
-			if got := children(t, open(t, b, 1)[0], p); len(got) != 0 {
+			if got := children(t, backends.Open(t, b, 1)[0], p); len(got) != 0 {
 				t.Errorf("children of %q after every Unlock = %q; want none", p, got)
 			}
 		}
@@ -107,7 +107,7 @@ func TestMultiMutexOverlapNoDeadlock(t *testing.T) {
 
 func TestMultiMutexHoldAndTokens(t *testing.T) {
 	backends.Run(t, func(t *testing.T, b storetest.Backend) {
-		sts := open(t, b, 2)
+		sts := backends.Open(t, b, 2)
 		ps, ctx := memberPaths(t, 3), testCtx(t)
 		// Asked in any order, with a repetition.
 		m := sync.NewMultiMutex(sts[0], []string{ps[2], ps[0], ps[1], ps[0]})
@@ -181,7 +181,7 @@ func TestMultiMutexHoldAndTokens(t *testing.T) {
 // node in any member.
 func TestMultiMutexCancelLeavesNoNode(t *testing.T) {
 	backends.Run(t, func(t *testing.T, b storetest.Backend) {
-		sts := open(t, b, 3)
+		sts := backends.Open(t, b, 3)
 		ps, ctx := memberPaths(t, 3), testCtx(t)
 		holder := sync.NewMutex(sts[0], ps[1])
 		if err := holder.Lock(ctx); err != nil {
@@ -239,7 +239,7 @@ func TestMultiMutexCancelLeavesNoNode(t *testing.T) {
 // its cause says which member and why.
 func TestMultiMutexMemberLost(t *testing.T) {
 	backends.Run(t, func(t *testing.T, b storetest.Backend) {
-		sts := open(t, b, 2)
+		sts := backends.Open(t, b, 2)
 		ps, ctx := memberPaths(t, 3), testCtx(t)
 		m := sync.NewMultiMutex(sts[0], ps)
 		if err := m.Lock(ctx); err != nil {
@@ -273,7 +273,7 @@ func TestMultiMutexMemberLost(t *testing.T) {
 
 func TestMultiMutexSessionExpires(t *testing.T) {
 	backends.Run(t, func(t *testing.T, b storetest.Backend) {
-		sts := open(t, b, 2)
+		sts := backends.Open(t, b, 2)
 		ps, ctx := memberPaths(t, 2), testCtx(t)
 		m := sync.NewMultiMutex(sts[0], ps, sync.WithDisconnectPolicy(sync.KeepOnDisconnect))
 		if err := m.Lock(ctx); err != nil {

@@ -45,14 +45,6 @@ func testCtx(t *testing.T) context.Context {
 }
 
 // open opens n sessions that are closed when the test ends.
-func open(t *testing.T, b storetest.Backend, n int) []store.Store {
-	sts := make([]store.Store, n)
-	for i := range sts {
-		sts[i] = b.Open(t)
-		t.Cleanup(func() { _ = sts[i].Close() })
-	}
-	return sts
-}
 
 // children lists the names under p (none when p does not exist).
 func children(t *testing.T, st store.Store, p string) []string {
@@ -159,7 +151,7 @@ func TestMutexExclusion(t *testing.T) {
 		var counter int // guarded by the distributed lock alone
 		var wg gosync.WaitGroup
 		errs := make(chan error, sessions*goroutines)
-		for _, st := range open(t, b, sessions) {
+		for _, st := range backends.Open(t, b, sessions) {
 			m := sync.NewMutex(st, p) // shared by the goroutines below
 			for range goroutines {
 				wg.Go(func() {
@@ -195,7 +187,7 @@ func TestMutexExclusion(t *testing.T) {
 
 func TestMutexHoldAndToken(t *testing.T) {
 	backends.Run(t, func(t *testing.T, b storetest.Backend) {
-		sts := open(t, b, 2)
+		sts := backends.Open(t, b, 2)
 		p, ctx := lockPath(t), testCtx(t)
 		m1, m2 := sync.NewMutex(sts[0], p), sync.NewMutex(sts[1], p)
 
@@ -244,7 +236,7 @@ func TestMutexHoldAndToken(t *testing.T) {
 
 func TestMutexHolderExpires(t *testing.T) {
 	backends.Run(t, func(t *testing.T, b storetest.Backend) {
-		sts := open(t, b, 2)
+		sts := backends.Open(t, b, 2)
 		p, ctx := lockPath(t), testCtx(t)
 		// KeepOnDisconnect: ZooKeeper's client sees its connection drop
 		// before it learns of the expiry, which the default policy would
@@ -279,7 +271,7 @@ func TestMutexHolderExpires(t *testing.T) {
 
 func TestMutexWaiterExpires(t *testing.T) {
 	backends.Run(t, func(t *testing.T, b storetest.Backend) {
-		sts := open(t, b, 2)
+		sts := backends.Open(t, b, 2)
 		p, ctx := lockPath(t), testCtx(t)
 		holder, waiter := sync.NewMutex(sts[0], p), sync.NewMutex(sts[1], p)
 		if err := holder.Lock(ctx); err != nil {
@@ -310,7 +302,7 @@ func TestMutexWaiterRidesOutDisconnect(t *testing.T) {
 		if !ok {
 			t.Skip("backend cannot disconnect")
 		}
-		sts := open(t, b, 2)
+		sts := backends.Open(t, b, 2)
 		p, ctx := lockPath(t), testCtx(t)
 		holder, waiter := sync.NewMutex(sts[0], p), sync.NewMutex(sts[1], p)
 		if err := holder.Lock(ctx); err != nil {
@@ -341,7 +333,7 @@ func TestMutexWaiterRidesOutDisconnect(t *testing.T) {
 
 func TestMutexCancelLeavesNoNode(t *testing.T) {
 	backends.Run(t, func(t *testing.T, b storetest.Backend) {
-		sts := open(t, b, 3)
+		sts := backends.Open(t, b, 3)
 		p, ctx := lockPath(t), testCtx(t)
 		holder, queued := sync.NewMutex(sts[0], p), sync.NewMutex(sts[2], p)
 		if err := holder.Lock(ctx); err != nil {
@@ -390,7 +382,7 @@ func TestMutexCancelLeavesNoNode(t *testing.T) {
 
 func TestMutexStaleUnlock(t *testing.T) {
 	backends.Run(t, func(t *testing.T, b storetest.Backend) {
-		sts := open(t, b, 2)
+		sts := backends.Open(t, b, 2)
 		p, ctx := lockPath(t), testCtx(t)
 		m1, m2 := sync.NewMutex(sts[0], p), sync.NewMutex(sts[1], p)
 		if err := m1.Lock(ctx); err != nil {
@@ -442,7 +434,7 @@ func TestMutexDisconnectPolicy(t *testing.T) {
 				if !ok {
 					t.Skip("backend cannot disconnect")
 				}
-				sts := open(t, b, 1)
+				sts := backends.Open(t, b, 1)
 				p, ctx := lockPath(t), testCtx(t)
 				m := sync.NewMutex(sts[0], p, sync.WithDisconnectPolicy(tt.policy))
 				if err := m.Lock(ctx); err != nil {
@@ -473,7 +465,7 @@ func TestMutexDisconnectPolicy(t *testing.T) {
 
 func TestMutexWithData(t *testing.T) {
 	backends.Run(t, func(t *testing.T, b storetest.Backend) {
-		st := open(t, b, 1)[0]
+		st := backends.Open(t, b, 1)[0]
 		p, ctx := lockPath(t), testCtx(t)
 		m := sync.NewMutex(st, p, sync.WithData([]byte("host-1:8080")))
 		if err := m.Lock(ctx); err != nil {
@@ -576,7 +568,7 @@ func TestMutexCopied(t *testing.T) {
 
 func TestMutexLocker(t *testing.T) {
 	backends.Run(t, func(t *testing.T, b storetest.Backend) {
-		sts := open(t, b, 1)
+		sts := backends.Open(t, b, 1)
 		p := lockPath(t)
 		m := sync.NewMutex(sts[0], p)
 		l := m.Locker()
@@ -607,7 +599,7 @@ func TestMutexForeignContenders(t *testing.T) {
 	for _, f := range foreign {
 		t.Run(f.client, func(t *testing.T) {
 			backends.Run(t, func(t *testing.T, b storetest.Backend) {
-				sts := open(t, b, 2)
+				sts := backends.Open(t, b, 2)
 				p, ctx := lockPath(t), testCtx(t)
 				n, err := sts[0].Create(ctx, p+"/"+f.name, nil, store.EphemeralSequential)
 				if err != nil {
@@ -641,14 +633,14 @@ func TestMutexNoHerd(t *testing.T) {
 	backends.Run(t, func(t *testing.T, b storetest.Backend) {
 		const waiters = 50
 		p, ctx := lockPath(t), testCtx(t)
-		holderSt := open(t, b, 1)[0]
+		holderSt := backends.Open(t, b, 1)[0]
 		holder := sync.NewMutex(holderSt, p)
 		if err := holder.Lock(ctx); err != nil {
 			t.Fatalf("Lock(%q) = %v", p, err)
 		}
 		cs := make([]*countstore.Store, waiters)
 		got := make(chan error, waiters)
-		for i, st := range open(t, b, waiters) {
+		for i, st := range backends.Open(t, b, waiters) {
 			cs[i] = countstore.New(st)
 			t.Cleanup(func() { _ = cs[i].Close() })
 			m := sync.NewMutex(cs[i], p)
@@ -696,7 +688,7 @@ func TestMutexEtcdConcurrency(t *testing.T) {
 		}
 		defer sess.Close()
 		em := concurrency.NewMutex(sess, p)
-		m := sync.NewMutex(open(t, b, 1)[0], p)
+		m := sync.NewMutex(backends.Open(t, b, 1)[0], p)
 
 		// etcd holds, corral waits.
 		if err := em.Lock(ctx); err != nil {
@@ -707,7 +699,7 @@ func TestMutexEtcdConcurrency(t *testing.T) {
 		}
 		got := make(chan error, 1)
 		go func() { got <- m.Lock(ctx) }()
-		waitChildren(t, open(t, b, 1)[0], p, 2)
+		waitChildren(t, backends.Open(t, b, 1)[0], p, 2)
 		pending(t, got, "Lock")
 		if err := em.Unlock(ctx); err != nil {
 			t.Fatalf("concurrency.Mutex.Unlock = %v", err)
@@ -721,7 +713,7 @@ func TestMutexEtcdConcurrency(t *testing.T) {
 			t.Fatalf("concurrency.Mutex.TryLock while corral holds = %v; want ErrLocked", err)
 		}
 		go func() { got <- em.Lock(ctx) }()
-		waitChildren(t, open(t, b, 1)[0], p, 2)
+		waitChildren(t, backends.Open(t, b, 1)[0], p, 2)
 		pending(t, got, "concurrency.Mutex.Lock")
 		if err := m.Unlock(ctx); err != nil {
 			t.Fatalf("Unlock(%q) = %v", p, err)
@@ -744,7 +736,7 @@ func TestMutexEtcdConcurrency(t *testing.T) {
 			runtime.Gosched()
 			held.Store(false)
 		}
-		for _, st := range open(t, b, 2) {
+		for _, st := range backends.Open(t, b, 2) {
 			m := sync.NewMutex(st, p)
 			wg.Go(func() {
 				for range 5 {

@@ -38,7 +38,7 @@ func TestMutexUnlockDuringOutage(t *testing.T) {
 		if !ok {
 			t.Skip("backend cannot disconnect")
 		}
-		sts := open(t, b, 2)
+		sts := backends.Open(t, b, 2)
 		p, ctx := lockPath(t), testCtx(t)
 		m := sync.NewMutex(sts[0], p, sync.WithDisconnectPolicy(sync.KeepOnDisconnect))
 		if err := m.Lock(ctx); err != nil {
@@ -83,7 +83,7 @@ func TestMutexLockCancelledDuringOutage(t *testing.T) {
 		if !ok {
 			t.Skip("backend cannot disconnect")
 		}
-		sts := open(t, b, 2)
+		sts := backends.Open(t, b, 2)
 		p, ctx := lockPath(t), testCtx(t)
 		holder := sync.NewMutex(sts[1], p)
 		if err := holder.Lock(ctx); err != nil {
@@ -122,7 +122,7 @@ func TestLazyHoldAfterDisconnect(t *testing.T) {
 		if !ok {
 			t.Skip("backend cannot disconnect")
 		}
-		st := open(t, b, 1)[0]
+		st := backends.Open(t, b, 1)[0]
 		p, ctx := lockPath(t), testCtx(t)
 		m := sync.NewMutex(st, p)
 		if err := m.Lock(ctx); err != nil {
@@ -151,7 +151,7 @@ func TestLazyHoldAfterDisconnect(t *testing.T) {
 // that matches both context.Canceled and the cause.
 func TestLockKeepsCancelCause(t *testing.T) {
 	backends.Run(t, func(t *testing.T, b storetest.Backend) {
-		sts := open(t, b, 2)
+		sts := backends.Open(t, b, 2)
 		p, ctx := lockPath(t), testCtx(t)
 		holder := sync.NewMutex(sts[0], p)
 		if err := holder.Lock(ctx); err != nil {

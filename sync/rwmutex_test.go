@@ -17,7 +17,7 @@ import (
 
 func TestRWMutexReadersShareWritersExclude(t *testing.T) {
 	backends.Run(t, func(t *testing.T, b storetest.Backend) {
-		sts := open(t, b, 3)
+		sts := backends.Open(t, b, 3)
 		p, ctx := lockPath(t), testCtx(t)
 		r1, r2, w := sync.NewRWMutex(sts[0], p), sync.NewRWMutex(sts[1], p), sync.NewRWMutex(sts[2], p)
 
@@ -111,7 +111,7 @@ func TestRWMutexExclusion(t *testing.T) {
 				readers--
 			}
 		}
-		for _, st := range open(t, b, sessions) {
+		for _, st := range backends.Open(t, b, sessions) {
 			rw := sync.NewRWMutex(st, p)
 			for g := range goroutines {
 				write := g%2 == 0
@@ -149,7 +149,7 @@ func TestRWMutexExclusion(t *testing.T) {
 func TestRWMutexWakesOnlyReadersBehind(t *testing.T) {
 	backends.Run(t, func(t *testing.T, b storetest.Backend) {
 		p, ctx := lockPath(t), testCtx(t)
-		w1St := open(t, b, 1)[0]
+		w1St := backends.Open(t, b, 1)[0]
 		w1 := sync.NewRWMutex(w1St, p)
 		if err := w1.Lock(ctx); err != nil {
 			t.Fatalf("Lock(%q) = %v", p, err)
@@ -158,7 +158,7 @@ func TestRWMutexWakesOnlyReadersBehind(t *testing.T) {
 		cs := map[string]*countstore.Store{}
 		got := map[string]chan error{}
 		rws := map[string]*sync.RWMutex{}
-		for i, st := range open(t, b, len(roles)) {
+		for i, st := range backends.Open(t, b, len(roles)) {
 			role := roles[i]
 			c := countstore.New(st)
 			t.Cleanup(func() { _ = c.Close() })
@@ -223,7 +223,7 @@ func TestRWMutexWakesOnlyReadersBehind(t *testing.T) {
 
 func TestRWMutexWithMutex(t *testing.T) {
 	backends.Run(t, func(t *testing.T, b storetest.Backend) {
-		sts := open(t, b, 2)
+		sts := backends.Open(t, b, 2)
 		p, ctx := lockPath(t), testCtx(t)
 		m, rw := sync.NewMutex(sts[0], p), sync.NewRWMutex(sts[1], p)
 		if err := m.Lock(ctx); err != nil {
@@ -249,7 +249,7 @@ func TestRWMutexWithMutex(t *testing.T) {
 
 func TestRWMutexReaderExpires(t *testing.T) {
 	backends.Run(t, func(t *testing.T, b storetest.Backend) {
-		sts := open(t, b, 2)
+		sts := backends.Open(t, b, 2)
 		p, ctx := lockPath(t), testCtx(t)
 		r := sync.NewRWMutex(sts[0], p, sync.WithDisconnectPolicy(sync.KeepOnDisconnect))
 		w := sync.NewRWMutex(sts[1], p)
@@ -278,7 +278,7 @@ func TestRWMutexReaderExpires(t *testing.T) {
 
 func TestRWMutexReaderCancelLeavesNoNode(t *testing.T) {
 	backends.Run(t, func(t *testing.T, b storetest.Backend) {
-		sts := open(t, b, 2)
+		sts := backends.Open(t, b, 2)
 		p, ctx := lockPath(t), testCtx(t)
 		w, r := sync.NewRWMutex(sts[0], p), sync.NewRWMutex(sts[1], p)
 		if err := w.Lock(ctx); err != nil {
@@ -303,7 +303,7 @@ func TestRWMutexReaderCancelLeavesNoNode(t *testing.T) {
 
 func TestRWMutexRLocker(t *testing.T) {
 	backends.Run(t, func(t *testing.T, b storetest.Backend) {
-		sts := open(t, b, 1)
+		sts := backends.Open(t, b, 1)
 		rw := sync.NewRWMutex(sts[0], lockPath(t))
 		rl, wl := rw.RLocker(), rw.Locker()
 		rl.Lock()
@@ -333,7 +333,7 @@ func TestRWMutexRLocker(t *testing.T) {
 // excludes corral's writers.
 func TestRWMutexForeignReader(t *testing.T) {
 	backends.Run(t, func(t *testing.T, b storetest.Backend) {
-		sts := open(t, b, 2)
+		sts := backends.Open(t, b, 2)
 		p, ctx := lockPath(t), testCtx(t)
 		if _, err := sts[0].Create(ctx, p+"/_c_0f8a3c1e-7d2b-4c55-9a1e-3b2f6d8e9c10-__READ__", nil, store.EphemeralSequential); err != nil {
 			t.Fatal(err)

@@ -124,7 +124,7 @@ func TestStripedExclusion(t *testing.T) {
 		used := make([]atomic.Int32, k)
 		var wg gosync.WaitGroup
 		errs := make(chan error, sessions*goroutines*rounds)
-		for _, st := range open(t, b, sessions) {
+		for _, st := range backends.Open(t, b, sessions) {
 			sm := sync.NewStripedMutex(st, p, k) // shared by the goroutines below
 			for range goroutines {
 				wg.Go(func() {
@@ -159,7 +159,7 @@ func TestStripedExclusion(t *testing.T) {
 		for err := range errs {
 			t.Error(err)
 		}
-		obs := open(t, b, 1)[0]
+		obs := backends.Open(t, b, 1)[0]
 		for i := range k {
 			if used[i].Load() == 0 {
 				t.Errorf("stripe %d never granted in %d grants", i, sessions*goroutines*rounds)
@@ -175,7 +175,7 @@ func TestStripedTryLock(t *testing.T) {
 	backends.Run(t, func(t *testing.T, b storetest.Backend) {
 		const k = 3
 		p, ctx := lockPath(t), testCtx(t)
-		sts := open(t, b, 2)
+		sts := backends.Open(t, b, 2)
 		sm := sync.NewStripedMutex(sts[0], p, k)
 		var held []*sync.Stripe
 		seen := map[int]bool{}
@@ -227,7 +227,7 @@ func TestStripedNoHerd(t *testing.T) {
 		for _, w := range ws {
 			chs = append(chs, stripeLock(t, ctx, w, sync.NewStripedMutex(w, p, k)))
 		}
-		obs := open(t, b, 1)[0]
+		obs := backends.Open(t, b, 1)[0]
 		sm := sync.NewStripedMutex(obs, p, k)
 		// Shortest line first: the waiters split evenly.
 		if got := lines(t, obs, sm); !slices.Equal(got, []int{1 + waiters/k, 1 + waiters/k}) {
@@ -305,7 +305,7 @@ func TestStripedHandOver(t *testing.T) {
 		p, ctx := lockPath(t), testCtx(t)
 		held, holders := holdAll(t, ctx, b, p, k)
 		ws := bcount(t, b, 2)
-		obs := open(t, b, 1)[0]
+		obs := backends.Open(t, b, 1)[0]
 		sm := sync.NewStripedMutex(obs, p, k)
 
 		anyW := stripeLock(t, ctx, ws[0], sync.NewStripedMutex(ws[0], p, k))
@@ -362,7 +362,7 @@ func TestStripedCancelLeavesNoNode(t *testing.T) {
 		const k = 2
 		p, ctx := lockPath(t), testCtx(t)
 		held, _ := holdAll(t, ctx, b, p, k)
-		obs := open(t, b, 1)[0]
+		obs := backends.Open(t, b, 1)[0]
 		want := children(t, obs, p+"/stripes")
 
 		w := bcount(t, b, 1)[0]
@@ -383,7 +383,7 @@ func TestStripedCancelLeavesNoNode(t *testing.T) {
 		}
 		check(w)
 		// Giving up at random moments.
-		quitter := open(t, b, 1)[0]
+		quitter := backends.Open(t, b, 1)[0]
 		for i := range 15 {
 			wctx, cancel := context.WithTimeout(ctx, time.Duration(rand.IntN(4000))*time.Microsecond)
 			s, err := sync.NewStripedMutex(quitter, p, k).Lock(wctx)
@@ -405,7 +405,7 @@ func TestStripedCancelLeavesNoNode(t *testing.T) {
 // stripe at once.
 func TestStripedWithMutex(t *testing.T) {
 	backends.Run(t, func(t *testing.T, b storetest.Backend) {
-		sts := open(t, b, 2)
+		sts := backends.Open(t, b, 2)
 		p, ctx := lockPath(t), testCtx(t)
 		sm := sync.NewStripedMutex(sts[0], p, 2)
 		s, err := sm.Lock(ctx)
@@ -443,7 +443,7 @@ func TestStripedWithMutex(t *testing.T) {
 
 func TestStripedLost(t *testing.T) {
 	backends.Run(t, func(t *testing.T, b storetest.Backend) {
-		sts := open(t, b, 2)
+		sts := backends.Open(t, b, 2)
 		p, ctx := lockPath(t), testCtx(t)
 		sm := sync.NewStripedMutex(sts[0], p, 2)
 		s, err := sm.Lock(ctx)

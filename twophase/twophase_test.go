@@ -34,22 +34,6 @@ func testCtx(t *testing.T) context.Context {
 	return ctx
 }
 
-func open(t *testing.T, b storetest.Backend, n int) []store.Store {
-	sts := make([]store.Store, n)
-	for i := range sts {
-		sts[i] = b.Open(t)
-		t.Cleanup(func() { _ = sts[i].Close() })
-	}
-	return sts
-}
-
-// async runs fn in a goroutine and returns its result.
-func async(fn func() error) <-chan error {
-	ch := make(chan error, 1)
-	go func() { ch <- fn() }()
-	return ch
-}
-
 func result(t *testing.T, ch <-chan error, what string) error {
 	t.Helper()
 	select {
@@ -114,18 +98,18 @@ func alive(t *testing.T, st store.Store, p, name string) []string {
 
 func TestAllCommit(t *testing.T) {
 	backends.Run(t, func(t *testing.T, b storetest.Backend) {
-		sts := open(t, b, 4)
+		sts := backends.Open(t, b, 4)
 		p, ctx := txPath(t), testCtx(t)
 		names := []string{"db", "cache", "index"}
 		c, err := twophase.Begin(ctx, sts[0], p, names, later)
 		if err != nil {
 			t.Fatalf("Begin = %v", err)
 		}
-		decided := async(func() error { return c.Wait(ctx) })
+		decided := backends.Async(func() error { return c.Wait(ctx) })
 		var waits []<-chan error
 		for i, name := range names {
 			pt := join(t, ctx, sts[i+1], p, name)
-			waits = append(waits, async(func() error { return pt.Wait(ctx) }))
+			waits = append(waits, backends.Async(func() error { return pt.Wait(ctx) }))
 			if i < len(names)-1 {
 				vote(t, ctx, pt, true)
 			} else {
@@ -158,16 +142,16 @@ func TestAllCommit(t *testing.T) {
 
 func TestOneAbort(t *testing.T) {
 	backends.Run(t, func(t *testing.T, b storetest.Backend) {
-		sts := open(t, b, 4)
+		sts := backends.Open(t, b, 4)
 		p, ctx := txPath(t), testCtx(t)
 		c, err := twophase.Begin(ctx, sts[0], p, []string{"a", "b", "c"}, later)
 		if err != nil {
 			t.Fatal(err)
 		}
-		decided := async(func() error { return c.Wait(ctx) })
+		decided := backends.Async(func() error { return c.Wait(ctx) })
 		a, bp, cp := join(t, ctx, sts[1], p, "a"), join(t, ctx, sts[2], p, "b"), join(t, ctx, sts[3], p, "c")
 		vote(t, ctx, a, true)
-		aWait := async(func() error { return a.Wait(ctx) })
+		aWait := backends.Async(func() error { return a.Wait(ctx) })
 		vote(t, ctx, bp, false)
 		wantAbort(t, "coordinator's Wait", result(t, decided, "coordinator's Wait"), twophase.ReasonVote, "b")
 		wantAbort(t, "a's Wait", result(t, aWait, "a's Wait"), twophase.ReasonVote, "b")
@@ -182,13 +166,13 @@ func TestOneAbort(t *testing.T) {
 
 func TestParticipantLostBeforeVote(t *testing.T) {
 	backends.Run(t, func(t *testing.T, b storetest.Backend) {
-		sts := open(t, b, 4)
+		sts := backends.Open(t, b, 4)
 		p, ctx := txPath(t), testCtx(t)
 		c, err := twophase.Begin(ctx, sts[0], p, []string{"a", "b"}, later)
 		if err != nil {
 			t.Fatal(err)
 		}
-		decided := async(func() error { return c.Wait(ctx) })
+		decided := backends.Async(func() error { return c.Wait(ctx) })
 		a := join(t, ctx, sts[1], p, "a")
 		vote(t, ctx, a, true)
 		join(t, ctx, sts[2], p, "b")
@@ -204,7 +188,7 @@ func TestParticipantLostBeforeVote(t *testing.T) {
 
 func TestCoordinatorCrashAfterDecision(t *testing.T) {
 	backends.Run(t, func(t *testing.T, b storetest.Backend) {
-		sts := open(t, b, 5)
+		sts := backends.Open(t, b, 5)
 		p, ctx := txPath(t), testCtx(t)
 		c, err := twophase.Begin(ctx, sts[0], p, []string{"a", "b"}, later)
 		if err != nil {
@@ -237,7 +221,7 @@ func TestCoordinatorCrashAfterDecision(t *testing.T) {
 func TestCoordinatorCrashBeforeDecision(t *testing.T) {
 	t.Run("last voter commits", func(t *testing.T) {
 		backends.Run(t, func(t *testing.T, b storetest.Backend) {
-			sts := open(t, b, 3)
+			sts := backends.Open(t, b, 3)
 			p, ctx := txPath(t), testCtx(t)
 			if _, err := twophase.Begin(ctx, sts[0], p, []string{"a", "b"}, later); err != nil {
 				t.Fatal(err)
@@ -245,7 +229,7 @@ func TestCoordinatorCrashBeforeDecision(t *testing.T) {
 			b.Expire(t, sts[0])
 			a, bp := join(t, ctx, sts[1], p, "a"), join(t, ctx, sts[2], p, "b")
 			vote(t, ctx, a, true)
-			aWait := async(func() error { return a.Wait(ctx) })
+			aWait := backends.Async(func() error { return a.Wait(ctx) })
 			pending(t, aWait, "a's Wait before b votes")
 			vote(t, ctx, bp, true)
 			if err := result(t, aWait, "a's Wait"); err != nil {
@@ -258,7 +242,7 @@ func TestCoordinatorCrashBeforeDecision(t *testing.T) {
 	})
 	t.Run("deadline aborts", func(t *testing.T) {
 		backends.Run(t, func(t *testing.T, b storetest.Backend) {
-			sts := open(t, b, 3)
+			sts := backends.Open(t, b, 3)
 			p, ctx := txPath(t), testCtx(t)
 			deadline := time.Now().Add(time.Second)
 			if _, err := twophase.Begin(ctx, sts[0], p, []string{"a", "b"}, deadline); err != nil {
@@ -279,7 +263,7 @@ func TestCoordinatorCrashBeforeDecision(t *testing.T) {
 
 func TestDeadline(t *testing.T) {
 	backends.Run(t, func(t *testing.T, b storetest.Backend) {
-		sts := open(t, b, 3)
+		sts := backends.Open(t, b, 3)
 		p, ctx := txPath(t), testCtx(t)
 		deadline := time.Now().Add(500 * time.Millisecond)
 		c, err := twophase.Begin(ctx, sts[0], p, []string{"a", "b"}, deadline)
@@ -288,8 +272,8 @@ func TestDeadline(t *testing.T) {
 		}
 		a := join(t, ctx, sts[1], p, "a")
 		vote(t, ctx, a, true)
-		decided := async(func() error { return c.Wait(ctx) })
-		observed := async(func() error { return twophase.Await(ctx, sts[2], p) })
+		decided := backends.Async(func() error { return c.Wait(ctx) })
+		observed := backends.Async(func() error { return twophase.Await(ctx, sts[2], p) })
 		wantAbort(t, "coordinator's Wait", result(t, decided, "coordinator's Wait"), twophase.ReasonDeadline, "")
 		wantAbort(t, "Await", result(t, observed, "Await"), twophase.ReasonDeadline, "")
 		if time.Now().Before(deadline) {
@@ -308,7 +292,7 @@ func TestDeadline(t *testing.T) {
 // at the deadline.
 func TestJoinBeforeSlot(t *testing.T) {
 	backends.Run(t, func(t *testing.T, b storetest.Backend) {
-		sts := open(t, b, 2)
+		sts := backends.Open(t, b, 2)
 		p, ctx := txPath(t), testCtx(t)
 		if _, err := twophase.Begin(ctx, sts[0], p, []string{"a", "b"}, time.Now().Add(500*time.Millisecond)); err != nil {
 			t.Fatal(err)
@@ -323,7 +307,7 @@ func TestJoinBeforeSlot(t *testing.T) {
 
 func TestForget(t *testing.T) {
 	backends.Run(t, func(t *testing.T, b storetest.Backend) {
-		sts := open(t, b, 3)
+		sts := backends.Open(t, b, 3)
 		p, ctx := txPath(t), testCtx(t)
 		c, err := twophase.Begin(ctx, sts[0], p, []string{"a", "b"}, later)
 		if err != nil {
@@ -384,7 +368,7 @@ func TestForget(t *testing.T) {
 
 func TestMisuse(t *testing.T) {
 	backends.Run(t, func(t *testing.T, b storetest.Backend) {
-		sts := open(t, b, 2)
+		sts := backends.Open(t, b, 2)
 		p, ctx := txPath(t), testCtx(t)
 		c, err := twophase.Begin(ctx, sts[0], p, []string{"a"}, later)
 		if err != nil {
@@ -423,7 +407,7 @@ func TestMisuse(t *testing.T) {
 // node; a Begin given up leaves no transaction, or an aborted one.
 func TestCancelLeavesNoNode(t *testing.T) {
 	backends.Run(t, func(t *testing.T, b storetest.Backend) {
-		sts := open(t, b, 2)
+		sts := backends.Open(t, b, 2)
 		p, ctx := txPath(t), testCtx(t)
 		if _, err := twophase.Begin(ctx, sts[0], p, []string{"a"}, later); err != nil {
 			t.Fatal(err)

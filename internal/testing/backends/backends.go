@@ -119,3 +119,21 @@ func Short(t testing.TB, name string, timeout time.Duration) storetest.Backend {
 	t.Fatalf("backends: no short sessions on %q", name)
 	return nil
 }
+
+// Open opens n sessions of b, each closed when t ends.
+func Open(t testing.TB, b storetest.Backend, n int) []store.Store {
+	t.Helper()
+	sts := make([]store.Store, n)
+	for i := range sts {
+		sts[i] = b.Open(t)
+		t.Cleanup(func() { _ = sts[i].Close() })
+	}
+	return sts
+}
+
+// Async runs fn in a goroutine and returns its result on a channel.
+func Async(fn func() error) <-chan error {
+	ch := make(chan error, 1)
+	go func() { ch <- fn() }()
+	return ch
+}
