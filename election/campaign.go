@@ -78,7 +78,7 @@ func (e *Election) campaignErr(ctx context.Context, err error) error {
 // still there and still this session's: leadership is never reported while
 // ownership is unknown.
 func (e *Election) claim(ctx context.Context, n store.Node, a telemetry.Attempt) (*Leadership, error) {
-	opts := recipe.HoldOptions{Deleted: ErrNodeDeleted}
+	opts := recipe.HoldOptions{Deleted: ErrNodeDeleted, Front: true}
 	if e.opts.policy == LoseOnDisconnect {
 		opts.Disconnected = ErrDisconnected
 		if err := e.reconnected(ctx, n); err != nil {

@@ -24,8 +24,9 @@
 // The root "/" is not a key: it always exists, has no data, never changes
 // and cannot be written or deleted. Keys that do not start with '/' are
 // invisible to the adapter; it uses two of its own there: one it watches
-// and never writes (see the Store type) and the session's create fence,
-// attached to the lease (see Abandoned creates). With [WithChroot] every
+// and never writes (see the Store type), the session's create fence,
+// attached to the lease (see Abandoned creates), and the front records of
+// lock directories (see below). With [WithChroot] every
 // key, the adapter's own included, is below the chroot instead.
 //
 // A Children call reads every key under the node, not only its direct
@@ -34,7 +35,12 @@
 // [Store.CreateAndWindow] ([store.WindowLister]) read only the few children
 // up to a given Seq: what the server sends then does not grow with the
 // number of children, though the server still reads them all to sort them
-// by CreateRevision.
+// by CreateRevision. So that a lock handoff needs no such read,
+// [Store.DeleteFront] ([store.FrontDeleter]) records, in the transaction
+// that deletes an exclusive holder's node, its Seq in a key of the
+// adapter's own for the directory, attached to the deleting session's
+// lease, and [Store.FollowsFront] lets the waiter behind it read that
+// record and its own key: two point reads.
 //
 // # Names
 //
@@ -193,6 +199,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strconv"
 	"strings"
 	gosync "sync"
 	"time"
@@ -231,6 +238,7 @@ var (
 	_ store.CreateLister    = (*Store)(nil)
 	_ store.WindowLister    = (*Store)(nil)
 	_ store.SeqDeleter      = (*Store)(nil)
+	_ store.FrontDeleter    = (*Store)(nil)
 )
 
 // Option configures a Store.
@@ -813,7 +821,7 @@ func (s *Store) Set(ctx context.Context, p string, data []byte, version int64) (
 // attempt given up after the attempt timeout fails with ErrDisconnected:
 // the node may or may not have been deleted.
 func (s *Store) Delete(ctx context.Context, p string) error {
-	return s.delete(ctx, p, 0, false)
+	return s.delete(ctx, p, 0, byName)
 }
 
 // DeleteSeq deletes the node at p if its Seq (CreateRevision) is seq, in
@@ -824,13 +832,62 @@ func (s *Store) Delete(ctx context.Context, p string) error {
 // known to be gone, its name may be used again (see Names in the package
 // doc).
 func (s *Store) DeleteSeq(ctx context.Context, p string, seq int64) error {
-	return s.delete(ctx, p, seq, true)
+	return s.delete(ctx, p, seq, bySeq)
 }
 
-// delete is Delete, or DeleteSeq when bySeq is set: one transaction that
-// deletes p if it has no children (and, bySeq, if its CreateRevision is
-// seq), else reads p to tell why not.
-func (s *Store) delete(ctx context.Context, p string, seq int64, bySeq bool) error {
+// DeleteFront is DeleteSeq that, in the same transaction, records seq as
+// the last front release of p's parent (see [store.FrontDeleter]). The
+// record is a key of the adapter's own (see WithChroot), attached to this
+// session's lease: it goes when the session does, and a waiter that finds
+// no record reads the contenders again, as it would without one.
+func (s *Store) DeleteFront(ctx context.Context, p string, seq int64) error {
+	return s.delete(ctx, p, seq, front)
+}
+
+// FollowsFront reports whether the node at p has Seq seq and the record of
+// p's parent is prev, with one read-only transaction of two point reads;
+// see [store.FrontDeleter].
+func (s *Store) FollowsFront(ctx context.Context, p string, seq, prev int64) (bool, error) {
+	if err := store.ValidatePath(p); err != nil {
+		return false, err
+	}
+	if p == "/" {
+		return false, nil
+	}
+	ctx, done, err := s.begin(ctx)
+	if err != nil {
+		return false, fmt.Errorf("etcdstore: read %q: %w", p, err)
+	}
+	defer done()
+	resp, err := do(s, ctx, func(ctx context.Context) (*clientv3.TxnResponse, error) {
+		return s.kv.Txn(ctx).Then(clientv3.OpGet(p, clientv3.WithKeysOnly()), clientv3.OpGet(s.frontKey(p))).Commit()
+	})
+	if err != nil {
+		return false, s.fail(ctx, "read", p, err)
+	}
+	own, rec := resp.Responses[0].GetResponseRange().Kvs, resp.Responses[1].GetResponseRange().Kvs
+	if len(own) == 0 || own[0].CreateRevision != seq || len(rec) == 0 {
+		return false, nil
+	}
+	return string(rec[0].Value) == strconv.FormatInt(prev, 10), nil
+}
+
+// frontKey is the key of the front record of p's parent.
+func (s *Store) frontKey(p string) string {
+	return s.ownKeys + "front" + store.Parent(p)
+}
+
+// How delete picks the node it deletes.
+const (
+	byName = iota // the node at the path, whichever it is
+	bySeq         // only the node with the given Seq
+	front         // as bySeq, and record it as its parent's front release
+)
+
+// delete is Delete, DeleteSeq or DeleteFront, as how says: one transaction
+// that deletes p if it has no children (and, but for byName, if its
+// CreateRevision is seq), else reads p to tell why not.
+func (s *Store) delete(ctx context.Context, p string, seq int64, how int) error {
 	if err := store.ValidatePath(p); err != nil {
 		return err
 	}
@@ -842,12 +899,17 @@ func (s *Store) delete(ctx context.Context, p string, seq int64, bySeq bool) err
 		return fmt.Errorf("etcdstore: delete %q: %w", p, err)
 	}
 	defer done()
+	bySeq := how != byName
 	cmps := []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(p+"/"), "=", 0).WithPrefix()}
 	if bySeq {
 		cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(p), "=", seq))
 	}
+	then := []clientv3.Op{clientv3.OpDelete(p)}
+	if how == front {
+		then = append(then, clientv3.OpPut(s.frontKey(p), strconv.FormatInt(seq, 10), clientv3.WithLease(s.lease)))
+	}
 	resp, err := do(s, ctx, func(ctx context.Context) (*clientv3.TxnResponse, error) {
-		return s.kv.Txn(ctx).If(cmps...).Then(clientv3.OpDelete(p)).Else(clientv3.OpGet(p, clientv3.WithKeysOnly())).Commit()
+		return s.kv.Txn(ctx).If(cmps...).Then(then...).Else(clientv3.OpGet(p, clientv3.WithKeysOnly())).Commit()
 	})
 	// A name whose node is gone is free again (see names) when the node is
 	// known to be the one this session made; a delete by name cannot tell

@@ -47,6 +47,7 @@ type node struct {
 	parent   *node
 	children map[string]*node
 	changes  int64 // creations and deletions of children, as ZooKeeper's cversion
+	front    int64 // the Seq of the last child deleted with DeleteFront
 }
 
 // NewServer returns an empty tree holding only the root.

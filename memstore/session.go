@@ -8,8 +8,8 @@ import (
 )
 
 // Store is one session on a Server. It implements store.Store,
-// store.ChildrenWatcher, store.CreateLister, store.WindowLister and
-// store.SeqDeleter, and is safe for concurrent use. The zero value is not usable; get one from Server.Open or New.
+// store.ChildrenWatcher, store.CreateLister, store.WindowLister,
+// store.SeqDeleter and store.FrontDeleter, and is safe for concurrent use. The zero value is not usable; get one from Server.Open or New.
 type Store struct {
 	srv    *Server
 	id     int64
@@ -32,6 +32,7 @@ var (
 	_ store.CreateLister     = (*Store)(nil)
 	_ store.WindowLister     = (*Store)(nil)
 	_ store.SeqDeleter       = (*Store)(nil)
+	_ store.FrontDeleter     = (*Store)(nil)
 	_ store.GetDeleter       = (*Store)(nil)
 	_ store.ChildrenFollower = (*Store)(nil)
 	_ store.ChildCounter     = (*Store)(nil)
@@ -245,6 +246,16 @@ func (st *Store) CreateAndWindow(ctx context.Context, p string, data []byte, mod
 
 // DeleteSeq implements store.SeqDeleter.
 func (st *Store) DeleteSeq(ctx context.Context, p string, seq int64) error {
+	return st.deleteSeq(ctx, p, seq, false)
+}
+
+// DeleteFront implements store.FrontDeleter. The record lives on the
+// parent node, so it goes with it.
+func (st *Store) DeleteFront(ctx context.Context, p string, seq int64) error {
+	return st.deleteSeq(ctx, p, seq, true)
+}
+
+func (st *Store) deleteSeq(ctx context.Context, p string, seq int64, front bool) error {
 	if p == "/" {
 		return fmt.Errorf("%w %q: the root cannot be deleted", store.ErrInvalidPath, p)
 	}
@@ -252,13 +263,27 @@ func (st *Store) DeleteSeq(ctx context.Context, p string, seq int64) error {
 		return err
 	}
 	defer st.srv.mu.Unlock()
-	if n := st.srv.lookup(p); n != nil && n.seq != seq {
+	n := st.srv.lookup(p)
+	if n != nil && n.seq != seq {
 		return fmt.Errorf("memstore: delete: %w: %q has Seq %d, not %d", store.ErrNoNode, p, n.seq, seq)
 	}
 	if err := st.srv.delete(p); err != nil {
 		return fmt.Errorf("memstore: delete: %w", err)
 	}
+	if front {
+		n.parent.front = seq
+	}
 	return nil
+}
+
+// FollowsFront implements store.FrontDeleter.
+func (st *Store) FollowsFront(ctx context.Context, p string, seq, prev int64) (bool, error) {
+	if err := st.begin(ctx, "read", p); err != nil {
+		return false, err
+	}
+	defer st.srv.mu.Unlock()
+	n := st.srv.lookup(p)
+	return n != nil && n.parent != nil && n.seq == seq && n.parent.front == prev, nil
 }
 
 // SessionID implements store.Store.

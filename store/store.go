@@ -269,6 +269,31 @@ type SeqDeleter interface {
 	DeleteSeq(ctx context.Context, path string, seq int64) error
 }
 
+// FrontDeleter is an optional capability, found by type assertion: delete
+// a contender node and record, in the same step, that it left from the
+// front, so that the contender that waited for it learns with one point
+// read that nothing comes before it now, where otherwise it would read the
+// contenders again. A store whose reads of children in Seq order cost in
+// proportion to their number offers it (etcd sorts the whole directory to
+// read even a window).
+//
+// A directory has one record: the Seq of the last node deleted with
+// DeleteFront. It is the store's own: no path reaches it and no listing
+// shows it.
+type FrontDeleter interface {
+	// DeleteFront deletes the node at path with Seq seq as
+	// SeqDeleter.DeleteSeq does and, when it does, records seq in path's
+	// parent in the same step. The caller vouches that no sibling
+	// contender came before the node when it was deleted: an exclusive
+	// holder releasing its hold.
+	DeleteFront(ctx context.Context, path string, seq int64) error
+
+	// FollowsFront reports whether the node at path with Seq seq exists
+	// and the record of path's parent is prev, both read at one moment:
+	// the sibling with Seq prev was the last to leave from the front.
+	FollowsFront(ctx context.Context, path string, seq, prev int64) (bool, error)
+}
+
 // Mode is a set of create flags. The zero Mode creates a persistent node.
 type Mode uint8
 

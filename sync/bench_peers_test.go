@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -69,7 +70,10 @@ import (
 // warm-up comes first), CORRAL_ETCD_BIN (an etcd binary to serve instead of
 // the embedded server, such as Debian's etcd-server 3.4: /usr/bin/etcd),
 // CORRAL_PEER_ONLY (run only the variant so named, to profile it),
-// CORRAL_PEER_DATA=none (corral's nodes hold no identity record).
+// CORRAL_PEER_DATA=none (corral's nodes hold no identity record),
+// CORRAL_ETCD_CPUPROFILE (a file: the embedded etcd server's CPU profile,
+// written when the benchmark ends; read it with go tool pprof and a test
+// binary built by go test -c).
 func BenchmarkLockPeers(b *testing.B) {
 	for _, name := range []string{"zk", "etcd"} {
 		b.Run(name, func(b *testing.B) {
@@ -535,6 +539,17 @@ func TestEtcdServerProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
+	if prof := os.Getenv("CORRAL_ETCD_CPUPROFILE"); prof != "" {
+		f, err := os.Create(prof)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			t.Fatal(err)
+		}
+		defer pprof.StopCPUProfile()
+	}
 	fmt.Printf("ENDPOINT %s\n", c.Members[0].ListenURL)
 	io.Copy(io.Discard, os.Stdin)
 }

@@ -185,7 +185,9 @@ func (m *MultiMutex) take(ctx context.Context, acquire func(p string) (store.Nod
 		if err != nil || !ok {
 			return nil, errors.Join(err, giveBack(ctx, holds))
 		}
-		holds = append(holds, recipe.NewHold(m.st, n, m.opts.hold()))
+		opts := m.opts.hold()
+		opts.Front = true // each member is a mutex
+		holds = append(holds, recipe.NewHold(m.st, n, opts))
 	}
 	return holds, nil
 }

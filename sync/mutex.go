@@ -280,7 +280,9 @@ func (x *exclusive) tryLock(ctx context.Context, op string) (bool, error) {
 }
 
 func (x *exclusive) grant(n store.Node, held *telemetry.Holding) {
-	h := recipe.NewHold(x.st, n, x.opts.holdWith(held))
+	opts := x.opts.holdWith(held)
+	opts.Front = true // a mutex's or a writer's: granted as the first contender
+	h := recipe.NewHold(x.st, n, opts)
 	x.mu.Lock()
 	x.hold = h
 	x.pending = store.Node{} // removed before the grant (recipe.Flush)

@@ -49,6 +49,7 @@ type nodeID struct {
 	path  string
 	seq   int64
 	owner int64 // 0: whoever owns it
+	front bool  // an exclusive hold's node: see HoldOptions.Front
 }
 
 // nodeKey is what tells pending nodes apart: path and Seq.
@@ -259,6 +260,9 @@ func RemoveLater(st store.Store, path string, owner int64) {
 // the node at its path, only while its Owner is id.owner when that is set
 // (a node owned by another counts as gone: ErrNoNode).
 func deleteNode(ctx context.Context, st store.Store, id nodeID) error {
+	if fd, ok := st.(store.FrontDeleter); ok && id.front && id.seq != 0 {
+		return fd.DeleteFront(ctx, id.path, id.seq)
+	}
 	if sd, ok := st.(store.SeqDeleter); ok && id.seq != 0 {
 		return sd.DeleteSeq(ctx, id.path, id.seq)
 	}

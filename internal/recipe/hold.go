@@ -32,6 +32,12 @@ type HoldOptions struct {
 	// watch, by Context, or at the latest by Release, which first checks
 	// whether the node is still there. It must not block.
 	OnEnd func(lost error)
+	// Front says that the hold is exclusive: granted as the first
+	// contender (Predecessor), it stays first until its node goes. Its
+	// release then records that, where the store can
+	// (store.FrontDeleter), so that the contender behind it needs no
+	// listing to know that it is first now (see Acquire).
+	Front bool
 }
 
 // Hold is a granted contender node, held until its Context is cancelled.
@@ -148,7 +154,7 @@ func (h *Hold) Release(ctx context.Context, cause error) (lost, err error) {
 		lost = context.Cause(h.ctx)
 	}
 	h.stop(cause)
-	gone, err := remove(ctx, h.st, nodeID{path: h.node.Path, seq: h.node.Seq})
+	gone, err := remove(ctx, h.st, nodeID{path: h.node.Path, seq: h.node.Seq, front: h.opts.Front})
 	if lost == nil && gone {
 		// Deleted by someone else, and nobody watched it go.
 		syncSession(h.st)

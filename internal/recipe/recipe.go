@@ -39,7 +39,11 @@
 // release wakes only the waiters it unblocks. After any wait it reads its
 // view again: a predecessor that gave up was not the holder, and the own
 // node must still be there while the session lives before the grant is
-// reported. On any error or cancellation the node is removed
+// reported. Where the store records the release of an exclusive holder
+// (store.FrontDeleter, HoldOptions.Front), one point read that finds the
+// node it waited for so released, and its own node still there, stands in
+// for the view: etcd sorts a whole directory to read even a window, so
+// that read is what keeps a handoff's cost from growing with the waiters. On any error or cancellation the node is removed
 // ([Remove], on context.WithoutCancel with the [CleanupTimeout] bound).
 // [TryAcquire] is the non-blocking form. [Predecessor] is the blocker of a
 // mutex, a writer or an election candidate; [LastWriter] that of a reader.
@@ -436,13 +440,39 @@ func wait(ctx context.Context, st store.Store, n store.Node, v view, blocker Blo
 				return err
 			}
 			attempt++
-		} else if err := WaitGone(ctx, st, store.Join(dir, cs[b].Name), cs[b].Seq); err != nil {
-			return err
+		} else {
+			if err := WaitGone(ctx, st, store.Join(dir, cs[b].Name), cs[b].Seq); err != nil {
+				return err
+			}
+			first, err := followsFront(ctx, st, n, cs[b])
+			if err != nil {
+				return err
+			}
+			if first {
+				v = view{cs: []Contender{{Name: name, Seq: n.Seq, Kind: kindOf(name)}}, complete: true}
+				continue
+			}
 		}
 		if v, err = read(ctx, st, n); err != nil {
 			return err
 		}
 	}
+}
+
+// followsFront reports whether c, the contender that n waited for and
+// that is gone now, left from the front (see HoldOptions.Front) while n's
+// node is still there, where the store records that (store.FrontDeleter).
+// Nothing then comes before n: no contender came before c, none came
+// between c and n but readers (c was n's blocker, under Predecessor or
+// LastWriter), and none can come before n later (a Seq is never handed
+// out again). Readers never leave from the front, so no read is spent on
+// them.
+func followsFront(ctx context.Context, st store.Store, n store.Node, c Contender) (bool, error) {
+	fd, ok := st.(store.FrontDeleter)
+	if !ok || c.Kind == Reader {
+		return false, nil
+	}
+	return retry(ctx, st, func() (bool, error) { return fd.FollowsFront(ctx, n.Path, n.Seq, c.Seq) })
 }
 
 // disconnected reports whether st reports a lost connection now.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/corral-go/corral/internal/recipe"
 	"github.com/corral-go/corral/internal/testing/backends"
+	"github.com/corral-go/corral/internal/testing/countstore"
 	"github.com/corral-go/corral/memstore"
 	"github.com/corral-go/corral/store"
 	"github.com/corral-go/corral/store/storetest"
@@ -661,4 +662,77 @@ func TestRemoveOwned(t *testing.T) {
 	if n, err := a.Get(ctx, p); err != nil || n.Owner != b.SessionID() {
 		t.Fatalf("Get after the cleaner ran = %+v, %v; want b's node", n, err)
 	}
+}
+
+// TestFrontHandoff: where the store records the release of an exclusive
+// holder (store.FrontDeleter), the waiter behind it is granted on one point
+// read and no listing; a predecessor that gave up leaves no record, so the
+// waiter reads the contenders again and waits for the holder. Elsewhere
+// the waiter lists after every wait, as before.
+func TestFrontHandoff(t *testing.T) {
+	backends.Run(t, func(t *testing.T, b storetest.Backend) {
+		holderSt, quitterSt := b.Open(t), b.Open(t)
+		waiter := countstore.New(b.Open(t))
+		defer holderSt.Close()
+		defer quitterSt.Close()
+		defer waiter.Close()
+		_, front := holderSt.(store.FrontDeleter)
+		ctx, cancel := context.WithTimeout(t.Context(), timeout)
+		defer cancel()
+		d := dir(t)
+
+		n, err := recipe.Acquire(ctx, holderSt, d, recipe.LockPrefix, nil, recipe.Predecessor)
+		if err != nil {
+			t.Fatalf("Acquire(holder) = %v", err)
+		}
+		hold := recipe.NewHold(holderSt, n, recipe.HoldOptions{Deleted: errDeleted, Lazy: true, Front: true})
+		qctx, quit := context.WithCancel(ctx)
+		quitter := make(chan error, 1)
+		go func() {
+			_, err := recipe.Acquire(qctx, quitterSt, d, recipe.LockPrefix, nil, recipe.Predecessor)
+			quitter <- err
+		}()
+		waitChildren(t, holderSt, d, 2)
+		got := make(chan error, 1)
+		go func() {
+			_, err := recipe.Acquire(ctx, waiter, d, recipe.LockPrefix, nil, recipe.Predecessor)
+			got <- err
+		}()
+		watches := func(n int) {
+			t.Helper()
+			if err := waiter.Wait(ctx, func(c countstore.Counts) bool { return c.Calls["ExistsW"] >= n }); err != nil {
+				t.Fatalf("waiting for the waiter's watch #%d: %v", n, err)
+			}
+		}
+		watches(1) // on the quitter
+		quit()
+		if err := <-quitter; !errors.Is(err, context.Canceled) {
+			t.Fatalf("Acquire(quitter) = %v; want context.Canceled", err)
+		}
+		watches(2) // on the holder, found by reading again
+		select {
+		case err := <-got:
+			t.Fatalf("Acquire(waiter) returned %v after the quitter left, while the holder held", err)
+		default:
+		}
+		before := waiter.Counts()
+		if lost, err := hold.Release(ctx, errReleased); lost != nil || err != nil {
+			t.Fatalf("Release = %v, %v", lost, err)
+		}
+		if err := <-got; err != nil {
+			t.Fatalf("Acquire(waiter) = %v", err)
+		}
+		after := waiter.Counts()
+		reads := func(c countstore.Counts) int { return c.Calls["ChildrenUpTo"] + c.Calls["Children"] }
+		if front {
+			if got := after.Calls["FollowsFront"] - before.Calls["FollowsFront"]; got != 1 {
+				t.Errorf("FollowsFront calls after the release = %d; want 1", got)
+			}
+			if got := reads(after) - reads(before); got != 0 {
+				t.Errorf("listings after the release = %d; want none", got)
+			}
+		} else if got := reads(after) - reads(before); got == 0 {
+			t.Errorf("listings after the release = 0; want the view read again")
+		}
+	})
 }

@@ -20,7 +20,7 @@ const Timeout = 20 * time.Second
 // Run runs the whole conformance suite against b, one subtest per rule.
 // The optional interfaces ReplyLoser and Disconnector, and the optional
 // store.ChildrenWatcher, store.CreateLister, store.WindowLister,
-// store.SeqDeleter, store.GetDeleter, store.ChildrenFollower,
+// store.SeqDeleter, store.FrontDeleter, store.GetDeleter, store.ChildrenFollower,
 // store.ChildCounter, store.Leaser and store.GuardedCreator of the opened
 // sessions, are tested when present.
 func Run(t *testing.T, b Backend) {
@@ -59,6 +59,7 @@ func Run(t *testing.T, b Backend) {
 		{"CreateAndList", s.createAndList},
 		{"Window", s.window},
 		{"DeleteSeq", s.deleteSeq},
+		{"DeleteFront", s.deleteFront},
 		{"NameReuse", s.nameReuse},
 		{"GetDelete", s.getDelete},
 		{"FollowChildren", s.followChildren},
@@ -971,6 +972,51 @@ func (s *suite) deleteSeq(t *testing.T) {
 	wantErr(t, "DeleteSeq(deleted)", sd.DeleteSeq(ctx, p, cur.Seq), store.ErrNoNode)
 	// No node has Seq 0: not even a missing one matches it.
 	wantErr(t, "DeleteSeq(missing, Seq 0)", sd.DeleteSeq(ctx, p, 0), store.ErrNoNode)
+}
+
+// deleteFront: DeleteFront deletes as DeleteSeq does and records the
+// node's Seq in its parent, where every session's FollowsFront finds it,
+// together with the asking node; no listing shows the record.
+func (s *suite) deleteFront(t *testing.T) {
+	st, other := s.open(t), s.open(t)
+	fd, ok := st.(store.FrontDeleter)
+	if !ok {
+		t.Skip("no store.FrontDeleter")
+	}
+	ofd := other.(store.FrontDeleter)
+	ctx, dir := ctxFor(t), ns(t)
+	a := req(t).node(st.Create(ctx, dir+"/l/c-", nil, store.EphemeralSequential))
+	b := req(t).node(other.Create(ctx, dir+"/l/c-", nil, store.EphemeralSequential))
+	follows := func(what string, fd store.FrontDeleter, n store.Node, seq, prev int64, want bool) {
+		t.Helper()
+		if got, err := fd.FollowsFront(ctx, n.Path, seq, prev); err != nil || got != want {
+			t.Errorf("FollowsFront(%s) = %v, %v; want %v", what, got, err, want)
+		}
+	}
+	follows("no record yet", ofd, b, b.Seq, a.Seq, false)
+	wantErr(t, "DeleteFront(other Seq)", fd.DeleteFront(ctx, a.Path, a.Seq+1000), store.ErrNoNode)
+	follows("after a refused DeleteFront", ofd, b, b.Seq, a.Seq, false)
+	req(t).ok(fd.DeleteFront(ctx, a.Path, a.Seq))
+	if _, err := st.Get(ctx, a.Path); !errors.Is(err, store.ErrNoNode) {
+		t.Errorf("Get after DeleteFront = %v; want ErrNoNode", err)
+	}
+	follows("the node before it left", ofd, b, b.Seq, a.Seq, true)
+	follows("the same, asked by the recorder's session", fd, b, b.Seq, a.Seq, true)
+	follows("another Seq left", ofd, b, b.Seq, a.Seq+1000, false)
+	follows("asked for another node at its path", ofd, b, b.Seq+1000, a.Seq, false)
+	kids := req(t).kids(other.Children(ctx, dir+"/l"))
+	if len(kids) != 1 || kids[0].Seq != b.Seq {
+		t.Errorf("Children after DeleteFront = %v; want only %q", kids, b.Path)
+	}
+	if kids := req(t).kids(other.Children(ctx, dir)); len(kids) != 1 || kids[0].Name != "l" {
+		t.Errorf("Children(%q) = %v; want only l: the record is no node", dir, kids)
+	}
+	req(t).ok(ofd.DeleteFront(ctx, b.Path, b.Seq))
+	follows("own node gone", ofd, b, b.Seq, a.Seq, false)
+	wantErr(t, "DeleteFront(deleted)", ofd.DeleteFront(ctx, b.Path, b.Seq), store.ErrNoNode)
+	p := req(t).node(st.Create(ctx, dir+"/p", nil, store.Persistent))
+	req(t).node(st.Create(ctx, dir+"/p/kid", nil, store.Persistent))
+	wantErr(t, "DeleteFront(parent)", fd.DeleteFront(ctx, p.Path, p.Seq), store.ErrNotEmpty)
 }
 
 // nameReuse: whether or not a store uses the names of deleted sequential

@@ -5,12 +5,14 @@
 // unblocks, and its benchmarks to count round trips per operation.
 //
 // The wrapper always offers store.ChildrenWatcher, store.CreateLister,
-// store.WindowLister and store.SeqDeleter. Over a store without
-// CreateLister, CreateAndList is a Create followed by a Children and is
-// counted as those two calls, which is what a recipe would pay doing the
-// same itself; likewise a window over a store without WindowLister is read
-// from Children (or CreateAndList), and DeleteSeq over a store without
-// SeqDeleter is a Delete.
+// store.WindowLister, store.SeqDeleter and store.FrontDeleter. Over a
+// store without CreateLister, CreateAndList is a Create followed by a
+// Children and is counted as those two calls, which is what a recipe would
+// pay doing the same itself; likewise a window over a store without
+// WindowLister is read from Children (or CreateAndList), DeleteSeq over a
+// store without SeqDeleter is a Delete, and over a store without
+// FrontDeleter, DeleteFront is a DeleteSeq and FollowsFront finds no
+// record (and costs no call).
 //
 // It is test-only, like every package under internal/testing: _test.go
 // files and the other internal/testing packages import it; code that ships
@@ -69,6 +71,7 @@ var (
 	_ store.CreateLister    = (*Store)(nil)
 	_ store.WindowLister    = (*Store)(nil)
 	_ store.SeqDeleter      = (*Store)(nil)
+	_ store.FrontDeleter    = (*Store)(nil)
 )
 
 // New returns a Store that counts the calls made to st. Close the wrapper,
@@ -267,6 +270,26 @@ func (s *Store) DeleteSeq(ctx context.Context, path string, seq int64) error {
 	}
 	s.count("DeleteSeq")
 	return sd.DeleteSeq(ctx, path, seq)
+}
+
+// DeleteFront implements store.FrontDeleter.
+func (s *Store) DeleteFront(ctx context.Context, path string, seq int64) error {
+	fd, ok := s.inner.(store.FrontDeleter)
+	if !ok {
+		return s.DeleteSeq(ctx, path, seq)
+	}
+	s.count("DeleteFront")
+	return fd.DeleteFront(ctx, path, seq)
+}
+
+// FollowsFront implements store.FrontDeleter.
+func (s *Store) FollowsFront(ctx context.Context, path string, seq, prev int64) (bool, error) {
+	fd, ok := s.inner.(store.FrontDeleter)
+	if !ok {
+		return false, nil
+	}
+	s.count("FollowsFront")
+	return fd.FollowsFront(ctx, path, seq, prev)
 }
 
 // Get implements store.Store.
