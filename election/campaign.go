@@ -37,9 +37,9 @@ func (e *Election) Campaign(ctx context.Context, value []byte) (*Leadership, err
 	tctx := telemetry.NewContext(ctx, e.rec)
 	var b backoff
 	for {
-		n, err := recipe.Acquire(tctx, e.st, e.path, prefix, value, recipe.Predecessor)
+		n, waited, err := recipe.AcquireWaited(tctx, e.st, e.path, prefix, value, recipe.Predecessor)
 		if err == nil {
-			l, cerr := e.claim(ctx, n, a)
+			l, cerr := e.claim(ctx, n, waited, a)
 			if cerr == nil {
 				return l, nil
 			}
@@ -77,8 +77,8 @@ func (e *Election) campaignErr(ctx context.Context, err error) error {
 // it waits out a lost connection first, and then checks again that n is
 // still there and still this session's: leadership is never reported while
 // ownership is unknown.
-func (e *Election) claim(ctx context.Context, n store.Node, a telemetry.Attempt) (*Leadership, error) {
-	opts := recipe.HoldOptions{Deleted: ErrNodeDeleted, Front: true}
+func (e *Election) claim(ctx context.Context, n store.Node, waited bool, a telemetry.Attempt) (*Leadership, error) {
+	opts := recipe.HoldOptions{Deleted: ErrNodeDeleted, Front: waited} // see recipe.AcquireWaited
 	if e.opts.policy == LoseOnDisconnect {
 		opts.Disconnected = ErrDisconnected
 		if err := e.reconnected(ctx, n); err != nil {

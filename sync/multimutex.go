@@ -133,9 +133,9 @@ func (m *MultiMutex) Lock(ctx context.Context) error {
 	case <-ctx.Done():
 		return m.opErr("lock", recipe.CtxErr(ctx, nil))
 	}
-	holds, err := m.take(ctx, func(p string) (store.Node, bool, error) {
-		n, err := recipe.Acquire(ctx, m.st, p, recipe.LockPrefix, m.opts.nodeData(time.Now()), recipe.Predecessor)
-		return n, err == nil, err
+	holds, err := m.take(ctx, func(p string) (store.Node, bool, bool, error) {
+		n, waited, err := recipe.AcquireWaited(ctx, m.st, p, recipe.LockPrefix, m.opts.nodeData(time.Now()), recipe.Predecessor)
+		return n, err == nil, waited, err
 	})
 	if err != nil {
 		<-m.local
@@ -158,8 +158,9 @@ func (m *MultiMutex) TryLock(ctx context.Context) (bool, error) {
 	default:
 		return false, nil
 	}
-	holds, err := m.take(ctx, func(p string) (store.Node, bool, error) {
-		return recipe.TryAcquire(ctx, m.st, p, recipe.LockPrefix, m.opts.nodeData(time.Now()), recipe.Predecessor)
+	holds, err := m.take(ctx, func(p string) (store.Node, bool, bool, error) {
+		n, ok, err := recipe.TryAcquire(ctx, m.st, p, recipe.LockPrefix, m.opts.nodeData(time.Now()), recipe.Predecessor)
+		return n, ok, false, err
 	})
 	if err != nil || holds == nil {
 		<-m.local
@@ -175,10 +176,10 @@ func (m *MultiMutex) TryLock(ctx context.Context) (bool, error) {
 // take acquires the members in order with acquire. It returns their holds,
 // or nil when acquire reported one not granted, or an error; in both cases
 // it has released the members it took.
-func (m *MultiMutex) take(ctx context.Context, acquire func(p string) (store.Node, bool, error)) ([]*recipe.Hold, error) {
+func (m *MultiMutex) take(ctx context.Context, acquire func(p string) (n store.Node, ok, waited bool, err error)) ([]*recipe.Hold, error) {
 	holds := make([]*recipe.Hold, 0, len(m.paths))
 	for _, p := range m.paths {
-		n, ok, err := acquire(p)
+		n, ok, waited, err := acquire(p)
 		if err != nil {
 			err = fmt.Errorf("member %q: %w", p, err)
 		}
@@ -186,7 +187,7 @@ func (m *MultiMutex) take(ctx context.Context, acquire func(p string) (store.Nod
 			return nil, errors.Join(err, giveBack(ctx, holds))
 		}
 		opts := m.opts.hold()
-		opts.Front = true // each member is a mutex
+		opts.Front = waited // each member is a mutex: see recipe.AcquireWaited
 		holds = append(holds, recipe.NewHold(m.st, n, opts))
 	}
 	return holds, nil

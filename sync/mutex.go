@@ -243,13 +243,13 @@ func (x *exclusive) lock(ctx context.Context, op string) error {
 		return acquireErr(ctx, op, x.path, nil)
 	}
 	tctx := telemetry.NewContext(ctx, x.rec)
-	n, err := recipe.Acquire(tctx, x.st, x.path, x.prefix, x.opts.nodeData(a.Start()), recipe.Predecessor)
+	n, waited, err := recipe.AcquireWaited(tctx, x.st, x.path, x.prefix, x.opts.nodeData(a.Start()), recipe.Predecessor)
 	if err != nil {
 		<-x.local
 		a.Failed(ctx, err)
 		return acquireErr(ctx, op, x.path, err)
 	}
-	x.grant(n, a.Granted(ctx, n))
+	x.grant(n, waited, a.Granted(ctx, n))
 	return nil
 }
 
@@ -275,13 +275,14 @@ func (x *exclusive) tryLock(ctx context.Context, op string) (bool, error) {
 		a.Busy(ctx)
 		return false, nil
 	}
-	x.grant(n, a.Granted(ctx, n))
+	x.grant(n, false, a.Granted(ctx, n))
 	return true, nil
 }
 
-func (x *exclusive) grant(n store.Node, held *telemetry.Holding) {
+// grant makes the hold of n, granted after a wait or at once.
+func (x *exclusive) grant(n store.Node, waited bool, held *telemetry.Holding) {
 	opts := x.opts.holdWith(held)
-	opts.Front = true // a mutex's or a writer's: granted as the first contender
+	opts.Front = waited // see recipe.AcquireWaited
 	h := recipe.NewHold(x.st, n, opts)
 	x.mu.Lock()
 	x.hold = h

@@ -32,11 +32,12 @@ type HoldOptions struct {
 	// watch, by Context, or at the latest by Release, which first checks
 	// whether the node is still there. It must not block.
 	OnEnd func(lost error)
-	// Front says that the hold is exclusive: granted as the first
-	// contender (Predecessor), it stays first until its node goes. Its
-	// release then records that, where the store can
+	// Front says that the hold is exclusive (granted as the first
+	// contender under Predecessor, it stays first until its node goes)
+	// and was granted after a wait (see AcquireWaited). Its release then
+	// records that it left from the front, where the store can
 	// (store.FrontDeleter), so that the contender behind it needs no
-	// listing to know that it is first now (see Acquire).
+	// listing to know that it is first now.
 	Front bool
 }
 

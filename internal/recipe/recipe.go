@@ -286,14 +286,25 @@ func sessionErr(st store.Store, err error) error {
 // blocker grants it, ctx is done or the session ends. It returns the node,
 // or an error and leaves no node behind. It may be called concurrently.
 func Acquire(ctx context.Context, st store.Store, dir, prefix string, data []byte, blocker Blocker) (store.Node, error) {
+	n, _, err := AcquireWaited(ctx, st, dir, prefix, data, blocker)
+	return n, err
+}
+
+// AcquireWaited is Acquire that also reports whether the grant came after a
+// wait. An exclusive holder that waited sets HoldOptions.Front, so that
+// its release tells the contender behind it, likely waiting too, that it
+// is first now; one granted at once skips the record: nobody may be
+// behind it, and a contender right behind it reads a view that starts
+// with it.
+func AcquireWaited(ctx context.Context, st store.Store, dir, prefix string, data []byte, blocker Blocker) (n store.Node, waited bool, err error) {
 	n, v, err := create(ctx, st, dir, prefix, data)
 	if err != nil {
-		return store.Node{}, err
+		return store.Node{}, false, err
 	}
-	if err := wait(ctx, st, n, v, blocker); err != nil {
-		return store.Node{}, errors.Join(sessionErr(st, err), Remove(ctx, st, n))
+	if waited, err = wait(ctx, st, n, v, blocker); err != nil {
+		return store.Node{}, false, errors.Join(sessionErr(st, err), Remove(ctx, st, n))
 	}
-	return n, nil
+	return n, waited, nil
 }
 
 // TryAcquire is Acquire without the wait: if the new node is blocked it is
@@ -410,43 +421,43 @@ func decisive(ctx context.Context, st store.Store, n store.Node, v view, blocker
 }
 
 // wait blocks until blocker grants n among the contenders, reading its view
-// again after every wait.
-func wait(ctx context.Context, st store.Store, n store.Node, v view, blocker Blocker) error {
+// again after every wait, and reports whether it waited for a blocker.
+func wait(ctx context.Context, st store.Store, n store.Node, v view, blocker Blocker) (waited bool, err error) {
 	dir, name := store.Parent(n.Path), n.Name()
 	for attempt := 0; ; {
-		var err error
 		if v, err = decisive(ctx, st, n, v, blocker); err != nil {
-			return err
+			return waited, err
 		}
 		cs := v.cs
 		i := Index(cs, name)
 		if i < 0 {
-			return ownGone(st, n.Path)
+			return waited, ownGone(st, n.Path)
 		}
 		b := blocker(cs, i)
 		if b < 0 {
 			// The view was read after the own node was created, and the
 			// session was alive when it was read; it must still be.
 			if st.Context().Err() != nil {
-				return fmt.Errorf("contender %q: %w", n.Path, context.Cause(st.Context()))
+				return waited, fmt.Errorf("contender %q: %w", n.Path, context.Cause(st.Context()))
 			}
 			if !disconnected(st) {
-				return nil
+				return waited, nil
 			}
 			// Granted on a view read just as the store reported a lost
 			// connection: ownership is unknown, so no grant until the
 			// store is back; then read again.
 			if err := Pause(ctx, st, attempt); err != nil {
-				return err
+				return waited, err
 			}
 			attempt++
 		} else {
+			waited = true
 			if err := WaitGone(ctx, st, store.Join(dir, cs[b].Name), cs[b].Seq); err != nil {
-				return err
+				return waited, err
 			}
 			first, err := followsFront(ctx, st, n, cs[b])
 			if err != nil {
-				return err
+				return waited, err
 			}
 			if first {
 				v = view{cs: []Contender{{Name: name, Seq: n.Seq, Kind: kindOf(name)}}, complete: true}
@@ -454,7 +465,7 @@ func wait(ctx context.Context, st store.Store, n store.Node, v view, blocker Blo
 			}
 		}
 		if v, err = read(ctx, st, n); err != nil {
-			return err
+			return waited, err
 		}
 	}
 }
