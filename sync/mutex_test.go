@@ -879,3 +879,62 @@ func TestMutexGoZookeeperLock(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// TestMutexFrontHandoff: a holder granted after a wait records its release
+// where the store can (store.FrontDeleter), and the waiter behind it is
+// granted on that record without listing; a holder granted at once records
+// nothing, and the waiter behind it reads the contenders again.
+func TestMutexFrontHandoff(t *testing.T) {
+	backends.Run(t, func(t *testing.T, b storetest.Backend) {
+		p, ctx := lockPath(t), testCtx(t)
+		sts := backends.Open(t, b, 3)
+		_, front := sts[0].(store.FrontDeleter)
+		first := sync.NewMutex(sts[0], p)
+		if err := first.Lock(ctx); err != nil {
+			t.Fatalf("Lock(%q) = %v", p, err)
+		}
+		var (
+			cs   [2]*countstore.Store
+			ms   [2]*sync.Mutex
+			gots [2]chan error
+		)
+		for i := range cs {
+			cs[i] = countstore.New(sts[i+1])
+			t.Cleanup(func() { _ = cs[i].Close() })
+			ms[i] = sync.NewMutex(cs[i], p)
+			gots[i] = make(chan error, 1)
+			go func() { gots[i] <- ms[i].Lock(ctx) }()
+			if err := cs[i].Wait(ctx, func(n countstore.Counts) bool { return n.Calls["ExistsW"] > 0 }); err != nil {
+				t.Fatal(err)
+			}
+		}
+		reads := func(c countstore.Counts) int { return c.Calls["ChildrenUpTo"] + c.Calls["Children"] }
+		release := func(m *sync.Mutex, w int) (follows, listings int) {
+			t.Helper()
+			before := cs[w].Counts()
+			if err := m.Unlock(ctx); err != nil {
+				t.Fatalf("Unlock(%q) = %v", p, err)
+			}
+			if err := result(t, gots[w], "Lock"); err != nil {
+				t.Fatalf("Lock(%q) = %v", p, err)
+			}
+			after := cs[w].Counts()
+			return after.Calls["FollowsFront"] - before.Calls["FollowsFront"], reads(after) - reads(before)
+		}
+		// The first holder took the lock at once: no record, a listing.
+		if _, listings := release(first, 0); listings == 0 {
+			t.Errorf("after the release of a holder granted at once: no listing; want the view read again")
+		}
+		// The second waited: its release is recorded where the store can.
+		follows, listings := release(ms[0], 1)
+		switch {
+		case front && (follows != 1 || listings != 0):
+			t.Errorf("after the release of a holder that waited: %d FollowsFront, %d listings; want 1, 0", follows, listings)
+		case !front && listings == 0:
+			t.Errorf("after the release of a holder that waited: no listing; want the view read again (no FrontDeleter)")
+		}
+		if err := ms[1].Unlock(ctx); err != nil {
+			t.Errorf("Unlock(%q) = %v", p, err)
+		}
+	})
+}

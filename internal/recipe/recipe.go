@@ -43,8 +43,9 @@
 // (store.FrontDeleter, HoldOptions.Front), one point read that finds the
 // node it waited for so released, and its own node still there, stands in
 // for the view: etcd sorts a whole directory to read even a window, so
-// that read is what keeps a handoff's cost from growing with the waiters. On any error or cancellation the node is removed
-// ([Remove], on context.WithoutCancel with the [CleanupTimeout] bound).
+// that read is what keeps a handoff's cost from growing with the waiters.
+// On any error or cancellation the node is removed ([Remove], on
+// context.WithoutCancel with the [CleanupTimeout] bound).
 // [TryAcquire] is the non-blocking form. [Predecessor] is the blocker of a
 // mutex, a writer or an election candidate; [LastWriter] that of a reader.
 //
@@ -293,9 +294,9 @@ func Acquire(ctx context.Context, st store.Store, dir, prefix string, data []byt
 // AcquireWaited is Acquire that also reports whether the grant came after a
 // wait. An exclusive holder that waited sets HoldOptions.Front, so that
 // its release tells the contender behind it, likely waiting too, that it
-// is first now; one granted at once skips the record: nobody may be
-// behind it, and a contender right behind it reads a view that starts
-// with it.
+// is first now. One granted at once skips the record, which would cost
+// every uncontended cycle a write: nobody is likely behind it, and a
+// contender that is reads its view again, as without a record.
 func AcquireWaited(ctx context.Context, st store.Store, dir, prefix string, data []byte, blocker Blocker) (n store.Node, waited bool, err error) {
 	n, v, err := create(ctx, st, dir, prefix, data)
 	if err != nil {
