@@ -296,7 +296,8 @@ func Acquire(ctx context.Context, st store.Store, dir, prefix string, data []byt
 // its release tells the contender behind it, likely waiting too, that it
 // is first now. One granted at once skips the record, which would cost
 // every uncontended cycle a write: nobody is likely behind it, and a
-// contender that is reads its view again, as without a record.
+// contender that is finds no record (one point read) and reads its view
+// again.
 func AcquireWaited(ctx context.Context, st store.Store, dir, prefix string, data []byte, blocker Blocker) (n store.Node, waited bool, err error) {
 	n, v, err := create(ctx, st, dir, prefix, data)
 	if err != nil {
@@ -477,11 +478,11 @@ func wait(ctx context.Context, st store.Store, n store.Node, v view, blocker Blo
 // Nothing then comes before n: no contender came before c, none came
 // between c and n but readers (c was n's blocker, under Predecessor or
 // LastWriter), and none can come before n later (a Seq is never handed
-// out again). Readers never leave from the front, so no read is spent on
-// them.
+// out again). Readers and etcd's own clients never leave a record, so no
+// read is spent on them.
 func followsFront(ctx context.Context, st store.Store, n store.Node, c Contender) (bool, error) {
 	fd, ok := st.(store.FrontDeleter)
-	if !ok || c.Kind == Reader {
+	if !ok || c.Kind == Reader || isLeaseKey(c.Name) {
 		return false, nil
 	}
 	return retry(ctx, st, func() (bool, error) { return fd.FollowsFront(ctx, n.Path, n.Seq, c.Seq) })

@@ -706,7 +706,7 @@ func TestFrontHandoff(t *testing.T) {
 		}
 		watches(1) // on the quitter
 		quit()
-		if err := <-quitter; !errors.Is(err, context.Canceled) {
+		if err := receive(t, ctx, quitter); !errors.Is(err, context.Canceled) {
 			t.Fatalf("Acquire(quitter) = %v; want context.Canceled", err)
 		}
 		watches(2) // on the holder, found by reading again
@@ -719,7 +719,7 @@ func TestFrontHandoff(t *testing.T) {
 		if lost, err := hold.Release(ctx, errReleased); lost != nil || err != nil {
 			t.Fatalf("Release = %v, %v", lost, err)
 		}
-		if err := <-got; err != nil {
+		if err := receive(t, ctx, got); err != nil {
 			t.Fatalf("Acquire(waiter) = %v", err)
 		}
 		after := waiter.Counts()
@@ -735,4 +735,17 @@ func TestFrontHandoff(t *testing.T) {
 			t.Errorf("listings after the release = 0; want the view read again")
 		}
 	})
+}
+
+// receive returns the error ch delivers, or fails the test when ctx ends
+// first.
+func receive(t *testing.T, ctx context.Context, ch <-chan error) error {
+	t.Helper()
+	select {
+	case err := <-ch:
+		return err
+	case <-ctx.Done():
+		t.Fatalf("no result before the test's deadline: %v", ctx.Err())
+		return nil
+	}
 }
