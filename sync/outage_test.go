@@ -237,6 +237,31 @@ func lockOutageOps() []backends.OutageOp {
 			e.Cut()
 			_ = e.Call(m.Unlock) // ErrDisconnected (left to the session) or nil
 		}},
+		{Name: "UnlockAfterWait", Again: tryLock, Run: func(e *backends.OutageEnv) {
+			// A hold granted after a wait records its release where the
+			// store can (store.FrontDeleter): the same delete, one put more.
+			first := sync.NewMutex(e.Other, e.Dir)
+			if err := first.Lock(e.Ctx); err != nil {
+				e.T.Fatalf("Lock(first) = %v", err)
+			}
+			m := sync.NewMutex(e.St, e.Dir, sync.WithDisconnectPolicy(sync.KeepOnDisconnect))
+			got := make(chan error, 1)
+			go func() { got <- m.Lock(e.Ctx) }()
+			backends.WaitChildren(e.T, e.Other, e.Dir, backends.Count(2))
+			if err := first.Unlock(e.Ctx); err != nil {
+				e.T.Fatalf("Unlock(first) = %v", err)
+			}
+			select {
+			case err := <-got:
+				if err != nil {
+					e.T.Fatalf("Lock after a wait = %v", err)
+				}
+			case <-e.Ctx.Done():
+				e.T.Fatalf("Lock after a wait: %v", e.Ctx.Err())
+			}
+			e.Cut()
+			_ = e.Call(m.Unlock) // ErrDisconnected (left to the session) or nil
+		}},
 		{Name: "TryLock", Again: tryLock, Run: func(e *backends.OutageEnv) {
 			e.Cut()
 			_ = e.Call(func(ctx context.Context) error {
