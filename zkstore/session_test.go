@@ -240,7 +240,7 @@ func TestReconnectKeepsSession(t *testing.T) {
 		}
 		before := zkstore.SessionDeadline(st)
 		proxies[0].Restore()
-		zkbackend.WaitConnected(t, st)
+		zkbackend.WaitConnected(t, ctx, st)
 		if err := st.Context().Err(); err != nil {
 			t.Fatalf("%s: session ended across a reconnection: %v", fault, context.Cause(st.Context()))
 		}

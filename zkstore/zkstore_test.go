@@ -205,7 +205,7 @@ func TestServerRestart(t *testing.T) {
 	case <-ctx.Done():
 		t.Fatal("Disconnected not closed across a restart")
 	}
-	waitReconnected(t, ctx, st)
+	zkbackend.WaitConnected(t, ctx, st)
 	if err := st.Context().Err(); err != nil {
 		if outage := time.Since(anchor); outage < timeout-time.Second {
 			t.Fatalf("session ended %v into a restart, inside its %v timeout: %v", outage, timeout, context.Cause(st.Context()))
@@ -217,27 +217,6 @@ func TestServerRestart(t *testing.T) {
 	n := must[store.Node](t)(other.Get(ctx, e.Path))
 	if n.Owner != id || st.SessionID() != id {
 		t.Errorf("after restart: owner %#x, session %#x; want %#x", n.Owner, st.SessionID(), id)
-	}
-}
-
-// waitReconnected waits until st is connected again or its session has
-// ended, bounded by ctx.
-func waitReconnected(t *testing.T, ctx context.Context, st store.Store) {
-	t.Helper()
-	for {
-		select {
-		case <-st.Disconnected():
-		default:
-			return
-		}
-		select {
-		case <-st.Context().Done():
-			return
-		case <-ctx.Done():
-			t.Fatalf("not reconnected: %v", ctx.Err())
-		case <-time.After(10 * time.Millisecond):
-			// Polled: the contract has no "connected" signal.
-		}
 	}
 }
 

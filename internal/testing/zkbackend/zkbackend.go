@@ -244,27 +244,28 @@ func (b *Backend) Reconnect(t testing.TB, st store.Store) {
 	for _, p := range b.session(t, st).proxies {
 		p.Restore()
 	}
-	WaitConnected(t, st)
+	ctx, cancel := context.WithTimeout(context.Background(), Timeout)
+	defer cancel()
+	WaitConnected(t, ctx, st)
 }
 
 // WaitConnected waits until st is connected (its Disconnected channel is
-// open) or its session ended, and fails t after Timeout.
-func WaitConnected(t testing.TB, st store.Store) {
+// open) or its session ended, and fails t when ctx ends first.
+func WaitConnected(t testing.TB, ctx context.Context, st store.Store) {
 	t.Helper()
-	deadline := time.Now().Add(Timeout)
 	for {
 		select {
 		case <-st.Disconnected():
 		default:
 			return
 		}
-		if st.Context().Err() != nil {
+		select {
+		case <-st.Context().Done():
 			return
+		case <-ctx.Done():
+			t.Fatalf("zkbackend: not reconnected: %v", context.Cause(ctx))
+		case <-time.After(10 * time.Millisecond):
+			// Polled: the contract has no "connected" signal.
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("zkbackend: not reconnected after %v", Timeout)
-		}
-		// Polled: the contract has no "connected" signal.
-		time.Sleep(10 * time.Millisecond)
 	}
 }
