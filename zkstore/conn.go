@@ -25,22 +25,44 @@ type link struct {
 	handshook   bool      // the connect response has been read
 	session     bool      // and it accepted the Store's session
 	handshakeBy time.Time // read deadline of the handshake
+
+	gate *gate // nil unless the link must hold answers until the client re-arms its watches (see rearm.go)
 }
 
 func (l *link) Write(p []byte) (int, error) {
 	l.wmu.Lock()
 	defer l.wmu.Unlock()
+	rearmed := false
 	l.mu.Lock()
-	l.t.wrote(p, time.Now())
+	l.t.wrote(p, time.Now(), func(head []byte) { rearmed = l.s.rearm.request(head) || rearmed })
 	l.mu.Unlock()
 	n, err := l.Conn.Write(p)
 	if err == nil {
 		l.s.wires.wrote(p)
+		if rearmed && l.gate != nil {
+			l.gate.open()
+		}
 	}
 	return n, err
 }
 
 func (l *link) Read(p []byte) (int, error) {
+	if l.gate != nil && !l.gate.passing && l.inSession() {
+		return l.gate.read(p, l.fill)
+	}
+	return l.fill(p)
+}
+
+// inSession reports whether the link's handshake accepted the Store's
+// session.
+func (l *link) inSession() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.handshook && l.session
+}
+
+// fill reads from the connection into p and follows what it read.
+func (l *link) fill(p []byte) (int, error) {
 	n, err := l.Conn.Read(p)
 	if err != nil {
 		l.mu.Lock()
@@ -58,7 +80,7 @@ func (l *link) Read(p []byte) (int, error) {
 	}
 	if n > 0 {
 		l.mu.Lock()
-		perr := l.t.read(p[:n], l.acked)
+		perr := l.t.read(p[:n], l.acked, l.s.rearm.replied)
 		l.mu.Unlock()
 		if perr != nil {
 			l.Conn.Close()
@@ -91,6 +113,9 @@ func (l *link) SetReadDeadline(t time.Time) error {
 		t = l.handshakeBy
 	}
 	l.mu.Unlock()
+	if l.gate != nil {
+		l.gate.setReadDeadline(t)
+	}
 	return l.Conn.SetReadDeadline(t)
 }
 
@@ -102,6 +127,9 @@ func (l *link) SetDeadline(t time.Time) error {
 }
 
 func (l *link) Close() error {
+	if l.gate != nil {
+		l.gate.hangUp()
+	}
 	l.s.dropLink(l)
 	return l.Conn.Close()
 }

@@ -26,3 +26,7 @@ func Ended(s *Store) error {
 	defer s.mu.Unlock()
 	return s.ended
 }
+
+// RearmGuarded reports whether the Store's links hold answers until the
+// client re-arms its watches (see rearm.go): true once Open returned.
+func RearmGuarded(s *Store) bool { return s.rearm.armed.Load() }

@@ -99,16 +99,26 @@ type tracker struct {
 	sent     []time.Time // when each frame not yet answered began to be sent, oldest first
 }
 
-// wrote records p, which is about to be written at time at.
-func (t *tracker) wrote(p []byte, at time.Time) {
-	t.up.feed(p, func() { t.sent = append(t.sent, at) }, nil, nil)
+// wrote records p, which is about to be written at time at, and calls
+// request, if not nil, with the head of every request it completes (the
+// connect request, the first frame, excluded).
+func (t *tracker) wrote(p []byte, at time.Time, request func(head []byte)) {
+	t.up.feed(p, func() { t.sent = append(t.sent, at) }, nil, func(index int, head []byte) {
+		if index > 0 && request != nil {
+			request(head)
+		}
+	})
 }
 
 // read follows p, just read, and calls acked for every answer it
-// completes. It fails when the peer is not a ZooKeeper server.
-func (t *tracker) read(p []byte, acked func(ack)) error {
+// completes, and replied, if not nil, with the header of every frame after
+// the connect response. It fails when the peer is not a ZooKeeper server.
+func (t *tracker) read(p []byte, acked func(ack), replied func(replyHeader)) error {
 	return t.down.feed(p, nil, checkDown, func(index int, head []byte) {
 		body := head[4:]
+		if h, ok := parseReply(body); ok && index > 0 && replied != nil {
+			replied(h)
+		}
 		var a ack
 		switch {
 		case index == 0:

@@ -1,0 +1,246 @@
+package zkstore
+
+import (
+	"encoding/binary"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Re-armed watches: a guard against a data race in go-zookeeper v1.0.4.
+//
+// After a reconnection, go-zookeeper re-arms its watches with a SetWatches
+// request built from the latest zxid it has seen (Conn.sendSetWatches reads
+// Conn.lastZxid), on its connection goroutine, while its receive loop is
+// already taking answers on the new connection and writes Conn.lastZxid for
+// every answer that carries a zxid. Nothing orders the two (upstream:
+// go-zookeeper/zk pull request 35, samuel/go-zookeeper issue 260; v1.0.4 is
+// the newest release), and the Store's calls that waited for the
+// reconnection go out at once, so their answers can reach the receive loop
+// before the SetWatches request is built: `go test -race` then reports the
+// race in the client (TestReconnectRearmsWatchesRaceFree provokes it).
+//
+// The Store makes that order certain from the connection it hands the
+// client (a link):
+//
+//   - The client reads Conn.lastZxid only when it has watches to re-arm,
+//     and then always writes a SetWatches request (opcode 101) once it has.
+//     So that it always has one, the Store's first watch, set by Open before
+//     anything else, is on a path no client can ever create (sentinelPath:
+//     ZooKeeper refuses U+E000 in a node's name, go-zookeeper does not check
+//     for it), and never fires while the session lives.
+//   - A link dialled once that watch is known to be set (its answer has been
+//     read) is gated: it delivers no answer that carries a zxid until the
+//     client has written the SetWatches request on it. Other frames (the
+//     answers to re-sent credentials, which the client awaits before it
+//     sends anything else and which carry no zxid; pings; notifications)
+//     pass. The client's receive loop thus writes Conn.lastZxid only after
+//     the SetWatches request was built: read, then write, in one order.
+//
+// The server keeps that one watch per session (`wchs` counts it) until the
+// session ends. Remove this file's mechanism once go-zookeeper orders the
+// two itself.
+const sentinelPath = "/\ue000"
+
+const (
+	opExists     = 3
+	opSetWatches = 101
+	errNoNode    = -101
+)
+
+// rearm is the Store's side of the guard.
+type rearm struct {
+	xid   atomic.Int32 // of the latest sentinel request written; 0: none
+	armed atomic.Bool  // the answer to it has been read: the client holds the watch
+}
+
+// armSentinel sets the session's never-firing watch, retrying across lost
+// connections. Open calls it before the Store sets any other watch, so that
+// the client holds no watch before it holds this one.
+func (s *Store) armSentinel(left <-chan struct{}) error {
+	return s.retry(left, func() error {
+		// The watch's channel is never read: the client sends on it (it
+		// has room for one event) only when the session ends, and closes
+		// it. The path is absolute: not under the chroot.
+		_, _, _, err := s.conn.zk.ExistsW(sentinelPath)
+		return err
+	})
+}
+
+// newGate returns the gate of a link being dialled: one that holds answers
+// once the client holds the sentinel watch, since it then re-arms it on
+// the link; nil before that, when it holds no watch at all and re-arms
+// nothing. The client's watches change only as its receive loop reads
+// answers, and no receive loop runs while it dials: what armed says now
+// is what the client will find when it re-arms.
+func (r *rearm) newGate() *gate {
+	if !r.armed.Load() {
+		return nil
+	}
+	return &gate{opened: make(chan struct{}), hungUp: make(chan struct{})}
+}
+
+// request follows a request frame the client writes, given its head, and
+// reports whether it re-arms watches.
+func (r *rearm) request(head []byte) bool {
+	if len(head) < 4+8 {
+		return false
+	}
+	if xid, ok := sentinelRequest(head); ok {
+		r.xid.Store(xid)
+	}
+	return int32(binary.BigEndian.Uint32(head[8:])) == opSetWatches
+}
+
+// replied follows an answer the client is about to read.
+func (r *rearm) replied(h replyHeader) {
+	if h.xid != 0 && h.xid == r.xid.Load() && h.err == errNoNode {
+		r.armed.Store(true)
+	}
+}
+
+// sentinelRequest reports whether head, a request frame's head, is the
+// sentinel's exists request, and returns its xid.
+func sentinelRequest(head []byte) (int32, bool) {
+	body := head[4:]
+	want := 12 + len(sentinelPath) + 1 // xid, opcode, path (length and bytes), watch flag
+	if len(body) < want || int(binary.BigEndian.Uint32(head[:4])) != want {
+		return 0, false
+	}
+	if int32(binary.BigEndian.Uint32(body[4:])) != opExists ||
+		int(binary.BigEndian.Uint32(body[8:])) != len(sentinelPath) ||
+		string(body[12:12+len(sentinelPath)]) != sentinelPath {
+		return 0, false
+	}
+	return int32(binary.BigEndian.Uint32(body)), true
+}
+
+// replyHeader is the header of an answer: the xid of the request it
+// answers (negative for pings, notifications and other frames the client
+// sends no request for), the zxid the server had reached, and an error code.
+type replyHeader struct {
+	xid  int32
+	zxid int64
+	err  int32
+}
+
+func parseReply(body []byte) (replyHeader, bool) {
+	if len(body) < 16 {
+		return replyHeader{}, false
+	}
+	return replyHeader{
+		xid:  int32(binary.BigEndian.Uint32(body)),
+		zxid: int64(binary.BigEndian.Uint64(body[4:])),
+		err:  int32(binary.BigEndian.Uint32(body[12:])),
+	}, true
+}
+
+// gate holds back, on a reconnected link, the answers that would make the
+// client write its latest zxid, until the client has written its
+// SetWatches request on that link. While closed it reads the connection a
+// frame at a time, peeking at each frame's header before delivering it.
+type gate struct {
+	openOnce, hangUpOnce sync.Once
+	opened               chan struct{} // closed once the SetWatches request is written
+	hungUp               chan struct{} // closed when the link is closed
+
+	// The reader's state; only the client's receive loop reads a link.
+	passing bool   // the gate is open and no peeked frame is left: read straight through
+	pending []byte // peeked bytes not yet delivered
+	left    int    // bytes of the current frame not yet read from the connection
+
+	mu     sync.Mutex
+	readBy time.Time // the client's latest read deadline
+}
+
+// open lets every answer through from now on.
+func (g *gate) open() { g.openOnce.Do(func() { close(g.opened) }) }
+
+// hangUp ends a wait: the link is closed.
+func (g *gate) hangUp() { g.hangUpOnce.Do(func() { close(g.hungUp) }) }
+
+func (g *gate) isOpen() bool {
+	select {
+	case <-g.opened:
+		return true
+	default:
+		return false
+	}
+}
+
+// read is the link's Read while the gate has not passed its last peeked
+// frame. fill reads from the connection and follows what it read (the
+// link's Read without the gate).
+func (g *gate) read(p []byte, fill func([]byte) (int, error)) (int, error) {
+	if len(g.pending) == 0 && g.left == 0 {
+		// At a frame's start.
+		if g.isOpen() {
+			g.passing = true
+			return fill(p)
+		}
+		if err := g.peek(fill); err != nil {
+			return 0, err
+		}
+	}
+	if len(g.pending) > 0 {
+		n := copy(p, g.pending)
+		g.pending = g.pending[n:]
+		return n, nil
+	}
+	n, err := fill(p[:min(len(p), g.left)])
+	g.left -= n
+	return n, err
+}
+
+// peek reads the next frame's length and header, and waits for the gate to
+// open if the frame is an answer that carries a zxid.
+func (g *gate) peek(fill func([]byte) (int, error)) error {
+	head := make([]byte, 4+16) // every frame a server sends after the handshake is at least this long
+	if _, err := io.ReadFull(readerFunc(fill), head); err != nil {
+		return err
+	}
+	size := int(binary.BigEndian.Uint32(head))
+	if size < 16 {
+		return fmt.Errorf("zkstore: a %d-byte frame from the server: %w", size, errNotZooKeeper)
+	}
+	g.pending, g.left = head, size-16
+	if h, _ := parseReply(head[4:]); h.xid < 0 || h.zxid <= 0 {
+		return nil // the client writes no zxid for it
+	}
+	return g.wait()
+}
+
+// wait blocks until the gate opens, the link is closed, or the client's
+// read deadline passes.
+func (g *gate) wait() error {
+	g.mu.Lock()
+	by := g.readBy
+	g.mu.Unlock()
+	var expired <-chan time.Time
+	if !by.IsZero() {
+		t := time.NewTimer(time.Until(by))
+		defer t.Stop()
+		expired = t.C
+	}
+	select {
+	case <-g.opened:
+		return nil
+	case <-g.hungUp:
+		return io.ErrClosedPipe
+	case <-expired:
+		return os.ErrDeadlineExceeded
+	}
+}
+
+func (g *gate) setReadDeadline(t time.Time) {
+	g.mu.Lock()
+	g.readBy = t
+	g.mu.Unlock()
+}
+
+type readerFunc func([]byte) (int, error)
+
+func (f readerFunc) Read(p []byte) (int, error) { return f(p) }
