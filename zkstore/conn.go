@@ -34,14 +34,28 @@ func (l *link) Write(p []byte) (int, error) {
 	defer l.wmu.Unlock()
 	rearmed := false
 	l.mu.Lock()
-	l.t.wrote(p, time.Now(), func(head []byte) { rearmed = l.s.rearm.request(head) || rearmed })
+	l.t.wrote(p, time.Now(), func(head []byte) {
+		rearmed = l.s.rearm.request(head) || rearmed
+		if l.gate != nil {
+			l.gate.request(head)
+		}
+	})
+	hide := l.gate != nil && l.handshook && l.session && !l.gate.isOpen()
 	l.mu.Unlock()
+	if hide {
+		// Until the client has re-armed its watches here, it must not
+		// learn that the link failed (see gate).
+		if l.gate.write(p, l.Conn.Write) {
+			l.s.wires.wrote(p)
+		}
+		if rearmed {
+			l.gate.open()
+		}
+		return len(p), nil
+	}
 	n, err := l.Conn.Write(p)
 	if err == nil {
 		l.s.wires.wrote(p)
-		if rearmed && l.gate != nil {
-			l.gate.open()
-		}
 	}
 	return n, err
 }
@@ -113,9 +127,6 @@ func (l *link) SetReadDeadline(t time.Time) error {
 		t = l.handshakeBy
 	}
 	l.mu.Unlock()
-	if l.gate != nil {
-		l.gate.setReadDeadline(t)
-	}
 	return l.Conn.SetReadDeadline(t)
 }
 

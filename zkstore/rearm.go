@@ -4,10 +4,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
-	"os"
 	"sync"
 	"sync/atomic"
-	"time"
 )
 
 // Re-armed watches: a guard against a data race in go-zookeeper v1.0.4.
@@ -47,6 +45,7 @@ const sentinelPath = "/\ue000"
 
 const (
 	opExists     = 3
+	opSetAuth    = 100
 	opSetWatches = 101
 	errNoNode    = -101
 )
@@ -80,7 +79,11 @@ func (r *rearm) newGate() *gate {
 	if !r.armed.Load() {
 		return nil
 	}
-	return &gate{opened: make(chan struct{}), hungUp: make(chan struct{})}
+	return newGate()
+}
+
+func newGate() *gate {
+	return &gate{opened: make(chan struct{}), hungUp: make(chan struct{}), owe: make(chan struct{}, 1)}
 }
 
 // request follows a request frame the client writes, given its head, and
@@ -142,21 +145,35 @@ func parseReply(body []byte) (replyHeader, bool) {
 // client write its latest zxid, until the client has written its
 // SetWatches request on that link. While closed it reads the connection a
 // frame at a time, peeking at each frame's header before delivering it.
+//
+// Until then it also hides the link's failure from the client: a write
+// that fails is reported done (and nothing more is written), a read that
+// fails is held back. Otherwise the client, on seeing the failure, could
+// stop this link's send loop before it wrote the SetWatches request, which
+// would then go out on the next link and open that link's gate before the
+// client read the zxid for it. Once the link has failed, an answer the
+// client awaits before its send loop starts (to the credentials it sends
+// again on every connection) is supplied as a success: the link is dead,
+// so nothing is ever done on it with or without them, and the next
+// connection sends them again.
 type gate struct {
 	openOnce, hangUpOnce sync.Once
 	opened               chan struct{} // closed once the SetWatches request is written
 	hungUp               chan struct{} // closed when the link is closed
 
+	owe chan struct{} // has a value when credentials became owed since the reader last looked
+
+	mu       sync.Mutex
+	failed   error   // the link's first failure, hidden until the gate opens
+	authOwed []int32 // xids of credentials sent on the link and not yet answered
+
 	// The reader's state; only the client's receive loop reads a link.
 	passing bool   // the gate is open and no peeked frame is left: read straight through
-	pending []byte // peeked bytes not yet delivered
+	pending []byte // peeked or supplied bytes not yet delivered
 	left    int    // bytes of the current frame not yet read from the connection
-
-	mu     sync.Mutex
-	readBy time.Time // the client's latest read deadline
 }
 
-// open lets every answer through from now on.
+// open lets every answer through from now on, and the link's failure.
 func (g *gate) open() { g.openOnce.Do(func() { close(g.opened) }) }
 
 // hangUp ends a wait: the link is closed.
@@ -171,18 +188,58 @@ func (g *gate) isOpen() bool {
 	}
 }
 
+// request follows a request the client writes while the gate is closed,
+// given its head.
+func (g *gate) request(head []byte) {
+	if len(head) >= 4+8 && int32(binary.BigEndian.Uint32(head[8:])) == opSetAuth {
+		g.mu.Lock()
+		g.authOwed = append(g.authOwed, int32(binary.BigEndian.Uint32(head[4:])))
+		g.mu.Unlock()
+		select {
+		case g.owe <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// write is the link's Write while the gate is closed: it writes p with w
+// unless the link has failed, and hides a failure. It reports whether p
+// went out.
+func (g *gate) write(p []byte, w func([]byte) (int, error)) bool {
+	if g.failure() != nil {
+		return false
+	}
+	if _, err := w(p); err != nil {
+		g.fail(err)
+		return false
+	}
+	return true
+}
+
+func (g *gate) fail(err error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.failed == nil {
+		g.failed = err
+	}
+}
+
+func (g *gate) failure() error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.failed
+}
+
 // read is the link's Read while the gate has not passed its last peeked
 // frame. fill reads from the connection and follows what it read (the
 // link's Read without the gate).
 func (g *gate) read(p []byte, fill func([]byte) (int, error)) (int, error) {
 	if len(g.pending) == 0 && g.left == 0 {
-		// At a frame's start.
-		if g.isOpen() {
-			g.passing = true
-			return fill(p)
-		}
-		if err := g.peek(fill); err != nil {
+		if err := g.next(fill); err != nil {
 			return 0, err
+		}
+		if g.passing {
+			return fill(p)
 		}
 	}
 	if len(g.pending) > 0 {
@@ -192,53 +249,111 @@ func (g *gate) read(p []byte, fill func([]byte) (int, error)) (int, error) {
 	}
 	n, err := fill(p[:min(len(p), g.left)])
 	g.left -= n
-	return n, err
+	if err != nil {
+		g.fail(err)
+		return n, g.hold()
+	}
+	return n, nil
 }
 
-// peek reads the next frame's length and header, and waits for the gate to
-// open if the frame is an answer that carries a zxid.
-func (g *gate) peek(fill func([]byte) (int, error)) error {
-	head := make([]byte, 4+16) // every frame a server sends after the handshake is at least this long
-	if _, err := io.ReadFull(readerFunc(fill), head); err != nil {
-		return err
+// next decides, at a frame's start, what the client reads next: straight
+// through once the gate is open, else the next frame (peeked, and held
+// while it carries a zxid), or, once the link has failed, a supplied
+// answer to credentials or the failure when the gate opens.
+func (g *gate) next(fill func([]byte) (int, error)) error {
+	for {
+		if g.isOpen() {
+			if err := g.failure(); err != nil {
+				return err
+			}
+			g.passing = true
+			return nil
+		}
+		if g.failure() != nil {
+			if xid, ok := g.owed(); ok {
+				g.pending = authAnswer(xid)
+				return nil
+			}
+			// The client may yet send credentials and wait for their
+			// answer before it re-arms.
+			select {
+			case <-g.opened:
+			case <-g.owe:
+			case <-g.hungUp:
+				return io.ErrClosedPipe
+			}
+			continue
+		}
+		head := make([]byte, 4+16) // every frame a server sends after the handshake is at least this long
+		if _, err := io.ReadFull(readerFunc(fill), head); err != nil {
+			g.fail(err)
+			continue
+		}
+		size := int(binary.BigEndian.Uint32(head))
+		if size < 16 {
+			g.fail(fmt.Errorf("zkstore: a %d-byte frame from the server: %w", size, errNotZooKeeper))
+			continue
+		}
+		g.pending, g.left = head, size-16
+		h, _ := parseReply(head[4:])
+		if g.answersAuth(h.xid) || h.xid < 0 || h.zxid <= 0 {
+			return nil // the client writes no zxid for it
+		}
+		select {
+		case <-g.opened:
+			return nil
+		case <-g.hungUp:
+			return io.ErrClosedPipe
+		}
 	}
-	size := int(binary.BigEndian.Uint32(head))
-	if size < 16 {
-		return fmt.Errorf("zkstore: a %d-byte frame from the server: %w", size, errNotZooKeeper)
-	}
-	g.pending, g.left = head, size-16
-	if h, _ := parseReply(head[4:]); h.xid < 0 || h.zxid <= 0 {
-		return nil // the client writes no zxid for it
-	}
-	return g.wait()
 }
 
-// wait blocks until the gate opens, the link is closed, or the client's
-// read deadline passes.
-func (g *gate) wait() error {
+// owed takes the oldest credentials still unanswered.
+func (g *gate) owed() (int32, bool) {
 	g.mu.Lock()
-	by := g.readBy
-	g.mu.Unlock()
-	var expired <-chan time.Time
-	if !by.IsZero() {
-		t := time.NewTimer(time.Until(by))
-		defer t.Stop()
-		expired = t.C
+	defer g.mu.Unlock()
+	if len(g.authOwed) == 0 {
+		return 0, false
 	}
+	xid := g.authOwed[0]
+	g.authOwed = g.authOwed[1:]
+	return xid, true
+}
+
+// answersAuth reports whether xid answers the oldest unanswered
+// credentials, and takes them if so.
+func (g *gate) answersAuth(xid int32) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if len(g.authOwed) == 0 || g.authOwed[0] != xid {
+		return false
+	}
+	g.authOwed = g.authOwed[1:]
+	return true
+}
+
+// hold waits until the gate opens, then returns the link's failure; or
+// until the link is closed. The reader holds a failure this way in the
+// middle of a frame, which is never an answer to credentials (they come
+// whole in a frame's first bytes, which next peeks at).
+func (g *gate) hold() error {
 	select {
 	case <-g.opened:
-		return nil
+		if err := g.failure(); err != nil {
+			return err
+		}
+		return io.ErrClosedPipe
 	case <-g.hungUp:
 		return io.ErrClosedPipe
-	case <-expired:
-		return os.ErrDeadlineExceeded
 	}
 }
 
-func (g *gate) setReadDeadline(t time.Time) {
-	g.mu.Lock()
-	g.readBy = t
-	g.mu.Unlock()
+// authAnswer is a server's answer of success to the credentials sent with
+// xid: a reply header with no zxid.
+func authAnswer(xid int32) []byte {
+	b := binary.BigEndian.AppendUint32(nil, 16)
+	b = binary.BigEndian.AppendUint32(b, uint32(xid))
+	return append(b, make([]byte, 12)...) // zxid 0, err 0
 }
 
 type readerFunc func([]byte) (int, error)

@@ -5,9 +5,9 @@ import (
 	"encoding/binary"
 	"errors"
 	"io"
-	"os"
 	"slices"
 	"testing"
+	"testing/iotest"
 	"time"
 )
 
@@ -33,16 +33,22 @@ func readFrame(r io.Reader) ([]byte, error) {
 	return append(head, body...), nil
 }
 
+// gateReader reads through g from src, as the client's receive loop reads
+// a link.
+func gateReader(g *gate, src io.Reader) io.Reader {
+	return readerFunc(func(p []byte) (int, error) { return g.read(p, src.Read) })
+}
+
 func TestGatePassesWhatCarriesNoZxid(t *testing.T) {
 	frames := [][]byte{
 		answer(1, 0, 0),   // re-sent credentials
 		answer(-2, 9, 0),  // ping
 		answer(-1, -1, 9), // notification
 	}
-	src := bytes.NewReader(slices.Concat(frames...))
-	g := &gate{opened: make(chan struct{}), hungUp: make(chan struct{})}
-	r := readerFunc(func(p []byte) (int, error) { return g.read(p, src.Read) })
-	g.setReadDeadline(time.Now().Add(time.Minute))
+	g := newGate()
+	g.request(request(1, opSetAuth, 20)[:4+headLen])
+	g.hangUp() // a frame the gate held would fail to arrive
+	r := gateReader(g, bytes.NewReader(slices.Concat(frames...)))
 	for i, want := range frames {
 		got, err := readFrame(r)
 		if err != nil || !bytes.Equal(got, want) {
@@ -53,22 +59,40 @@ func TestGatePassesWhatCarriesNoZxid(t *testing.T) {
 
 func TestGateHoldsAnswersWithZxidUntilOpen(t *testing.T) {
 	frames := [][]byte{answer(5, 42, 80), answer(6, 43, 3), answer(-1, -1, 9)}
-	src := bytes.NewReader(slices.Concat(frames...))
-	g := &gate{opened: make(chan struct{}), hungUp: make(chan struct{})}
-	r := readerFunc(func(p []byte) (int, error) { return g.read(p, src.Read) })
 
-	// Closed: the answer waits for the client's read deadline.
-	g.setReadDeadline(time.Now().Add(50 * time.Millisecond))
-	if got, err := readFrame(r); !errors.Is(err, os.ErrDeadlineExceeded) {
-		t.Fatalf("an answer with a zxid through a closed gate = %x, %v; want %v", got, err, os.ErrDeadlineExceeded)
+	// Closed: the answer is held, here until the link is closed.
+	g := newGate()
+	g.hangUp()
+	if got, err := readFrame(gateReader(g, bytes.NewReader(slices.Concat(frames...)))); !errors.Is(err, io.ErrClosedPipe) {
+		t.Fatalf("an answer with a zxid through a closed gate = %x, %v; want %v", got, err, io.ErrClosedPipe)
 	}
-	// Open: it comes through whole, then everything else.
+
+	// Opened while the answer waits: it comes through whole, then
+	// everything else.
+	g = newGate()
+	r := gateReader(g, bytes.NewReader(slices.Concat(frames...)))
+	type result struct {
+		frame []byte
+		err   error
+	}
+	first := make(chan result, 1)
+	go func() {
+		f, err := readFrame(r)
+		first <- result{f, err}
+	}()
 	g.open()
-	g.setReadDeadline(time.Time{})
-	for i, want := range frames {
+	select {
+	case got := <-first:
+		if got.err != nil || !bytes.Equal(got.frame, frames[0]) {
+			t.Fatalf("held answer after the gate opened = %x, %v; want %x", got.frame, got.err, frames[0])
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("held answer not delivered after the gate opened")
+	}
+	for i, want := range frames[1:] {
 		got, err := readFrame(r)
 		if err != nil || !bytes.Equal(got, want) {
-			t.Fatalf("frame %d through an open gate = %x, %v; want %x", i, got, err, want)
+			t.Fatalf("frame %d through an open gate = %x, %v; want %x", i+1, got, err, want)
 		}
 	}
 	if !g.passing {
@@ -76,12 +100,71 @@ func TestGateHoldsAnswersWithZxidUntilOpen(t *testing.T) {
 	}
 }
 
+// TestGateHidesFailureUntilOpen checks what the client sees of a link that
+// fails before it re-armed its watches on it: writes succeed (and write
+// nothing once one failed), the credentials it awaits are answered, and
+// the failure comes only once the gate opens.
+func TestGateHidesFailureUntilOpen(t *testing.T) {
+	g := newGate()
+	broken := errors.New("broken link")
+	writes := 0
+	w := func(p []byte) (int, error) { writes++; return 0, broken }
+	if g.write([]byte("a"), w) || g.write([]byte("b"), w) || writes != 1 {
+		t.Fatalf("writes on a failed link: %d attempted; want 1, and none reported written", writes)
+	}
+	g.request(request(7, opSetAuth, 20)[:4+headLen])
+	r := gateReader(g, iotest.ErrReader(broken))
+	got, err := readFrame(r)
+	if h, ok := parseReply(got[4:]); err != nil || !ok || h != (replyHeader{xid: 7}) || len(got) != 4+16 {
+		t.Fatalf("read awaiting credentials on a failed link = %x, %v; want their answer, success", got, err)
+	}
+	failed := make(chan error, 1)
+	go func() {
+		_, err := readFrame(r)
+		failed <- err
+	}()
+	g.open()
+	select {
+	case err := <-failed:
+		if !errors.Is(err, broken) {
+			t.Fatalf("read on a failed link once the gate opened = %v; want %v", err, broken)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("read on a failed link still waits once the gate opened")
+	}
+}
+
+// TestGateAnswersCredentialsSentAfterFailure: the link fails before the
+// client sends its credentials again; the reader, already holding the
+// failure, answers them once they are sent.
+func TestGateAnswersCredentialsSentAfterFailure(t *testing.T) {
+	g := newGate()
+	r := gateReader(g, iotest.ErrReader(io.EOF))
+	type result struct {
+		frame []byte
+		err   error
+	}
+	got := make(chan result, 1)
+	go func() {
+		f, err := readFrame(r)
+		got <- result{f, err}
+	}()
+	g.request(request(9, opSetAuth, 20)[:4+headLen])
+	select {
+	case res := <-got:
+		if h, ok := parseReply(res.frame[min(4, len(res.frame)):]); res.err != nil || !ok || h != (replyHeader{xid: 9}) {
+			t.Fatalf("read awaiting credentials sent after the failure = %x, %v; want their answer", res.frame, res.err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("credentials sent after the link failed are never answered")
+	}
+}
+
 func TestGateWaitEndsWhenLinkCloses(t *testing.T) {
-	src := bytes.NewReader(answer(5, 42, 0))
-	g := &gate{opened: make(chan struct{}), hungUp: make(chan struct{})}
+	g := newGate()
 	done := make(chan error, 1)
 	go func() {
-		_, err := g.read(make([]byte, 4), src.Read)
+		_, err := g.read(make([]byte, 4), iotest.ErrReader(io.EOF).Read)
 		done <- err
 	}()
 	g.hangUp()

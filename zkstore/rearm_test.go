@@ -23,19 +23,33 @@ import (
 // the race in nearly every run; the guard makes it impossible.
 //
 // Each watch must also survive every reconnection: it fires once, for the
-// change made at the end, and not before.
+// change made at the end, and not before. With credentials, the client
+// sends them again on each connection and waits for their answer before
+// it sends anything else.
 func TestReconnectRearmsWatchesRaceFree(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		opts []zkstore.Option
+	}{
+		{"plain", nil},
+		{"digest", []zkstore.Option{zkstore.WithDigestAuth("rearm", "secret")}},
+	} {
+		t.Run(tc.name, func(t *testing.T) { rearmRounds(t, tc.opts) })
+	}
+}
+
+func rearmRounds(t *testing.T, opts []zkstore.Option) {
 	const (
 		watches = 40
 		callers = 48
 		rounds  = 30
 	)
 	_, b := server(t)
-	st, proxies := b.OpenWithProxies(t)
+	st, proxies := b.OpenWithProxies(t, opts...)
 	if !zkstore.RearmGuarded(st) {
 		t.Fatalf("Open returned before the guard was armed")
 	}
-	other := b.Open(t)
+	other, _ := b.OpenWithProxies(t, opts...)
 	ctx, dir := ctxFor(t), dirFor(t)
 
 	evs := make([]<-chan store.Event, watches)

@@ -231,7 +231,9 @@ func TestReconnectKeepsSession(t *testing.T) {
 			// later.
 			proxies[0].Freeze()
 		case "cut":
-			proxies[0].Cut()
+			// Refused, not just cut: a reconnection made before
+			// before is read would move the deadline first.
+			proxies[0].Refuse()
 		}
 		select {
 		case <-disc:
