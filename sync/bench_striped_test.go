@@ -39,7 +39,8 @@ func BenchmarkStripedInventory(b *testing.B) {
 						b.Fatal(err)
 					}
 					b.ResetTimer()
-					sold, err := flashSale(ctx, sessions, path, k, pay)
+					var p payers
+					sold, err := flashSale(ctx, sessions, path, k, pay, &p)
 					b.StopTimer()
 					if err != nil {
 						b.Fatal(err)
@@ -48,6 +49,7 @@ func BenchmarkStripedInventory(b *testing.B) {
 						b.Fatalf("sold %d of %d units", sold, b.N)
 					}
 					b.ReportMetric(float64(sold)/b.Elapsed().Seconds(), "purchases/s")
+					b.ReportMetric(float64(p.peak), "peak-payers")
 					reportCounts(b, counted)
 				})
 			}

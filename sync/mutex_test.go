@@ -639,12 +639,16 @@ func TestMutexNoHerd(t *testing.T) {
 			t.Fatalf("Lock(%q) = %v", p, err)
 		}
 		cs := make([]*countstore.Store, waiters)
+		returned := make([]context.Context, waiters) // done once waiter i has returned
 		got := make(chan error, waiters)
 		for i, st := range backends.Open(t, b, waiters) {
 			cs[i] = countstore.New(st)
 			t.Cleanup(func() { _ = cs[i].Close() })
 			m := sync.NewMutex(cs[i], p)
+			var done context.CancelFunc
+			returned[i], done = context.WithCancel(ctx)
 			go func() {
+				defer done()
 				if err := m.Lock(ctx); err != nil {
 					got <- err
 					return
@@ -652,9 +656,12 @@ func TestMutexNoHerd(t *testing.T) {
 				got <- m.Unlock(ctx)
 			}()
 		}
-		for _, c := range cs { // every waiter is watching
-			if err := c.Wait(ctx, func(n countstore.Counts) bool { return n.Calls["ExistsW"] > 0 }); err != nil {
-				t.Fatal(err)
+		for i, c := range cs { // every waiter is watching
+			if err := c.Wait(returned[i], func(n countstore.Counts) bool { return n.Calls["ExistsW"] > 0 }); err != nil {
+				if ctx.Err() == nil {
+					t.Fatalf("waiter %d returned before the holder unlocked (a waiter's result: %v)", i, <-got)
+				}
+				t.Fatalf("waiter %d never watched: %v", i, err)
 			}
 		}
 		if err := holder.Unlock(ctx); err != nil {
