@@ -98,7 +98,16 @@ type proc struct {
 
 func start(t *testing.T, args ...string) *proc {
 	t.Helper()
+	return startEnv(t, nil, args...)
+}
+
+// startEnv is start with env added to the environment.
+func startEnv(t *testing.T, env []string, args ...string) *proc {
+	t.Helper()
 	p := &proc{cmd: exec.Command(bin, args...), lines: make(chan string, 100), stderr: &strings.Builder{}, done: make(chan struct{})}
+	if env != nil {
+		p.cmd.Env = append(os.Environ(), env...)
+	}
 	out, err := p.cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -236,7 +245,7 @@ func waitGone(pid int) error {
 }
 
 // TestLockLost: when the holder's node is deleted under it, its command
-// is stopped and corral exits 4.
+// is stopped and corral exits 125, saying the lock was lost.
 func TestLockLost(t *testing.T) {
 	servers(t, func(t *testing.T, srv server) {
 		holder := start(t, "lock", "--store", srv.url, "--grace", "2s", "/e2e/lost", "--", "sh", "-c", "echo held; exec sleep 600")
@@ -248,8 +257,8 @@ func TestLockLost(t *testing.T) {
 		if err := srv.st.Delete(t.Context(), store.Join("/e2e/lost", kids[0].Name)); err != nil {
 			t.Fatal(err)
 		}
-		if code := holder.exit(t); code != exitLost {
-			t.Errorf("corral lock exit %d; want %d\n%s", code, exitLost, holder.stderr)
+		if code := holder.exit(t); code != exitRunFailed {
+			t.Errorf("corral lock exit %d; want %d\n%s", code, exitRunFailed, holder.stderr)
 		}
 		if !strings.Contains(holder.stderr.String(), "lost") {
 			t.Errorf("stderr does not say the lock was lost:\n%s", holder.stderr)
@@ -257,14 +266,14 @@ func TestLockLost(t *testing.T) {
 	})
 }
 
-// TestLockTimeout: --timeout gives up with exit 3 and leaves no node.
+// TestLockTimeout: --timeout gives up with exit 124 and leaves no node.
 func TestLockTimeout(t *testing.T) {
 	servers(t, func(t *testing.T, srv server) {
 		holder := start(t, "lock", "--store", srv.url, "/e2e/timeout", "--", "sh", "-c", "echo held; exec sleep 600")
 		holder.line(t)
 		waiter := start(t, "lock", "--store", srv.url, "--timeout", "300ms", "/e2e/timeout", "--", "echo", "never")
-		if code := waiter.exit(t); code != exitTimeout {
-			t.Errorf("corral lock --timeout exit %d; want %d\n%s", code, exitTimeout, waiter.stderr)
+		if code := waiter.exit(t); code != exitRunTimeout {
+			t.Errorf("corral lock --timeout exit %d; want %d\n%s", code, exitRunTimeout, waiter.stderr)
 		}
 		kids, err := srv.st.Children(t.Context(), "/e2e/timeout")
 		if err != nil || len(kids) != 1 {
@@ -350,17 +359,26 @@ func TestUsage(t *testing.T) {
 		{nil, exitUsage, "Usage"},
 		{[]string{"help"}, exitOK, "Exit codes"},
 		{[]string{"frobnicate"}, exitUsage, "unknown command"},
-		{[]string{"lock", "/x", "--", "true"}, exitUsage, "no store"},
-		{[]string{"lock", "--store", "redis://h:1", "/x", "--", "true"}, exitUsage, "scheme"},
-		{[]string{"lock", "--store", "mem://", "x", "--", "true"}, exitUsage, "invalid path"},
-		{[]string{"lock", "--store", "mem://", "/x"}, exitUsage, "no command"},
-		{[]string{"lock", "--store", "zk://127.0.0.1:1", "--connect-timeout", "500ms", "/x", "--", "true"}, exitUnreachable, "unreachable"},
+		// The commands that run CMD keep 124-127 for themselves, as
+		// timeout(1) does, and pass CMD's status through.
+		{[]string{"lock", "/x", "--", "true"}, exitRunFailed, "no store"},
+		{[]string{"lock", "--store", "redis://h:1", "/x", "--", "true"}, exitRunFailed, "scheme"},
+		{[]string{"lock", "--store", "mem://", "x", "--", "true"}, exitRunFailed, "invalid path"},
+		{[]string{"lock", "--store", "mem://", "/x"}, exitRunFailed, "no command"},
+		{[]string{"lock", "--store", "zk://127.0.0.1:1", "--connect-timeout", "500ms", "/x", "--", "true"}, exitRunFailed, "unreachable"},
 		{[]string{"lock", "--store", "mem://", "/x", "--", "sh", "-c", "exit 7"}, 7, ""},
-		{[]string{"lock", "--store", "mem://", "/x", "--", "/nonexistent/corral-test-cmd"}, 127, "start"},
-		{[]string{"lock", "--store", "mem://", "/x", "--", "/dev/null"}, 126, "start"},
-		{[]string{"lock", "--store", "mem://", "/", "--", "true"}, exitFailure, "root"},
+		{[]string{"lock", "--store", "mem://", "/x", "--", "sh", "-c", "exit 3"}, 3, ""},
+		{[]string{"lock", "--store", "mem://", "/x", "--", "sh", "-c", "exit 125"}, 125, ""},
+		{[]string{"lock", "--store", "mem://", "/x", "--", "sh", "-c", "kill -TERM $$"}, 143, ""},
+		{[]string{"lock", "--store", "mem://", "/x", "--", "/nonexistent/corral-test-cmd"}, exitNotFound, "command /nonexistent/corral-test-cmd"},
+		{[]string{"lock", "--store", "mem://", "/x", "--", "corral-no-such-command"}, exitNotFound, "not found"},
+		{[]string{"lock", "--store", "mem://", "/x", "--", "/dev/null"}, exitCannotRun, "permission denied"},
+		{[]string{"elect", "--store", "mem://", "/x", "--", "/nonexistent/corral-test-cmd"}, exitNotFound, "command"},
+		{[]string{"barrier", "--store", "mem://", "enter", "1", "/b", "--", "/nonexistent/corral-test-cmd"}, exitNotFound, "command"},
+		{[]string{"lock", "--store", "mem://", "/", "--", "true"}, exitRunFailed, "root"},
 		{[]string{"leader", "--store", "mem://", "/nobody"}, exitOK, "no leader"},
-		{[]string{"barrier", "enter", "0", "/b", "--", "true"}, exitUsage, "positive"},
+		{[]string{"barrier", "enter", "0", "/b", "--", "true"}, exitRunFailed, "positive"},
+		{[]string{"barrier", "wait"}, exitUsage, "PATH"},
 		{[]string{"queue", "pop", "/q"}, exitUsage, "unknown queue action"},
 		{[]string{"lock", "--help"}, exitOK, "Usage: corral lock"},
 	}

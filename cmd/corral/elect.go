@@ -11,7 +11,7 @@ import (
 )
 
 func init() {
-	commands["elect"] = command{summary: "run a command only while leader", run: runElect}
+	commands["elect"] = command{summary: "run a command only while leader", run: runElect, runner: runsCmd}
 	commands["leader"] = command{summary: "print the current leader", run: runLeader}
 }
 
@@ -90,7 +90,7 @@ func runLeader(ctx context.Context, e *env, args []string) error {
 		fmt.Fprintln(e.stdout, describe(l))
 	}
 	if ctx.Err() != nil {
-		return errInterrupted // the normal end of --watch
+		return interrupted(ctx) // the normal end of --watch
 	}
 	if st.Context().Err() != nil {
 		return fmt.Errorf("%w: %v", errUnreachable, context.Cause(st.Context()))

@@ -88,7 +88,7 @@ func watchLocks(ctx context.Context, st store.Store, out locksPrinter, tty bool)
 		case reps, ok := <-w.Reports():
 			if !ok {
 				if ctx.Err() != nil {
-					return errInterrupted
+					return interrupted(ctx)
 				}
 				if st.Context().Err() != nil {
 					return fmt.Errorf("%w: %v", errUnreachable, context.Cause(st.Context()))
@@ -106,7 +106,7 @@ func watchLocks(ctx context.Context, st store.Store, out locksPrinter, tty bool)
 				}
 			}
 		case <-ctx.Done():
-			return errInterrupted
+			return interrupted(ctx)
 		}
 	}
 }

@@ -121,7 +121,7 @@ func runQueue(ctx context.Context, e *env, args []string) error {
 		}
 	}
 	if ctx.Err() != nil {
-		return errInterrupted // the normal end of consume
+		return interrupted(ctx) // the normal end of consume
 	}
 	return c.Err()
 }
