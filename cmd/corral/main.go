@@ -36,11 +36,11 @@ const (
 	exitDenied      = 6 // the store refused the credentials, or the permission
 	exitInterrupted = 130
 
-	exitRunTimeout  = 124 // CMD runners: --timeout passed before the lock, leadership or barrier came
-	exitRunFailed   = 125 // CMD runners: corral itself failed (the message says how)
-	exitCannotRun   = 126 // CMD cannot be run
-	exitNotFound    = 127 // CMD was not found
-	exitSignalled   = 128 // + the signal's number: corral was stopped by it
+	exitRunTimeout = 124 // CMD runners: --timeout passed before the lock, leadership or barrier came
+	exitRunFailed  = 125 // CMD runners: corral itself failed (the message says how)
+	exitCannotRun  = 126 // CMD cannot be run
+	exitNotFound   = 127 // CMD was not found
+	exitSignalled  = 128 // + the signal's number: corral was stopped by it
 )
 
 const usage = `corral: distributed locks, leader election, barriers and queues on ZooKeeper or etcd.
