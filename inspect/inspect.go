@@ -41,6 +41,18 @@
 // clock and a creation time on the server's, so clock skew shows in the
 // durations.
 //
+// # JSON
+//
+// A Report encodes as JSON with its Go field names in lower case
+// ("path", "kind", "limit", "holders", "waiters", "queue", "time"; a
+// contender's "name", "seq", "mode", "session", "identity", "since"),
+// with two exceptions made for readers whose numbers are float64
+// (JavaScript, jq): a session id or lease id ("session") is a string,
+// hexadecimal as [SessionString] writes it, since it does not fit in 53
+// bits; and data ("data") is a string when it is UTF-8 text, else base64
+// under "data_base64" instead. "corral locks --json" prints this, and
+// "corral queue --format json" frames items the same way.
+//
 // # Snapshots
 //
 // A report is built from one listing of the directory and one read per
@@ -169,12 +181,14 @@ type Contender struct {
 	Seq  int64 `json:"seq"`
 	Mode Mode  `json:"mode"`
 	// Session is the session the node belongs to (its owner), 0 for a
-	// persistent node.
+	// persistent node: a ZooKeeper session id, an etcd lease id. JSON
+	// carries it as a string (see JSON in the package doc).
 	Session int64 `json:"session,omitempty"`
 	// Identity is the node's identity record, nil when its data is not one.
 	Identity *Identity `json:"identity,omitempty"`
 	// Data is the node's data when it is not an identity record: an
-	// election candidate's value, another client's data.
+	// election candidate's value, another client's data. JSON carries it
+	// as text, or base64 (see JSON in the package doc).
 	Data []byte `json:"data,omitempty"`
 	// Since is when the contender began its attempt, the zero Time when
 	// unknown (see Time in the package doc).

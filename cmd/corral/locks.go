@@ -31,8 +31,14 @@ on every directory it lists and reads again when one fires (at most every
 100ms), so it never polls the store. On a terminal the screen is redrawn, and
 the ages tick every second from the last read.
 
-With --json the output is one JSON document ({"path","time","recipes"}); with
---watch, one document per line per change.`
+With --json the output is one JSON document per snapshot, one per line with
+--watch: {"path","time","recipes":[...]}, a recipe being {"path","kind","limit",
+"holders":[...],"waiters":[...],"queue","time"} and a contender {"name","seq" (the
+TOKEN column),"mode","session","identity","data" or "data_base64","since"}.
+The table and the JSON show the same recipes and values: session ids (etcd lease
+ids) are the table's hexadecimal strings, never numbers (they do not fit a
+float64); data is text when it is UTF-8, else base64 under "data_base64", as
+"corral queue --format json" prints items.`
 
 func runLocks(ctx context.Context, e *env, args []string) error {
 	fs, sf := newFlagSet(e, "locks", "[flags] [PATH]", locksHelp)
@@ -182,6 +188,12 @@ func (p *locksPrinter) print(reps []inspect.Report, now time.Time) error {
 		if r.Kind == inspect.DoubleBarrier {
 			role, waitRole = "inside", "entering"
 		}
+		if len(r.Holders)+len(r.Waiters) == 0 {
+			// A recipe with nobody in it (a double barrier whose
+			// members all left, say) is in the JSON too.
+			fmt.Fprintf(tw, "%s\t%s\t-\t-\t-\t-\t-\tnobody\n", r.Path, kind)
+			continue
+		}
 		for _, c := range r.Holders {
 			row(tw, r, kind, role, c, now)
 		}
@@ -218,7 +230,7 @@ func session(id int64) string {
 	if id == 0 {
 		return "-"
 	}
-	return fmt.Sprintf("%#x", id)
+	return inspect.SessionString(id)
 }
 
 // age shows how long ago since was, "?" when unknown.

@@ -1,13 +1,16 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/corral-go/corral/election"
 	"github.com/corral-go/corral/inspect"
+	"github.com/corral-go/corral/store"
 )
 
 // locksDoc is the JSON corral locks prints.
@@ -124,4 +127,87 @@ func TestLocksEmpty(t *testing.T) {
 			t.Errorf("corral %q: exit %d", args, code)
 		}
 	}
+}
+
+// TestLocksSchema: the table and --json show the same recipes and the same
+// values: session ids as the table's hex strings in JSON (a float64 JSON
+// reader keeps two sessions apart), an election's value as text in both,
+// and a double barrier with nobody in it in both.
+func TestLocksSchema(t *testing.T) {
+	servers(t, func(t *testing.T, srv server) {
+		holder := start(t, "lock", "--store", srv.url, "/e2e/schema/lock", "--", "sh", "-c", "echo held; exec sleep 600")
+		holder.line(t)
+		waiter := start(t, "lock", "--store", srv.url, "/e2e/schema/lock", "--", "true")
+		waitChildren(t, srv, "/e2e/schema/lock", 2)
+		lead, err := election.New(srv.st, "/e2e/schema/elect").Campaign(t.Context(), []byte("10.0.0.7:8080"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer lead.Resign(context.WithoutCancel(t.Context()))
+		if _, err := srv.st.Create(t.Context(), "/e2e/schema/gate/ready", nil, store.Persistent); err != nil {
+			t.Fatal(err)
+		}
+
+		table, code := corral(t, "", "locks", "--store", srv.url, "/e2e/schema")
+		if code != 0 {
+			t.Fatalf("corral locks: exit %d", code)
+		}
+		rows := map[string][][]string{} // by path
+		for l := range strings.Lines(table) {
+			f := strings.Fields(l)
+			rows[f[0]] = append(rows[f[0]], f)
+		}
+		out, code := corral(t, "", "locks", "--json", "--store", srv.url, "/e2e/schema")
+		if code != 0 {
+			t.Fatalf("corral locks --json: exit %d", code)
+		}
+		var doc struct {
+			Recipes []struct {
+				Path    string           `json:"path"`
+				Kind    string           `json:"kind"`
+				Holders []map[string]any `json:"holders"`
+				Waiters []map[string]any `json:"waiters"`
+			} `json:"recipes"`
+		}
+		// encoding/json decodes numbers into float64, as JavaScript and jq do.
+		if err := json.Unmarshal([]byte(out), &doc); err != nil {
+			t.Fatalf("corral locks --json = %q: %v", out, err)
+		}
+		if len(doc.Recipes) != 3 {
+			t.Fatalf("corral locks --json shows %d recipes; want 3:\n%s", len(doc.Recipes), out)
+		}
+		for _, r := range doc.Recipes {
+			if len(rows[r.Path]) != max(len(r.Holders)+len(r.Waiters), 1) {
+				t.Errorf("%s: %d table rows for %d holders and %d waiters\n%s", r.Path, len(rows[r.Path]), len(r.Holders), len(r.Waiters), table)
+				continue
+			}
+			switch r.Kind {
+			case "lock":
+				sessions := map[string]bool{}
+				for i, c := range append(r.Holders, r.Waiters...) {
+					s, ok := c["session"].(string)
+					if !ok || s != rows[r.Path][i][5] {
+						t.Errorf("%s: session %#v; want a string, the table's %s", r.Path, c["session"], rows[r.Path][i][5])
+					}
+					sessions[s] = true
+				}
+				if len(sessions) != 2 {
+					t.Errorf("%s: sessions %v; want 2 different ones", r.Path, sessions)
+				}
+			case "election":
+				if d := r.Holders[0]["data"]; d != "10.0.0.7:8080" || rows[r.Path][0][7] != `"10.0.0.7:8080"` {
+					t.Errorf("%s: JSON data %#v, table %q; want the value in both", r.Path, d, rows[r.Path][0])
+				}
+			case "double-barrier":
+				if len(r.Holders)+len(r.Waiters) != 0 || rows[r.Path][0][7] != "nobody" {
+					t.Errorf("%s: %v, table %q; want nobody in both", r.Path, r, rows[r.Path][0])
+				}
+			default:
+				t.Errorf("%s: kind %s", r.Path, r.Kind)
+			}
+		}
+		holder.cmd.Process.Signal(os.Interrupt)
+		holder.exit(t)
+		waiter.exit(t)
+	})
 }
