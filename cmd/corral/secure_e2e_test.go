@@ -133,6 +133,10 @@ func TestSecure(t *testing.T) {
 			t.Errorf("Get(/e2e/lock) in the chroot = %v", err)
 		}
 
+		empty := filepath.Join(t.TempDir(), "empty")
+		if err := os.WriteFile(empty, []byte("\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
 		env = append([]string{"CORRAL_USER=app"}, tlsEnv...)
 		for _, tc := range []struct {
 			name string
@@ -147,14 +151,19 @@ func TestSecure(t *testing.T) {
 			{"outside the user's tree", []string{"CORRAL_PASSWORD=app-pw"}, []string{"--store", srv.bare + "/other"}, exitDenied, "permission denied"},
 			{"password in the URL", nil, []string{"--store", strings.Replace(srv.url, "://", "://app:app-pw@", 1)}, exitUsage, "has a password"},
 			{"password in --user", nil, []string{"--store", srv.url, "--user", "app:app-pw"}, exitUsage, "password on the command line"},
-			{"no password, no terminal", []string{"CORRAL_PASSWORD="}, []string{"--store", srv.url}, exitUsage, "no password"},
+			// An empty password is refused the same way from every source.
+			{"empty $CORRAL_PASSWORD, no terminal", []string{"CORRAL_PASSWORD="}, []string{"--store", srv.url}, exitUsage, "empty password for user \"app\""},
+			{"empty --password-file", []string{"CORRAL_PASSWORD=app-pw", "CORRAL_PASSWORD_FILE=" + empty}, []string{"--store", srv.url}, exitUsage, "empty password for user \"app\" (from --password-file"},
+			{"empty --password-file, unknown user", []string{"CORRAL_USER=nosuchuser", "CORRAL_PASSWORD_FILE=" + empty}, []string{"--store", srv.url}, exitUsage, "empty password for user \"nosuchuser\""},
 			{"cert without key", []string{"CORRAL_PASSWORD=app-pw", "CORRAL_KEY="}, []string{"--store", srv.url}, exitUsage, "--cert and --key"},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
-				cmd := append([]string{"lock", "--connect-timeout", "2s"}, tc.args...)
-				cmd = append(cmd, "/e2e/refused", "--", "echo", "never")
+				// corral queue put, whose exit codes tell refusals
+				// apart (lock keeps 125 for them all).
+				cmd := append([]string{"queue", "put", "--connect-timeout", "2s"}, tc.args...)
+				cmd = append(cmd, "/e2e/refused", "never")
 				code, out := runEnv(t, append(env, tc.env...), cmd...)
-				if code != tc.code || !strings.Contains(out, tc.says) || strings.Contains(out, "never") {
+				if code != tc.code || !strings.Contains(out, tc.says) {
 					t.Errorf("corral %q: exit %d, output %q; want exit %d and %q", cmd, code, out, tc.code, tc.says)
 				}
 				if strings.Contains(out, "app-pw") {
