@@ -299,6 +299,10 @@ type reader struct {
 	st  store.Store
 	cw  store.ChildrenWatcher
 	evs []<-chan store.Event
+	// implicit holds, by parent, the names of the directories that are
+	// no node and so are missing from their parent's listing (on etcd,
+	// those of etcd's own recipes' contenders).
+	implicit map[string][]string
 }
 
 func (r *reader) children(ctx context.Context, p string) ([]store.Child, error) {
@@ -332,7 +336,30 @@ func (r *reader) walk(ctx context.Context, root string, fn func(Report) error) e
 	if err != nil {
 		return fmt.Errorf("inspect: walk %q: %w", root, err)
 	}
+	if r.implicit, err = ImplicitDirs(ctx, r.st, root); err != nil {
+		return fmt.Errorf("inspect: walk %q: %w", root, err)
+	}
 	return r.visit(ctx, root, kids, fn)
+}
+
+// ImplicitDirs returns, by parent, the names of the directories below root
+// that a walk by Children would miss: on a store.ImplicitDirLister (etcd),
+// the directories that are no node, such as the prefixes of etcd's own
+// concurrency.Mutex and "etcdctl lock"; nil on other stores.
+func ImplicitDirs(ctx context.Context, st store.Store, root string) (map[string][]string, error) {
+	l, ok := st.(store.ImplicitDirLister)
+	if !ok {
+		return nil, nil
+	}
+	dirs, err := l.ImplicitDirs(ctx, root)
+	if err != nil {
+		return nil, err
+	}
+	byParent := make(map[string][]string)
+	for _, d := range dirs {
+		byParent[store.Parent(d)] = append(byParent[store.Parent(d)], store.Base(d))
+	}
+	return byParent, nil
 }
 
 func (r *reader) visit(ctx context.Context, p string, kids []store.Child, fn func(Report) error) error {
@@ -354,7 +381,9 @@ func (r *reader) visit(ctx context.Context, p string, kids []store.Child, fn fun
 			names = append(names, k.Name)
 		}
 	}
+	names = append(names, r.implicit[p]...)
 	slices.Sort(names)
+	names = slices.Compact(names)
 	for _, name := range names {
 		c := store.Join(p, name)
 		ckids, err := r.children(ctx, c)

@@ -8,8 +8,11 @@ import (
 	"strings"
 	"testing"
 
+	"go.etcd.io/etcd/client/v3/concurrency"
+
 	"github.com/corral-go/corral/election"
 	"github.com/corral-go/corral/inspect"
+	"github.com/corral-go/corral/internal/testing/etcdserver"
 	"github.com/corral-go/corral/store"
 )
 
@@ -210,4 +213,51 @@ func TestLocksSchema(t *testing.T) {
 		holder.exit(t)
 		waiter.exit(t)
 	})
+}
+
+// TestForeignContenders: on etcd, corral locks / and ls -r find the
+// contenders of etcd's own concurrency.Mutex (as "etcdctl lock" makes
+// them) on a path corral never created, whose prefix is no key.
+func TestForeignContenders(t *testing.T) {
+	c := etcdserver.Start(t, 1)
+	cli := c.Client(t)
+	sess, err := concurrency.NewSession(cli, concurrency.WithTTL(5))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close()
+	m := concurrency.NewMutex(sess, "/x/elock")
+	if err := m.Lock(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	defer m.Unlock(context.WithoutCancel(t.Context()))
+	lease := inspect.SessionString(int64(sess.Lease()))
+	url := "etcd://" + strings.TrimPrefix(c.Endpoints()[0], "http://")
+
+	for _, root := range []string{"/", "/x"} {
+		out, code := corral(t, "", "locks", "--json", "--store", url, root)
+		var doc struct {
+			Recipes []struct {
+				Path    string           `json:"path"`
+				Kind    string           `json:"kind"`
+				Holders []map[string]any `json:"holders"`
+			} `json:"recipes"`
+		}
+		if err := json.Unmarshal([]byte(out), &doc); code != 0 || err != nil {
+			t.Fatalf("corral locks --json %s = %q, exit %d (%v)", root, out, code, err)
+		}
+		if len(doc.Recipes) != 1 || doc.Recipes[0].Path != "/x/elock" || doc.Recipes[0].Kind != "foreign" ||
+			len(doc.Recipes[0].Holders) != 1 || doc.Recipes[0].Holders[0]["session"] != lease {
+			t.Errorf("corral locks --json %s = %s; want the concurrency.Mutex at /x/elock held by lease %s", root, out, lease)
+		}
+		table, code := corral(t, "", "locks", "--store", url, root)
+		if code != 0 || !strings.Contains(table, "/x/elock") || !strings.Contains(table, lease) {
+			t.Errorf("corral locks %s = %q, exit %d; want /x/elock held by %s", root, table, code, lease)
+		}
+	}
+	out, code := corral(t, "", "ls", "-r", "--store", url, "/")
+	key := m.Key()
+	if code != 0 || !strings.Contains(out, "/x\t-\tdirectory (no node)") || !strings.Contains(out, key+"\t") || !strings.Contains(out, "ephemeral("+lease+")") {
+		t.Errorf("corral ls -r / = %q, exit %d; want /x and the key %s, owned by %s", out, code, key, lease)
+	}
 }
