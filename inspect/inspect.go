@@ -441,7 +441,12 @@ func (r *reader) report(ctx context.Context, p string, kids []store.Child) (Repo
 	case DoubleBarrier:
 		err = r.doubleBarrier(ctx, &rep, kids)
 	case Queue:
-		err = r.queue(ctx, &rep)
+		var is bool
+		if is, err = r.isQueue(ctx, p, kids); is {
+			err = r.queue(ctx, &rep)
+		} else {
+			rep.Kind = None
+		}
 	}
 	rep.Time = time.Now()
 	return rep, err
