@@ -142,9 +142,11 @@ func WithChroot(path string) Option {
 //
 // The TLS handshake is part of connecting: it is bounded like the rest of
 // the handshake (the session timeout divided by the number of servers).
-// When every server fails it on a certificate, either side's (an unknown
-// authority, no client certificate, an expired one), Open fails at once
-// with [store.ErrAuth]; other failures (a server that does not speak TLS)
+// A client certificate out of its validity period fails Open with
+// [store.ErrAuth] before it dials, saying so.
+// When every server fails the handshake on a certificate, either side's
+// (an unknown authority, no client certificate, an expired one), Open
+// fails at once with [store.ErrAuth]; other failures (a server that does not speak TLS)
 // make Open wait for its ctx, and its error then names the last one.
 func WithTLS(cfg *tls.Config) Option {
 	return func(o *options) {
@@ -154,6 +156,33 @@ func WithTLS(cfg *tls.Config) Option {
 		}
 		o.tls = cfg.Clone()
 	}
+}
+
+// checkCertificates fails with store.ErrAuth when a client certificate of
+// cfg is out of its validity period: the server would refuse it with an
+// alert that does not say why, after a handshake, while the client can
+// tell before it dials.
+func checkCertificates(cfg *tls.Config, now time.Time) error {
+	if cfg == nil {
+		return nil
+	}
+	for _, c := range cfg.Certificates {
+		leaf := c.Leaf
+		if leaf == nil && len(c.Certificate) > 0 {
+			var err error
+			if leaf, err = x509.ParseCertificate(c.Certificate[0]); err != nil {
+				return fmt.Errorf("%w: client certificate: %v", store.ErrInvalidArgument, err)
+			}
+		}
+		switch {
+		case leaf == nil:
+		case now.After(leaf.NotAfter):
+			return fmt.Errorf("%w: the client certificate %q expired at %s", store.ErrAuth, leaf.Subject, leaf.NotAfter.UTC().Format(time.RFC3339))
+		case now.Before(leaf.NotBefore):
+			return fmt.Errorf("%w: the client certificate %q is not valid until %s", store.ErrAuth, leaf.Subject, leaf.NotBefore.UTC().Format(time.RFC3339))
+		}
+	}
+	return nil
 }
 
 // setUp readies a new session for its caller: it authenticates it, finds

@@ -373,6 +373,20 @@ func TestTLS(t *testing.T) {
 	})
 }
 
+// TestExpiredCertificate: a client certificate out of its validity period
+// fails Open at once with ErrAuth, saying it expired, before any I/O
+// (nothing listens on the address).
+func TestExpiredCertificate(t *testing.T) {
+	ca := testcert.ForTest(t, "zk")
+	st, err := zkstore.Open(t.Context(), []string{"127.0.0.1:1"}, zkstore.WithTLS(ca.ClientTLS(ca.MustExpiredClient(t, "app"))))
+	if st != nil {
+		st.Close()
+	}
+	if !errors.Is(err, store.ErrAuth) || !strings.Contains(err.Error(), `"CN=app" expired at`) {
+		t.Errorf("Open with an expired certificate = %v; want ErrAuth, saying it expired", err)
+	}
+}
+
 // Options that cannot work fail Open with ErrInvalidArgument, before any
 // I/O (nothing listens on the address).
 func TestSecureOptionsInvalid(t *testing.T) {

@@ -272,6 +272,9 @@ func Open(ctx context.Context, servers []string, opts ...Option) (*Store, error)
 	if o.sessionTimeout < time.Millisecond || o.sessionTimeout > math.MaxInt32*time.Millisecond {
 		return nil, fmt.Errorf("zkstore: open: %w: session timeout %v", store.ErrInvalidArgument, o.sessionTimeout)
 	}
+	if err := checkCertificates(o.tls, time.Now()); err != nil {
+		return nil, fmt.Errorf("zkstore: open: %w", err)
+	}
 	if o.logger == nil {
 		o.logger = discardLogger
 	}

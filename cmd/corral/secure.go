@@ -10,6 +10,9 @@ import (
 	"io"
 	"os"
 	"strings"
+	"time"
+
+	"github.com/corral-go/corral/store"
 )
 
 // secureFlags are the credential and TLS flags of every command that talks
@@ -80,6 +83,16 @@ func (sf *secureFlags) resolve(e *env, urlUser string, wantTLS bool) (credential
 		pair, err := tls.LoadX509KeyPair(sf.cert, sf.key)
 		if err != nil {
 			return c, fmt.Errorf("%w: --cert/--key: %v", errUsage, err)
+		}
+		// Said here, before dialing: a server refuses an expired
+		// certificate with an alert that does not say why (etcd's
+		// client, only after its whole dial timeout).
+		switch now := time.Now(); {
+		case pair.Leaf == nil:
+		case now.After(pair.Leaf.NotAfter):
+			return c, fmt.Errorf("%w: --cert %s expired at %s", store.ErrAuth, sf.cert, pair.Leaf.NotAfter.UTC().Format(time.RFC3339))
+		case now.Before(pair.Leaf.NotBefore):
+			return c, fmt.Errorf("%w: --cert %s is not valid until %s", store.ErrAuth, sf.cert, pair.Leaf.NotBefore.UTC().Format(time.RFC3339))
 		}
 		c.tls.Certificates = []tls.Certificate{pair}
 	}

@@ -47,6 +47,7 @@ type secured struct {
 	ca       string
 	cert     testcert.Pair
 	stranger testcert.Pair // signed by another CA
+	expired  testcert.Pair // expired an hour ago
 	st       store.Store   // the test's own session, in the chroot
 }
 
@@ -59,6 +60,7 @@ func securedServers(t *testing.T, fn func(t *testing.T, srv secured)) {
 	ca := testcert.ForTest(t, "e2e")
 	stranger := testcert.ForTest(t, "stranger").MustClient(t, "app")
 	client := ca.MustClient(t, "app")
+	expired := ca.MustExpiredClient(t, "app")
 	t.Run("zk", func(t *testing.T) {
 		zkserver.Require(t)
 		zs := zkserver.ForTest(t, zkserver.Config{TLS: &zkserver.TLS{KeyStore: ca.MustServer(t, "zk").BundleFile, TrustStore: ca.File}})
@@ -79,7 +81,7 @@ func securedServers(t *testing.T, fn func(t *testing.T, srv secured)) {
 		}
 		other.Close()
 		base := "zk://" + zs.TLSAddr()
-		fn(t, secured{url: base + "/app?session=2s", bare: base, ca: ca.File, cert: client, stranger: stranger, st: st})
+		fn(t, secured{url: base + "/app?session=2s", bare: base, ca: ca.File, cert: client, stranger: stranger, expired: expired, st: st})
 	})
 	t.Run("etcd", func(t *testing.T) {
 		c := etcdserver.Start(t, 1, etcdserver.WithTLS(ca, ca.MustServer(t, "etcd")))
@@ -95,7 +97,7 @@ func securedServers(t *testing.T, fn func(t *testing.T, srv secured)) {
 		}
 		t.Cleanup(func() { st.Close() })
 		base := "etcd://" + strings.TrimPrefix(c.Endpoints()[0], "https://")
-		fn(t, secured{url: base + "/app?session=2s", bare: base, ca: ca.File, cert: client, stranger: stranger, st: st})
+		fn(t, secured{url: base + "/app?session=2s", bare: base, ca: ca.File, cert: client, stranger: stranger, expired: expired, st: st})
 	})
 }
 
@@ -148,6 +150,7 @@ func TestSecure(t *testing.T) {
 			{"wrong password", []string{"CORRAL_PASSWORD=wrong"}, []string{"--store", srv.url}, exitDenied, "authentication failed"},
 			{"no client certificate", []string{"CORRAL_PASSWORD=app-pw", "CORRAL_CERT=", "CORRAL_KEY="}, []string{"--store", srv.url}, exitDenied, "certificate"},
 			{"certificate of another CA", []string{"CORRAL_PASSWORD=app-pw", "CORRAL_CERT=" + srv.stranger.CertFile, "CORRAL_KEY=" + srv.stranger.KeyFile}, []string{"--store", srv.url}, exitDenied, "certificate"},
+			{"expired certificate", []string{"CORRAL_PASSWORD=app-pw", "CORRAL_CERT=" + srv.expired.CertFile, "CORRAL_KEY=" + srv.expired.KeyFile}, []string{"--store", srv.url}, exitDenied, "expired at"},
 			{"outside the user's tree", []string{"CORRAL_PASSWORD=app-pw"}, []string{"--store", srv.bare + "/other"}, exitDenied, "permission denied"},
 			{"password in the URL", nil, []string{"--store", strings.Replace(srv.url, "://", "://app:app-pw@", 1)}, exitUsage, "has a password"},
 			{"password in --user", nil, []string{"--store", srv.url, "--user", "app:app-pw"}, exitUsage, "password on the command line"},
