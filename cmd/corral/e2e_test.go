@@ -494,8 +494,39 @@ func TestQueueCLI(t *testing.T) {
 		if err := json.Unmarshal([]byte(out), &took); code != 0 || err != nil || took.ID != peeked.ID || took.Deliveries != 1 || took.Data != peeked.Data {
 			t.Errorf("queue take --format json = %q, exit %d (%v); want the peeked item, delivered once", out, code, err)
 		}
-		if out, code := corral(t, "", "queue", "take", "--store", srv.url, path); code != 0 || out != "second\n" {
-			t.Errorf("queue take = %q, exit %d; want second", out, code)
+		if out, code := corral(t, "", "queue", "take", "--store", srv.url, path); code != 0 || out != "second" {
+			t.Errorf("queue take = %q, exit %d; want second, as it was put", out, code)
+		}
+		// Raw items round-trip any bytes, as a tar archive must.
+		blob := make([]byte, 10240)
+		for i := range blob {
+			blob[i] = byte(i * 7)
+		}
+		blob[len(blob)-1] = '\n'
+		if out, code := corral(t, string(blob), "queue", "put", "--store", srv.url, path); code != 0 {
+			t.Fatalf("queue put of %d bytes = %q, exit %d", len(blob), out, code)
+		}
+		if out, code := corral(t, "", "queue", "take", "--store", srv.url, path); code != 0 || out != string(blob) {
+			t.Errorf("queue take of %d bytes put = %d bytes, exit %d; want them as they were put", len(blob), len(out), code)
+		}
+		if out, code := corral(t, "", "queue", "put", "--store", srv.url, path, "a"); code != 0 {
+			t.Fatalf("queue put = %q, exit %d", out, code)
+		}
+		if out, code := corral(t, "", "queue", "take", "--format", "line", "--store", srv.url, path); code != 0 || out != "a\n" {
+			t.Errorf("queue take --format line = %q, exit %d; want a line", out, code)
+		}
+		// Empty standard input is refused; an empty DATA is put.
+		if out, code := corral(t, "", "queue", "put", "--store", srv.url, path); code != exitUsage {
+			t.Errorf("queue put of empty standard input = %q, exit %d; want %d", out, code, exitUsage)
+		}
+		if n, code := corral(t, "", "queue", "len", "--store", srv.url, path); code != 0 || n != "0\n" {
+			t.Errorf("queue len after a refused put = %q, exit %d; want 0", n, code)
+		}
+		if out, code := corral(t, "", "queue", "put", "--store", srv.url, path, ""); code != 0 {
+			t.Errorf("queue put of DATA \"\" = %q, exit %d; want 0", out, code)
+		}
+		if out, code := corral(t, "", "queue", "take", "--store", srv.url, path); code != 0 || out != "" {
+			t.Errorf("queue take of the empty item = %q, exit %d", out, code)
 		}
 		if out, code := corral(t, "", "queue", "peek", "--store", srv.url, path); code != exitTimeout || out != "" {
 			t.Errorf("queue peek of an empty queue = %q, exit %d; want exit %d", out, code, exitTimeout)
