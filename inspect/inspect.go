@@ -37,7 +37,8 @@
 // Since is when a contender began its attempt: the record's start when the
 // node holds one, else the node's creation where the store keeps it
 // (ZooKeeper; etcd does not), else unknown (the zero Time). For a holder it
-// therefore counts its wait too. The record's start is on the contender's
+// therefore counts its wait too; how long it has held is known only to a
+// [Watch] that saw it granted (Contender.Granted). The record's start is on the contender's
 // clock and a creation time on the server's, so clock skew shows in the
 // durations.
 //
@@ -193,10 +194,16 @@ type Contender struct {
 	// Since is when the contender began its attempt, the zero Time when
 	// unknown (see Time in the package doc).
 	Since time.Time `json:"since,omitzero"`
+	// Granted is when a holder was seen to become one, the zero Time when
+	// unknown: no store records when a hold began, only when its attempt
+	// did, so only a Watcher that saw the grant (the contender waiting, or
+	// absent, in its previous snapshot) fills it in, at most one snapshot
+	// late (see Watch). Read and Walk leave it zero.
+	Granted time.Time `json:"granted,omitzero"`
 }
 
-// Age returns how long the contender has held or waited at now, 0 when
-// Since is unknown.
+// Age returns how long the contender has been at it (held or waited, since
+// its attempt began) at now, 0 when Since is unknown.
 func (c Contender) Age(now time.Time) time.Duration {
 	if c.Since.IsZero() {
 		return 0

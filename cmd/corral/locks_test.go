@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"go.etcd.io/etcd/client/v3/concurrency"
 
@@ -93,16 +94,26 @@ func TestLocks(t *testing.T) {
 		js.exit(t)
 
 		watch := start(t, "locks", "--store", srv.url, "--watch", "--json", "/e2e/locks")
-		if h, _ := pids(decodeLocks(t, watch.line(t))); len(h) != 1 || h[0] != hpid {
+		first := decodeLocks(t, watch.line(t))
+		if h, _ := pids(first); len(h) != 1 || h[0] != hpid {
 			t.Fatalf("corral locks --watch: first holders %v; want [%d]", h, hpid)
+		}
+		if g := first.Recipes[0].Holders[0].Granted; !g.IsZero() {
+			t.Errorf("corral locks --watch: a holder already holding when first seen was granted at %v; want unknown", g)
 		}
 		holder.cmd.Process.Signal(os.Interrupt)
 		holder.exit(t)
 		waiter.line(t) // the waiter holds the lock now
 		for {
-			h, w := pids(decodeLocks(t, watch.line(t)))
+			d := decodeLocks(t, watch.line(t))
+			h, w := pids(d)
 			if len(h) == 1 && h[0] == wpid && len(w) == 0 {
-				break // the hand-over was seen
+				// The hand-over was seen: when, too.
+				c := d.Recipes[0].Holders[0]
+				if c.Granted.IsZero() || c.Granted.Before(c.Since) || c.Granted.After(time.Now()) {
+					t.Errorf("corral locks --watch: the new holder, since %v, granted at %v; want the time of the hand-over", c.Since, c.Granted)
+				}
+				break
 			}
 		}
 		waiter.cmd.Process.Signal(os.Interrupt)
@@ -198,11 +209,11 @@ func TestLocksSchema(t *testing.T) {
 					t.Errorf("%s: sessions %v; want 2 different ones", r.Path, sessions)
 				}
 			case "election":
-				if d := r.Holders[0]["data"]; d != "10.0.0.7:8080" || rows[r.Path][0][7] != `"10.0.0.7:8080"` {
+				if d := r.Holders[0]["data"]; d != "10.0.0.7:8080" || rows[r.Path][0][8] != `"10.0.0.7:8080"` {
 					t.Errorf("%s: JSON data %#v, table %q; want the value in both", r.Path, d, rows[r.Path][0])
 				}
 			case "double-barrier":
-				if len(r.Holders)+len(r.Waiters) != 0 || rows[r.Path][0][7] != "nobody" {
+				if len(r.Holders)+len(r.Waiters) != 0 || rows[r.Path][0][8] != "nobody" {
 					t.Errorf("%s: %v, table %q; want nobody in both", r.Path, r, rows[r.Path][0])
 				}
 			default:
