@@ -20,7 +20,7 @@ func runBarrier(ctx context.Context, e *env, args []string) error {
 			"wait: block until the barrier at PATH is removed (at once if it is not set).\n"+
 			"enter: a double barrier of N processes: wait until N have entered, run CMD,\n"+
 			"then wait until all N have left. Exits with CMD's status.")
-	timeout := fs.Duration("timeout", 0, "give up waiting after this long (exit 3); 0 waits forever")
+	timeout := fs.Duration("timeout", 0, "give up waiting after this long (exit 3; 124 for enter); 0 waits forever")
 	pos, argv, err := parse(fs, args)
 	if err != nil {
 		return err

@@ -21,9 +21,9 @@ func runLock(ctx context.Context, e *env, args []string) error {
 	fs, sf := newFlagSet(e, "lock", "[flags] PATH -- CMD [ARGS]",
 		"Runs CMD while holding the lock at PATH and exits with CMD's exit status.\n"+
 			"If the lock is lost while CMD runs, CMD gets SIGTERM, then SIGKILL after --grace,\n"+
-			"and corral exits with status 4. Locks exclude Curator, go-zookeeper and etcd\n"+
+			"and corral exits with status 125. Locks exclude Curator, go-zookeeper and etcd\n"+
 			"concurrency.Mutex clients on the same path.")
-	timeout := fs.Duration("timeout", 0, "give up acquiring after this long (exit 3); 0 waits forever")
+	timeout := fs.Duration("timeout", 0, "give up acquiring after this long (exit 124); 0 waits forever")
 	shared := fs.Bool("shared", false, "take a shared (read) lock: shared holders run together, exclusive ones alone")
 	grace := fs.Duration("grace", 10*time.Second, "time between SIGTERM and SIGKILL when the lock is lost")
 	label := fs.String("label", "", "a label for the lock's node, beside the host and pid (shown by corral locks)")
