@@ -143,11 +143,11 @@ func WithChroot(path string) Option {
 // The TLS handshake is part of connecting: it is bounded like the rest of
 // the handshake (the session timeout divided by the number of servers).
 // A client certificate out of its validity period fails Open with
-// [store.ErrAuth] before it dials, saying so.
-// When every server fails the handshake on a certificate, either side's
-// (an unknown authority, no client certificate, an expired one), Open
-// fails at once with [store.ErrAuth]; other failures (a server that does not speak TLS)
-// make Open wait for its ctx, and its error then names the last one.
+// [store.ErrAuth] before it dials, saying so. When every server fails the
+// handshake on a certificate, either side's (an unknown authority, no
+// client certificate), Open fails at once with [store.ErrAuth]; other
+// failures (a server that does not speak TLS) make Open wait for its ctx,
+// and its error then names the last one.
 func WithTLS(cfg *tls.Config) Option {
 	return func(o *options) {
 		if cfg == nil {
