@@ -27,13 +27,14 @@ func runQueue(ctx context.Context, e *env, args []string) error {
 			"len: print the number of items, claimed ones included.\n"+
 			"take and consume remove an item only once it has been written out\n"+
 			"(at-least-once): an item being taken when corral is killed stays queued.\n"+
-			"--format raw prints the data exactly as it was put, nothing added (so\n"+
-			"put and take round-trip any bytes); --format line adds a newline after each\n"+
-			"item; --format json prints one object per line: id, priority, deliveries and\n"+
-			"data (a string, or data_base64 when the data is not UTF-8 text).")
+			"--format raw (the default of take and peek) prints the data exactly as it\n"+
+			"was put, nothing added, so put and take round-trip any bytes; --format line\n"+
+			"(the default of consume, a stream) adds a newline after each item; --format\n"+
+			"json prints one object per line: id, priority, deliveries and data (a\n"+
+			"string, or data_base64 when the data is not UTF-8 text).")
 	prio := fs.Int("priority", 0, "priority of the item put")
 	timeout := fs.Duration("timeout", 0, "take: give up after this long (exit 3); 0 waits forever")
-	format := fs.String("format", "raw", "how take, consume and peek print items: raw, line or json")
+	format := fs.String("format", "", "how take, consume and peek print items: raw, line or json (default: raw, line for consume)")
 	pos, _, err := parse(fs, args)
 	if err != nil {
 		return err
@@ -54,6 +55,12 @@ func runQueue(ctx context.Context, e *env, args []string) error {
 	}
 	if err != nil {
 		return err
+	}
+	if *format == "" {
+		*format = "raw"
+		if verb == "consume" {
+			*format = "line"
+		}
 	}
 	if *format != "raw" && *format != "line" && *format != "json" {
 		return fmt.Errorf("%w: --format %q: want raw, line or json", errUsage, *format)
