@@ -88,7 +88,12 @@ func (s *Store) check(ctx context.Context, diag *dialDiag) error {
 		}
 		cerr := classify(ctx, err)
 		if errors.Is(cerr, store.ErrPermission) {
-			return fmt.Errorf("etcdstore: open: the user may not read the adapter's keys in %s (%q): a role scoped to a prefix needs WithChroot: %w", s.rootName(), s.anchorKey, cerr)
+			// With a chroot, the role is what is missing.
+			hint := "a role scoped to a prefix needs WithChroot"
+			if s.chroot != "" {
+				hint = fmt.Sprintf("the user's role must grant read and write on the prefix %s/", s.chroot)
+			}
+			return fmt.Errorf("etcdstore: open: the user may not read the adapter's keys in %s (%q): %s: %w", s.rootName(), s.anchorKey, hint, cerr)
 		}
 		if !errors.Is(cerr, store.ErrDisconnected) {
 			return fmt.Errorf("etcdstore: open: %w", cerr)

@@ -88,7 +88,7 @@ func TestAuth(t *testing.T) {
 			{"wrong password", "app", "wrong", nil, store.ErrAuth, "invalid user ID or password"},
 			{"unknown user", "ghost", "pw", nil, store.ErrAuth, "invalid user ID or password"},
 			{"no chroot", "app", "app-pw", nil, store.ErrPermission, "WithChroot"},
-			{"another prefix", "other", "other-pw", []etcdstore.Option{etcdstore.WithChroot("/app")}, store.ErrPermission, "permission denied"},
+			{"another prefix", "other", "other-pw", []etcdstore.Option{etcdstore.WithChroot("/app")}, store.ErrPermission, "must grant read and write on the prefix /app/"},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
 				st, err := dialAs(ctx, c, tc.user, tc.password, tc.opts...)

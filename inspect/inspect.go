@@ -37,9 +37,22 @@
 // Since is when a contender began its attempt: the record's start when the
 // node holds one, else the node's creation where the store keeps it
 // (ZooKeeper; etcd does not), else unknown (the zero Time). For a holder it
-// therefore counts its wait too. The record's start is on the contender's
+// therefore counts its wait too; how long it has held is known only to a
+// [Watch] that saw it granted (Contender.Granted). The record's start is on the contender's
 // clock and a creation time on the server's, so clock skew shows in the
 // durations.
+//
+// # JSON
+//
+// A Report encodes as JSON with its Go field names in lower case
+// ("path", "kind", "limit", "holders", "waiters", "queue", "time"; a
+// contender's "name", "seq", "mode", "session", "identity", "since"),
+// with two exceptions made for readers whose numbers are float64
+// (JavaScript, jq): a session id or lease id ("session") is a string,
+// hexadecimal as [SessionString] writes it, since it does not fit in 53
+// bits; and data ("data") is a string when it is UTF-8 text, else base64
+// under "data_base64" instead. "corral locks --json" prints this, and
+// "corral queue --format json" frames items the same way.
 //
 // # Snapshots
 //
@@ -169,20 +182,28 @@ type Contender struct {
 	Seq  int64 `json:"seq"`
 	Mode Mode  `json:"mode"`
 	// Session is the session the node belongs to (its owner), 0 for a
-	// persistent node.
+	// persistent node: a ZooKeeper session id, an etcd lease id. JSON
+	// carries it as a string (see JSON in the package doc).
 	Session int64 `json:"session,omitempty"`
 	// Identity is the node's identity record, nil when its data is not one.
 	Identity *Identity `json:"identity,omitempty"`
 	// Data is the node's data when it is not an identity record: an
-	// election candidate's value, another client's data.
+	// election candidate's value, another client's data. JSON carries it
+	// as text, or base64 (see JSON in the package doc).
 	Data []byte `json:"data,omitempty"`
 	// Since is when the contender began its attempt, the zero Time when
 	// unknown (see Time in the package doc).
 	Since time.Time `json:"since,omitzero"`
+	// Granted is when a holder was seen to become one, the zero Time when
+	// unknown: no store records when a hold began, only when its attempt
+	// did, so only a Watcher that saw the grant (the contender waiting, or
+	// absent, in its previous snapshot) fills it in, at most one snapshot
+	// late (see Watch). Read and Walk leave it zero.
+	Granted time.Time `json:"granted,omitzero"`
 }
 
-// Age returns how long the contender has held or waited at now, 0 when
-// Since is unknown.
+// Age returns how long the contender has been at it (held or waited, since
+// its attempt began) at now, 0 when Since is unknown.
 func (c Contender) Age(now time.Time) time.Duration {
 	if c.Since.IsZero() {
 		return 0
@@ -285,6 +306,10 @@ type reader struct {
 	st  store.Store
 	cw  store.ChildrenWatcher
 	evs []<-chan store.Event
+	// implicit holds, by parent, the names of the directories that are
+	// no node and so are missing from their parent's listing (on etcd,
+	// those of etcd's own recipes' contenders).
+	implicit map[string][]string
 }
 
 func (r *reader) children(ctx context.Context, p string) ([]store.Child, error) {
@@ -318,7 +343,30 @@ func (r *reader) walk(ctx context.Context, root string, fn func(Report) error) e
 	if err != nil {
 		return fmt.Errorf("inspect: walk %q: %w", root, err)
 	}
+	if r.implicit, err = ImplicitDirs(ctx, r.st, root); err != nil {
+		return fmt.Errorf("inspect: walk %q: %w", root, err)
+	}
 	return r.visit(ctx, root, kids, fn)
+}
+
+// ImplicitDirs returns, by parent, the names of the directories below root
+// that a walk by Children would miss: on a store.ImplicitDirLister (etcd),
+// the directories that are no node, such as the prefixes of etcd's own
+// concurrency.Mutex and "etcdctl lock"; nil on other stores.
+func ImplicitDirs(ctx context.Context, st store.Store, root string) (map[string][]string, error) {
+	l, ok := st.(store.ImplicitDirLister)
+	if !ok {
+		return nil, nil
+	}
+	dirs, err := l.ImplicitDirs(ctx, root)
+	if err != nil {
+		return nil, err
+	}
+	byParent := make(map[string][]string)
+	for _, d := range dirs {
+		byParent[store.Parent(d)] = append(byParent[store.Parent(d)], store.Base(d))
+	}
+	return byParent, nil
 }
 
 func (r *reader) visit(ctx context.Context, p string, kids []store.Child, fn func(Report) error) error {
@@ -340,7 +388,9 @@ func (r *reader) visit(ctx context.Context, p string, kids []store.Child, fn fun
 			names = append(names, k.Name)
 		}
 	}
+	names = append(names, r.implicit[p]...)
 	slices.Sort(names)
+	names = slices.Compact(names)
 	for _, name := range names {
 		c := store.Join(p, name)
 		ckids, err := r.children(ctx, c)
@@ -398,7 +448,12 @@ func (r *reader) report(ctx context.Context, p string, kids []store.Child) (Repo
 	case DoubleBarrier:
 		err = r.doubleBarrier(ctx, &rep, kids)
 	case Queue:
-		err = r.queue(ctx, &rep)
+		var is bool
+		if is, err = r.isQueue(ctx, p, kids); is {
+			err = r.queue(ctx, &rep)
+		} else {
+			rep.Kind = None
+		}
 	}
 	rep.Time = time.Now()
 	return rep, err

@@ -415,12 +415,20 @@ func TestWalk(t *testing.T) {
 		if _, err := st.Create(ctx, root+"/d/plain", []byte("x"), store.Persistent); err != nil {
 			t.Fatal(err)
 		}
+		// A directory with a child named config is no queue (ZooKeeper's
+		// own /zookeeper has one), unless the config is a queue's.
+		if _, err := st.Create(ctx, root+"/e/settings/config", []byte("version=0"), store.Persistent); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := st.Create(ctx, root+"/f/q/config", []byte("corral queue 1\ndelivery: at-least-once\n"), store.Persistent); err != nil {
+			t.Fatal(err)
+		}
 		var got []string
 		err = inspect.Walk(ctx, st, root, func(r inspect.Report) error {
 			got = append(got, fmt.Sprintf("%s %v %d", strings.TrimPrefix(r.Path, root), r.Kind, len(r.Holders)))
 			return nil
 		})
-		if w := []string{"/a/sem semaphore 1", "/b/lock lock 1", "/c/q queue 0"}; err != nil || !slices.Equal(got, w) {
+		if w := []string{"/a/sem semaphore 1", "/b/lock lock 1", "/c/q queue 0", "/f/q queue 0"}; err != nil || !slices.Equal(got, w) {
 			t.Errorf("Walk = %q, %v; want %q", got, err, w)
 		}
 		stop := errors.New("stop")

@@ -1,6 +1,7 @@
 package inspect
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"errors"
@@ -19,11 +20,13 @@ import (
 // claims/ named by the id of the item they claim (by the item's whole name
 // in a queue of an earlier corral, whose items have no id).
 const (
-	itemsDir  = "items"
-	claimsDir = "claims"
-	itemMark  = "qi-"
-	keyLen    = 16
-	signBit   = uint64(1) << 63
+	itemsDir   = "items"
+	claimsDir  = "claims"
+	countsDir  = "deliveries"
+	configName = "config"
+	itemMark   = "qi-"
+	keyLen     = 16
+	signBit    = uint64(1) << 63
 )
 
 // parseItem decodes the priority and the id of the item named name (the
@@ -52,6 +55,36 @@ func parseItem(name string) (prio int64, id string, ok bool) {
 		}
 	}
 	return int64(^k ^ signBit), id, true
+}
+
+// configHeader starts the data of a queue's config node (queue/config.go).
+const configHeader = "corral queue "
+
+// isQueue tells a queue from a directory that only has a child named
+// "config" (ZooKeeper's own /zookeeper, an application's settings): a
+// queue has its items, claims or deliveries directory, or a config node
+// that the queue package wrote.
+func (r *reader) isQueue(ctx context.Context, p string, kids []store.Child) (bool, error) {
+	config := false
+	for _, k := range kids {
+		switch k.Name {
+		case itemsDir, claimsDir, countsDir:
+			return true, nil
+		case configName:
+			config = true
+		}
+	}
+	if !config {
+		return false, nil
+	}
+	n, err := r.st.Get(ctx, store.Join(p, configName))
+	switch {
+	case errors.Is(err, store.ErrNoNode):
+		return false, nil
+	case err != nil:
+		return false, err
+	}
+	return bytes.HasPrefix(n.Data, []byte(configHeader)), nil
 }
 
 func (r *reader) queue(ctx context.Context, rep *Report) error {

@@ -36,7 +36,10 @@ type Watcher struct {
 
 // Watch reports the recipe directories at or below root (as Walk does) on
 // the Watcher's Reports channel: first as they are, and again after every
-// change. It sets a children watch with every listing (and a watch on a
+// change. Holders it saw granted (waiting, or not there, in its previous
+// snapshot) carry the time of the snapshot that first showed them holding
+// as Contender.Granted, in that snapshot and the later ones; those already
+// holding in its first snapshot carry none. It sets a children watch with every listing (and a watch on a
 // double barrier's ready node), waits for one of them to fire, and walks
 // again, never sooner than MinInterval after the last walk; it never polls.
 // A snapshot not yet received when a change comes is replaced by a newer
@@ -100,6 +103,7 @@ func (w *Watcher) finish(ctx context.Context, err error) {
 }
 
 func (w *Watcher) run(ctx context.Context, st store.Store, cw store.ChildrenWatcher, root string) error {
+	var g grants
 	for attempt := 0; ; {
 		begun := time.Now()
 		wctx, stop := context.WithCancel(ctx)
@@ -123,6 +127,7 @@ func (w *Watcher) run(ctx context.Context, st store.Store, cw store.ChildrenWatc
 			continue
 		}
 		attempt = 0
+		g.mark(reps)
 		err = w.send(ctx, st, reps, r.evs)
 		stop()
 		if err != nil {
@@ -184,6 +189,48 @@ func (w *Watcher) send(ctx context.Context, st store.Store, reps []Report, evs [
 		}
 		return nil // a watch fired (or can no longer fire): walk again
 	}
+}
+
+// grants remembers, from one snapshot to the next, the contenders of the
+// last one and when each holder was seen granted; it holds nothing that
+// the last snapshot does not.
+type grants struct {
+	first   bool // a snapshot was marked
+	at      map[contenderKey]time.Time
+	holding map[contenderKey]bool // the contenders of the last snapshot: true for its holders
+}
+
+// contenderKey is a contender's identity: its path and its Seq.
+type contenderKey struct {
+	path, name string
+	seq        int64
+}
+
+// mark sets Granted on the holders of reps that it saw granted: waiting,
+// or not there, in the last snapshot.
+func (g *grants) mark(reps []Report) {
+	at := make(map[contenderKey]time.Time)
+	holding := make(map[contenderKey]bool)
+	for i := range reps {
+		r := &reps[i]
+		for _, c := range r.Waiters {
+			holding[contenderKey{r.Path, c.Name, c.Seq}] = false
+		}
+		for j := range r.Holders {
+			c := &r.Holders[j]
+			k := contenderKey{r.Path, c.Name, c.Seq}
+			holding[k] = true
+			t, ok := g.at[k]
+			if !ok && (!g.first || g.holding[k]) {
+				continue // holding when first seen: since when, nobody knows
+			}
+			if !ok {
+				t = r.Time
+			}
+			c.Granted, at[k] = t, t
+		}
+	}
+	g.first, g.at, g.holding = true, at, holding
 }
 
 func sleep(ctx context.Context, d time.Duration) error {

@@ -137,3 +137,18 @@ type GuardedCreator interface {
 	// call abandoned by its ctx is undone.
 	CreateIf(ctx context.Context, path string, data []byte, mode Mode, guard string) (Node, error)
 }
+
+// ImplicitDirLister is an optional capability of a store in which a
+// directory can exist only through the nodes below it, and is then
+// missing from its parent's Children: etcd, where other clients' recipes
+// (concurrency.Mutex and Election, "etcdctl lock") write
+// "<prefix>/<lease>" with no key at "<prefix>". A tool that walks a tree
+// (inspect.Walk, "corral ls -r") asks it for the directories a walk by
+// Children would miss; recipes never need it.
+type ImplicitDirLister interface {
+	// ImplicitDirs returns the paths strictly below path of the
+	// directories that are no node but have nodes below them, sorted,
+	// with one read of path's subtree. Keys below path that are no valid
+	// path are left out.
+	ImplicitDirs(ctx context.Context, path string) ([]string, error)
+}

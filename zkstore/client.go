@@ -56,6 +56,10 @@ func (c *client) Get(p string) ([]byte, *zk.Stat, error) { return c.zk.Get(c.abs
 
 func (c *client) GetACL(p string) ([]zk.ACL, *zk.Stat, error) { return c.zk.GetACL(c.abs(p)) }
 
+func (c *client) SetACL(p string, acl []zk.ACL, version int32) (*zk.Stat, error) {
+	return c.zk.SetACL(c.abs(p), acl, version)
+}
+
 func (c *client) Set(p string, data []byte, version int32) (*zk.Stat, error) {
 	return c.zk.Set(c.abs(p), data, version)
 }

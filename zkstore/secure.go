@@ -52,7 +52,7 @@ func WithDigestAuth(user, password string) Option {
 // hold that identity (a wrong password). A wrong password elsewhere shows
 // as [store.ErrPermission] on the nodes it does not open.
 //
-// With credentials, the nodes the Store creates get [CreatorACL] unless
+// With a digest user, the nodes the Store creates get [CreatorACL] unless
 // [WithACL] says otherwise.
 func WithAuth(scheme string, auth []byte) Option {
 	return func(o *options) {
@@ -64,11 +64,16 @@ func WithAuth(scheme string, auth []byte) Option {
 	}
 }
 
-// CreatorACL returns the ACL a Store with credentials gives the nodes it
-// creates unless [WithACL] says otherwise: every right to the identities
-// the creating session holds (ZooKeeper's "auth" scheme: its digest users,
-// and its x509 subject over TLS), and read to anyone. It is Curator's
-// CREATOR_ALL_ACL plus READ_ACL_UNSAFE.
+// CreatorACL returns the ACL a Store whose session holds an identity
+// gives the nodes it creates unless [WithACL] says otherwise: every right
+// to the identities the creating session holds (ZooKeeper's "auth"
+// scheme, which the server expands when it creates the node: its digest
+// users, and over TLS its client certificate's identity, x509:<subject DN>
+// by default), and read to anyone. It is Curator's CREATOR_ALL_ACL plus
+// READ_ACL_UNSAFE. A session holds an identity when it has a digest user,
+// or a client certificate that the server authenticated
+// (ssl.clientAuth=need, ZooKeeper's default, or want); a certificate alone
+// is enough.
 //
 // Deleting a node takes the delete right on its parent; corral's recipes
 // create their directories with the same ACL, so the nodes of a lock or an
@@ -87,11 +92,13 @@ func CreatorACL() []zk.ACL {
 
 // WithACL sets the ACL of every node the Store creates: the nodes asked
 // for, the parents it creates for them, and the chroot node if Open
-// creates it. The default is zk.WorldACL(zk.PermAll) (anyone may do
-// anything) for a Store without credentials, and [CreatorACL] for one with
-// them. An empty ACL fails Open with [store.ErrInvalidArgument]; one the
-// server refuses (the "auth" scheme for a session that holds no identity)
-// fails each create with it.
+// creates it. The default is [CreatorACL] for a session that holds an
+// identity (a digest user, or a client certificate the server
+// authenticated), and zk.WorldACL(zk.PermAll) (anyone may do anything)
+// for one that holds none, which Open then logs at Warn (see
+// [WithIdentityRequired] to refuse such sessions). An empty ACL fails Open
+// with [store.ErrInvalidArgument]; one the server refuses (the "auth"
+// scheme for a session that holds no identity) fails each create with it.
 func WithACL(acl []zk.ACL) Option {
 	return func(o *options) {
 		if len(acl) == 0 {
@@ -129,15 +136,18 @@ func WithChroot(path string) Option {
 // certificates (ssl.clientAuth=need, ZooKeeper's default), cfg.Certificates
 // to the client's; the server then also authenticates the session as
 // x509:<the certificate's subject DN>, an identity that [CreatorACL] and
-// other ACLs can name. An empty cfg.ServerName is set to the host of each
+// other ACLs can name: a certificate alone makes the nodes the Store
+// creates its own. An empty cfg.ServerName is set to the host of each
 // server's address, so the address must be one the certificate names.
 //
 // The TLS handshake is part of connecting: it is bounded like the rest of
 // the handshake (the session timeout divided by the number of servers).
-// When every server fails it on a certificate, either side's (an unknown
-// authority, no client certificate, an expired one), Open fails at once
-// with [store.ErrAuth]; other failures (a server that does not speak TLS)
-// make Open wait for its ctx, and its error then names the last one.
+// A client certificate out of its validity period fails Open with
+// [store.ErrAuth] before it dials, saying so. When every server fails the
+// handshake on a certificate, either side's (an unknown authority, no
+// client certificate), Open fails at once with [store.ErrAuth]; other
+// failures (a server that does not speak TLS) make Open wait for its ctx,
+// and its error then names the last one.
 func WithTLS(cfg *tls.Config) Option {
 	return func(o *options) {
 		if cfg == nil {
@@ -148,12 +158,40 @@ func WithTLS(cfg *tls.Config) Option {
 	}
 }
 
-// setUp readies a new session for its caller: it authenticates it, checks
+// checkCertificates fails with store.ErrAuth when a client certificate of
+// cfg is out of its validity period: the server would refuse it with an
+// alert that does not say why, after a handshake, while the client can
+// tell before it dials.
+func checkCertificates(cfg *tls.Config, now time.Time) error {
+	if cfg == nil {
+		return nil
+	}
+	for _, c := range cfg.Certificates {
+		leaf := c.Leaf
+		if leaf == nil && len(c.Certificate) > 0 {
+			var err error
+			if leaf, err = x509.ParseCertificate(c.Certificate[0]); err != nil {
+				return fmt.Errorf("%w: client certificate: %v", store.ErrInvalidArgument, err)
+			}
+		}
+		switch {
+		case leaf == nil:
+		case now.After(leaf.NotAfter):
+			return fmt.Errorf("%w: the client certificate %q expired at %s", store.ErrAuth, leaf.Subject, leaf.NotAfter.UTC().Format(time.RFC3339))
+		case now.Before(leaf.NotBefore):
+			return fmt.Errorf("%w: the client certificate %q is not valid until %s", store.ErrAuth, leaf.Subject, leaf.NotBefore.UTC().Format(time.RFC3339))
+		}
+	}
+	return nil
+}
+
+// setUp readies a new session for its caller: it authenticates it, finds
+// whether it holds an identity and chooses the default ACL by that, checks
 // its credentials against its root and creates the chroot if missing. It
 // retries across lost connections until the session ends or the caller
 // leaves.
-func (s *Store) setUp(left <-chan struct{}, auth []credential) error {
-	for _, c := range auth {
+func (s *Store) setUp(left <-chan struct{}, o *options) error {
+	for _, c := range o.auth {
 		if err := s.retry(left, func() error { return s.conn.AddAuth(c.scheme, c.auth) }); err != nil {
 			if errors.Is(err, zk.ErrAuthFailed) {
 				return fmt.Errorf("%w: the server refused the %q credentials (%w)", store.ErrAuth, c.scheme, err)
@@ -161,7 +199,10 @@ func (s *Store) setUp(left <-chan struct{}, auth []credential) error {
 			return err
 		}
 	}
-	if len(auth) == 0 && s.conn.root == "" {
+	if err := s.chooseACL(left, o); err != nil {
+		return err
+	}
+	if len(o.auth) == 0 && s.conn.root == "" {
 		return nil
 	}
 	var acl []zk.ACL
@@ -178,13 +219,90 @@ func (s *Store) setUp(left <-chan struct{}, auth []credential) error {
 	case err != nil:
 		return err
 	}
-	for _, c := range auth {
+	for _, c := range o.auth {
 		if err := s.checkDigest(acl, c); err != nil {
 			return err
 		}
 	}
 	return nil
 }
+
+// ErrNoIdentity is what Open fails with, wrapped beside [store.ErrAuth],
+// when [WithIdentityRequired] is given and the session holds no identity.
+var ErrNoIdentity = errors.New("zkstore: the session holds no identity")
+
+// WithIdentityRequired makes Open fail with an error wrapping
+// [ErrNoIdentity] and [store.ErrAuth] when the session holds no identity
+// an ACL can name: no digest user, and no client certificate that the
+// server authenticated (one it did not ask for, with ssl.clientAuth=none,
+// is no identity). Without it such a session opens, and the nodes it
+// creates are open to everyone unless [WithACL] says otherwise; Open then
+// says so on the Store's logger, at Warn.
+func WithIdentityRequired() Option {
+	return func(o *options) { o.needIdentity = true }
+}
+
+// chooseACL finds whether the session holds an identity, when it is to
+// choose the Store's ACL by that or to refuse a session without one, and
+// says so when its nodes are to be open to everyone.
+func (s *Store) chooseACL(left <-chan struct{}, o *options) error {
+	if o.acl != nil && !o.needIdentity {
+		return nil
+	}
+	held, err := s.holdsIdentity(left, o)
+	switch {
+	case err != nil:
+		return err
+	case !held && o.needIdentity:
+		return fmt.Errorf("%w: %w: no digest user, and no client certificate the server authenticated", store.ErrAuth, ErrNoIdentity)
+	case o.acl != nil:
+	case held:
+		s.acl = CreatorACL()
+	default:
+		s.acl = zk.WorldACL(zk.PermAll)
+		why := "no credentials and no TLS client certificate"
+		if o.tls != nil {
+			why = "the server did not authenticate a client certificate (none given, or ssl.clientAuth is not need or want)"
+		}
+		s.log.Warn("zkstore: the session holds no identity: the nodes it creates are open to everyone (world:anyone:cdrwa); give WithDigestAuth, a client certificate, WithACL, or WithIdentityRequired to refuse such sessions",
+			"why", why)
+	}
+	return nil
+}
+
+// holdsIdentity reports whether the session holds an identity the "auth"
+// scheme can name. A digest user always is one. A client certificate is
+// one only if the server asked for it and took it (ZooKeeper's
+// X509AuthenticationProvider, whose identity is by default the
+// certificate's subject DN), which a client cannot see; so the server is
+// asked: it expands an "auth" ACL into the session's identities before it
+// looks at the node or the version, and refuses it with INVALIDACL when
+// there are none. The request names a version no node has (an ACL version
+// is never negative), so it changes nothing whatever the root's ACL.
+func (s *Store) holdsIdentity(left <-chan struct{}, o *options) (bool, error) {
+	for _, c := range o.auth {
+		if c.scheme == "digest" {
+			return true, nil
+		}
+	}
+	if len(o.auth) == 0 && o.tls == nil {
+		return false, nil
+	}
+	err := s.retry(left, func() error {
+		_, err := s.conn.SetACL("/", zk.AuthACL(zk.PermAll), probeVersion)
+		return err
+	})
+	switch {
+	case errors.Is(err, zk.ErrInvalidACL):
+		return false, nil
+	case err == nil, errors.Is(err, zk.ErrBadVersion), errors.Is(err, zk.ErrNoNode), errors.Is(err, zk.ErrNoAuth):
+		return true, nil
+	}
+	return false, fmt.Errorf("find the session's identities: %w", err)
+}
+
+// probeVersion is a version no node's ACL has.
+const probeVersion = -2
 
 // retry calls f until it returns something other than a connection error,
 // waiting for a reconnection in between, or until the session ends or the

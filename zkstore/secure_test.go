@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"log/slog"
 	"slices"
 	"strings"
 	"testing"
@@ -36,7 +37,7 @@ func openOn(t *testing.T, addrs []string, opts ...zkstore.Option) *zkstore.Store
 // credentials creates below it do not lock other tests out of theirs.
 func openDir(t *testing.T, addrs []string, dir string, opts ...zkstore.Option) {
 	t.Helper()
-	st := openOn(t, addrs, opts...)
+	st := openOn(t, addrs, append(opts, zkstore.WithACL(zk.WorldACL(zk.PermAll)))...)
 	must[store.Node](t)(st.Create(ctxFor(t), dir, nil, store.Persistent))
 	st.Close()
 }
@@ -344,6 +345,19 @@ func TestTLS(t *testing.T) {
 			})
 		}
 	})
+	t.Run("certificate only", func(t *testing.T) {
+		dir := dirFor(t)
+		openDir(t, addrs, dir, zkstore.WithTLS(client))
+		var logs recorder
+		app := openOn(t, addrs, zkstore.WithTLS(ca.ClientTLS(ca.MustClient(t, "app"))), zkstore.WithLogger(slog.New(&logs)))
+		bob := openOn(t, addrs, zkstore.WithTLS(ca.ClientTLS(ca.MustClient(t, "bob"))))
+		assertCreatorOnly(t, srv.Addr(), dir, app, bob)
+		for _, r := range logs.records() {
+			if r.Level >= slog.LevelWarn {
+				t.Errorf("a session with a certificate logged %q at %v", r.Message, r.Level)
+			}
+		}
+	})
 	t.Run("x509 identity", func(t *testing.T) {
 		ctx, dir := ctxFor(t), dirFor(t)
 		openDir(t, addrs, dir, zkstore.WithTLS(client))
@@ -357,6 +371,20 @@ func TestTLS(t *testing.T) {
 			t.Errorf("Set by the creator's certificate = %v", err)
 		}
 	})
+}
+
+// TestExpiredCertificate: a client certificate out of its validity period
+// fails Open at once with ErrAuth, saying it expired, before any I/O
+// (nothing listens on the address).
+func TestExpiredCertificate(t *testing.T) {
+	ca := testcert.ForTest(t, "zk")
+	st, err := zkstore.Open(t.Context(), []string{"127.0.0.1:1"}, zkstore.WithTLS(ca.ClientTLS(ca.MustExpiredClient(t, "app"))))
+	if st != nil {
+		st.Close()
+	}
+	if !errors.Is(err, store.ErrAuth) || !strings.Contains(err.Error(), `"CN=app" expired at`) {
+		t.Errorf("Open with an expired certificate = %v; want ErrAuth, saying it expired", err)
+	}
 }
 
 // Options that cannot work fail Open with ErrInvalidArgument, before any
@@ -379,4 +407,114 @@ func TestSecureOptionsInvalid(t *testing.T) {
 			t.Errorf("Open(%s) = %v; want ErrInvalidArgument", name, err)
 		}
 	}
+}
+
+// assertCreatorOnly checks that the nodes of a Mutex that owner holds in
+// dir are owner's (its certificate's identity, x509:CN=app, has every
+// right; anyone may read): other may read the holder's node but neither
+// delete it, change it nor contend for the lock, and owner keeps it.
+func assertCreatorOnly(t *testing.T, plainAddr, dir string, owner, other *zkstore.Store) {
+	t.Helper()
+	ctx := ctxFor(t)
+	m := corralsync.NewMutex(owner, dir+"/lock")
+	if err := m.Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	kids := must[[]store.Child](t)(owner.Children(ctx, dir+"/lock"))
+	if len(kids) != 1 {
+		t.Fatalf("Children = %v; want the holder's node", kids)
+	}
+	holder := dir + "/lock/" + kids[0].Name
+	// ZooKeeper's X509AuthenticationProvider names a certificate by its
+	// subject's X.500 name, in RFC 2253 form.
+	want := []zk.ACL{
+		{Perms: zk.PermAll, Scheme: "x509", ID: "CN=app"},
+		{Perms: zk.PermRead, Scheme: "world", ID: "anyone"},
+	}
+	for _, p := range []string{dir + "/lock", holder} {
+		if got := rawACL(t, plainAddr, p); !slices.Equal(got, want) {
+			t.Errorf("ACL of %s = %v; want %v", p, got, want)
+		}
+	}
+	if _, err := other.Get(ctx, holder); err != nil {
+		t.Errorf("another identity: Get(holder) = %v; want the node (readable by all)", err)
+	}
+	if err := other.Delete(ctx, holder); !errors.Is(err, store.ErrPermission) {
+		t.Errorf("another identity: Delete(holder) = %v; want ErrPermission", err)
+	}
+	if _, err := other.Set(ctx, holder, []byte("mine"), store.AnyVersion); !errors.Is(err, store.ErrPermission) {
+		t.Errorf("another identity: Set(holder) = %v; want ErrPermission", err)
+	}
+	if err := corralsync.NewMutex(other, dir+"/lock").Lock(ctx); !errors.Is(err, store.ErrPermission) {
+		t.Errorf("another identity: Mutex.Lock while the owner holds = %v; want ErrPermission", err)
+	}
+	if err := m.Context().Err(); err != nil {
+		t.Fatalf("the owner's lock was lost: %v", context.Cause(m.Context()))
+	}
+	if err := m.Unlock(ctx); err != nil {
+		t.Errorf("owner: Unlock = %v", err)
+	}
+	if err := owner.Delete(ctx, dir+"/lock"); err != nil {
+		t.Errorf("owner: Delete(lock dir) = %v", err)
+	}
+}
+
+// TestIdentity: whether a session holds an identity is what the server
+// says: a certificate it asked for is one (ssl.clientAuth=want here), and
+// a session without a certificate or a digest user holds none. Such a
+// session opens with a Warn that its nodes are open to everyone, and
+// makes them so; WithIdentityRequired refuses it with ErrNoIdentity.
+func TestIdentity(t *testing.T) {
+	zkserver.Require(t)
+	ca := testcert.ForTest(t, "zk")
+	srv := zkserver.ForTest(t, zkserver.Config{TLS: &zkserver.TLS{
+		KeyStore: ca.MustServer(t, "zk-server").BundleFile, TrustStore: ca.File, ClientAuth: "want"}})
+	app := zkstore.WithTLS(ca.ClientTLS(ca.MustClient(t, "app")))
+	bob := zkstore.WithTLS(ca.ClientTLS(ca.MustClient(t, "bob")))
+	ctx := ctxFor(t)
+
+	t.Run("certificate", func(t *testing.T) {
+		dir := dirFor(t)
+		openDir(t, []string{srv.Addr()}, dir)
+		assertCreatorOnly(t, srv.Addr(), dir, openOn(t, []string{srv.TLSAddr()}, app), openOn(t, []string{srv.TLSAddr()}, bob))
+	})
+	for _, tc := range []struct {
+		name string
+		addr string
+		opts []zkstore.Option
+	}{
+		{"TLS, no certificate", srv.TLSAddr(), []zkstore.Option{zkstore.WithTLS(ca.ClientTLS())}},
+		{"plain, no credentials", srv.Addr(), nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var logs recorder
+			st := openOn(t, []string{tc.addr}, append(tc.opts, zkstore.WithLogger(slog.New(&logs)))...)
+			warned := 0
+			for _, r := range logs.records() {
+				if r.Level == slog.LevelWarn && strings.Contains(r.Message, "open to everyone") {
+					warned++
+				}
+			}
+			if warned != 1 {
+				t.Errorf("%d Warn records that the nodes are open to everyone; want 1", warned)
+			}
+			n := must[store.Node](t)(st.Create(ctx, dirFor(t)+"/n", nil, store.Persistent))
+			if got, want := rawACL(t, srv.Addr(), n.Path), zk.WorldACL(zk.PermAll); !slices.Equal(got, want) {
+				t.Errorf("ACL of %s = %v; want %v", n.Path, got, want)
+			}
+
+			st, err := zkstore.Open(ctx, []string{tc.addr}, append(tc.opts, zkstore.WithIdentityRequired())...)
+			if err == nil {
+				st.Close()
+				t.Fatal("Open(WithIdentityRequired) succeeded")
+			}
+			if !errors.Is(err, zkstore.ErrNoIdentity) || !errors.Is(err, store.ErrAuth) {
+				t.Errorf("Open(WithIdentityRequired) = %v; want ErrNoIdentity and ErrAuth", err)
+			}
+			t.Logf("Open: %v", err)
+		})
+	}
+	t.Run("identity required, certificate", func(t *testing.T) {
+		openOn(t, []string{srv.TLSAddr()}, app, zkstore.WithIdentityRequired())
+	})
 }

@@ -115,9 +115,13 @@
 // session. Open sends the credentials before it returns; go-zookeeper
 // keeps those that succeeded and sends them again on every reconnection,
 // before any other request, so the session never acts without its
-// identity. The nodes the Store creates, parents included, then get
-// [CreatorACL] (every right to the creator's identities, read to anyone);
-// [WithACL] sets another. ZooKeeper checks the rights to create and to
+// identity. A client certificate the server authenticated ([WithTLS]) is
+// an identity too, and a certificate alone is enough. The nodes a session
+// with an identity creates, parents included, get [CreatorACL] (every
+// right to the creator's identities, read to anyone); those of a session
+// without one are open to everyone, which Open logs at Warn
+// ([WithIdentityRequired] refuses such a session instead); [WithACL] sets
+// another ACL. ZooKeeper checks the rights to create and to
 // delete a node on its parent, so the ACL of a recipe's directory decides
 // who may contend there and who may remove a contender.
 //
@@ -192,9 +196,10 @@ type options struct {
 	sessionTimeout time.Duration
 	logger         *slog.Logger
 	auth           []credential
-	acl            []zk.ACL // nil: the default for the credentials
+	acl            []zk.ACL // nil: the default for the session's identity
 	chroot         string   // "" for none
 	tls            *tls.Config
+	needIdentity   bool     // WithIdentityRequired
 	invalid        []string // what the options given got wrong
 	noTimer        bool     // tests: end the session only when its state is read
 }
@@ -261,9 +266,9 @@ type Store struct {
 
 // Open connects to the ZooKeeper servers ("host:port"; the port defaults
 // to 2181) and returns once a session is established and, with
-// credentials or a chroot, set up: authenticated, its credentials checked
-// against its root, its chroot created if missing (see [WithAuth] and
-// [WithChroot]). If ctx ends first, or the session cannot be had, it shuts
+// credentials, TLS or a chroot, set up: authenticated, its identity found
+// (see [WithIdentityRequired]), its credentials checked against its root,
+// its chroot created if missing (see [WithAuth] and [WithChroot]). If ctx ends first, or the session cannot be had, it shuts
 // the client down (promptly: the connections are closed under it) and
 // returns ctx.Err() or the reason, wrapped: [store.ErrAuth] for refused
 // credentials or certificates, [store.ErrPermission] for a root the
@@ -284,17 +289,14 @@ func Open(ctx context.Context, servers []string, opts ...Option) (*Store, error)
 	if o.sessionTimeout < time.Millisecond || o.sessionTimeout > math.MaxInt32*time.Millisecond {
 		return nil, fmt.Errorf("zkstore: open: %w: session timeout %v", store.ErrInvalidArgument, o.sessionTimeout)
 	}
+	if err := checkCertificates(o.tls, time.Now()); err != nil {
+		return nil, fmt.Errorf("zkstore: open: %w", err)
+	}
 	if o.logger == nil {
 		o.logger = discardLogger
 	}
-	if o.acl == nil {
-		o.acl = zk.WorldACL(zk.PermAll)
-		if len(o.auth) > 0 {
-			o.acl = CreatorACL()
-		}
-	}
 	s := &Store{
-		acl:         o.acl,
+		acl:         o.acl, // nil: setUp chooses by the session's identity
 		tls:         o.tls,
 		refused:     make(chan struct{}),
 		stop:        make(chan struct{}),
@@ -350,7 +352,7 @@ func Open(ctx context.Context, servers []string, opts ...Option) (*Store, error)
 		return nil, fmt.Errorf("zkstore: open: no session with %v: %w", servers, ctx.Err())
 	}
 	if _, err := call(s, ctx, func(left <-chan struct{}) (struct{}, error) {
-		if err := s.setUp(left, o.auth); err != nil {
+		if err := s.setUp(left, &o); err != nil {
 			return struct{}{}, err
 		}
 		return struct{}{}, s.armSentinel(left)

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -10,7 +11,7 @@ import (
 )
 
 func init() {
-	commands["barrier"] = command{summary: "set, remove, wait on or enter a barrier", run: runBarrier}
+	commands["barrier"] = command{summary: "set, remove, wait on or enter a barrier", run: runBarrier, runner: entersCmd}
 }
 
 func runBarrier(ctx context.Context, e *env, args []string) error {
@@ -19,7 +20,7 @@ func runBarrier(ctx context.Context, e *env, args []string) error {
 			"wait: block until the barrier at PATH is removed (at once if it is not set).\n"+
 			"enter: a double barrier of N processes: wait until N have entered, run CMD,\n"+
 			"then wait until all N have left. Exits with CMD's status.")
-	timeout := fs.Duration("timeout", 0, "give up waiting after this long (exit 3); 0 waits forever")
+	timeout := fs.Duration("timeout", 0, "give up waiting after this long (exit 3; 124 for enter); 0 waits forever")
 	pos, argv, err := parse(fs, args)
 	if err != nil {
 		return err
@@ -35,6 +36,9 @@ func runBarrier(ctx context.Context, e *env, args []string) error {
 		}
 		if n, err = strconv.Atoi(pos[0]); err != nil || n < 1 {
 			return fmt.Errorf("%w: N must be a positive number, not %q", errUsage, pos[0])
+		}
+		if err := lookCmd(argv[0]); err != nil {
+			return err
 		}
 		pos = pos[1:]
 	} else if verb != "set" && verb != "remove" && verb != "wait" {
@@ -69,6 +73,10 @@ func runBarrier(ctx context.Context, e *env, args []string) error {
 	return enter(ctx, wctx, corralsync.NewDoubleBarrier(st, pos[0], n), argv)
 }
 
+// entersCmd reports whether a barrier command line is "enter", which runs
+// a CMD.
+func entersCmd(args []string) bool { return slices.Contains(args, "enter") }
+
 // enter runs argv inside a double barrier.
 func enter(ctx, wctx context.Context, db *corralsync.DoubleBarrier, argv []string) error {
 	if err := db.Enter(wctx); err != nil {
@@ -82,7 +90,7 @@ func enter(ctx, wctx context.Context, db *corralsync.DoubleBarrier, argv []strin
 		return err
 	}
 	if status != 0 {
-		return &exitError{code: status}
+		return &exitError{code: status, status: true}
 	}
 	return nil
 }

@@ -98,7 +98,16 @@ type proc struct {
 
 func start(t *testing.T, args ...string) *proc {
 	t.Helper()
+	return startEnv(t, nil, args...)
+}
+
+// startEnv is start with env added to the environment.
+func startEnv(t *testing.T, env []string, args ...string) *proc {
+	t.Helper()
 	p := &proc{cmd: exec.Command(bin, args...), lines: make(chan string, 100), stderr: &strings.Builder{}, done: make(chan struct{})}
+	if env != nil {
+		p.cmd.Env = append(os.Environ(), env...)
+	}
 	out, err := p.cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -236,7 +245,7 @@ func waitGone(pid int) error {
 }
 
 // TestLockLost: when the holder's node is deleted under it, its command
-// is stopped and corral exits 4.
+// is stopped and corral exits 125, saying the lock was lost.
 func TestLockLost(t *testing.T) {
 	servers(t, func(t *testing.T, srv server) {
 		holder := start(t, "lock", "--store", srv.url, "--grace", "2s", "/e2e/lost", "--", "sh", "-c", "echo held; exec sleep 600")
@@ -248,8 +257,8 @@ func TestLockLost(t *testing.T) {
 		if err := srv.st.Delete(t.Context(), store.Join("/e2e/lost", kids[0].Name)); err != nil {
 			t.Fatal(err)
 		}
-		if code := holder.exit(t); code != exitLost {
-			t.Errorf("corral lock exit %d; want %d\n%s", code, exitLost, holder.stderr)
+		if code := holder.exit(t); code != exitRunFailed {
+			t.Errorf("corral lock exit %d; want %d\n%s", code, exitRunFailed, holder.stderr)
 		}
 		if !strings.Contains(holder.stderr.String(), "lost") {
 			t.Errorf("stderr does not say the lock was lost:\n%s", holder.stderr)
@@ -257,14 +266,14 @@ func TestLockLost(t *testing.T) {
 	})
 }
 
-// TestLockTimeout: --timeout gives up with exit 3 and leaves no node.
+// TestLockTimeout: --timeout gives up with exit 124 and leaves no node.
 func TestLockTimeout(t *testing.T) {
 	servers(t, func(t *testing.T, srv server) {
 		holder := start(t, "lock", "--store", srv.url, "/e2e/timeout", "--", "sh", "-c", "echo held; exec sleep 600")
 		holder.line(t)
 		waiter := start(t, "lock", "--store", srv.url, "--timeout", "300ms", "/e2e/timeout", "--", "echo", "never")
-		if code := waiter.exit(t); code != exitTimeout {
-			t.Errorf("corral lock --timeout exit %d; want %d\n%s", code, exitTimeout, waiter.stderr)
+		if code := waiter.exit(t); code != exitRunTimeout {
+			t.Errorf("corral lock --timeout exit %d; want %d\n%s", code, exitRunTimeout, waiter.stderr)
 		}
 		kids, err := srv.st.Children(t.Context(), "/e2e/timeout")
 		if err != nil || len(kids) != 1 {
@@ -350,17 +359,26 @@ func TestUsage(t *testing.T) {
 		{nil, exitUsage, "Usage"},
 		{[]string{"help"}, exitOK, "Exit codes"},
 		{[]string{"frobnicate"}, exitUsage, "unknown command"},
-		{[]string{"lock", "/x", "--", "true"}, exitUsage, "no store"},
-		{[]string{"lock", "--store", "redis://h:1", "/x", "--", "true"}, exitUsage, "scheme"},
-		{[]string{"lock", "--store", "mem://", "x", "--", "true"}, exitUsage, "invalid path"},
-		{[]string{"lock", "--store", "mem://", "/x"}, exitUsage, "no command"},
-		{[]string{"lock", "--store", "zk://127.0.0.1:1", "--connect-timeout", "500ms", "/x", "--", "true"}, exitUnreachable, "unreachable"},
+		// The commands that run CMD keep 124-127 for themselves, as
+		// timeout(1) does, and pass CMD's status through.
+		{[]string{"lock", "/x", "--", "true"}, exitRunFailed, "no store"},
+		{[]string{"lock", "--store", "redis://h:1", "/x", "--", "true"}, exitRunFailed, "scheme"},
+		{[]string{"lock", "--store", "mem://", "x", "--", "true"}, exitRunFailed, "invalid path"},
+		{[]string{"lock", "--store", "mem://", "/x"}, exitRunFailed, "no command"},
+		{[]string{"lock", "--store", "zk://127.0.0.1:1", "--connect-timeout", "500ms", "/x", "--", "true"}, exitRunFailed, "unreachable"},
 		{[]string{"lock", "--store", "mem://", "/x", "--", "sh", "-c", "exit 7"}, 7, ""},
-		{[]string{"lock", "--store", "mem://", "/x", "--", "/nonexistent/corral-test-cmd"}, 127, "start"},
-		{[]string{"lock", "--store", "mem://", "/x", "--", "/dev/null"}, 126, "start"},
-		{[]string{"lock", "--store", "mem://", "/", "--", "true"}, exitFailure, "root"},
+		{[]string{"lock", "--store", "mem://", "/x", "--", "sh", "-c", "exit 3"}, 3, ""},
+		{[]string{"lock", "--store", "mem://", "/x", "--", "sh", "-c", "exit 125"}, 125, ""},
+		{[]string{"lock", "--store", "mem://", "/x", "--", "sh", "-c", "kill -TERM $$"}, 143, ""},
+		{[]string{"lock", "--store", "mem://", "/x", "--", "/nonexistent/corral-test-cmd"}, exitNotFound, "command /nonexistent/corral-test-cmd"},
+		{[]string{"lock", "--store", "mem://", "/x", "--", "corral-no-such-command"}, exitNotFound, "not found"},
+		{[]string{"lock", "--store", "mem://", "/x", "--", "/dev/null"}, exitCannotRun, "permission denied"},
+		{[]string{"elect", "--store", "mem://", "/x", "--", "/nonexistent/corral-test-cmd"}, exitNotFound, "command"},
+		{[]string{"barrier", "--store", "mem://", "enter", "1", "/b", "--", "/nonexistent/corral-test-cmd"}, exitNotFound, "command"},
+		{[]string{"lock", "--store", "mem://", "/", "--", "true"}, exitRunFailed, "root"},
 		{[]string{"leader", "--store", "mem://", "/nobody"}, exitOK, "no leader"},
-		{[]string{"barrier", "enter", "0", "/b", "--", "true"}, exitUsage, "positive"},
+		{[]string{"barrier", "enter", "0", "/b", "--", "true"}, exitRunFailed, "positive"},
+		{[]string{"barrier", "wait"}, exitUsage, "PATH"},
 		{[]string{"queue", "pop", "/q"}, exitUsage, "unknown queue action"},
 		{[]string{"lock", "--help"}, exitOK, "Usage: corral lock"},
 	}
@@ -476,8 +494,39 @@ func TestQueueCLI(t *testing.T) {
 		if err := json.Unmarshal([]byte(out), &took); code != 0 || err != nil || took.ID != peeked.ID || took.Deliveries != 1 || took.Data != peeked.Data {
 			t.Errorf("queue take --format json = %q, exit %d (%v); want the peeked item, delivered once", out, code, err)
 		}
-		if out, code := corral(t, "", "queue", "take", "--store", srv.url, path); code != 0 || out != "second\n" {
-			t.Errorf("queue take = %q, exit %d; want second", out, code)
+		if out, code := corral(t, "", "queue", "take", "--store", srv.url, path); code != 0 || out != "second" {
+			t.Errorf("queue take = %q, exit %d; want second, as it was put", out, code)
+		}
+		// Raw items round-trip any bytes, as a tar archive must.
+		blob := make([]byte, 10240)
+		for i := range blob {
+			blob[i] = byte(i * 7)
+		}
+		blob[len(blob)-1] = '\n'
+		if out, code := corral(t, string(blob), "queue", "put", "--store", srv.url, path); code != 0 {
+			t.Fatalf("queue put of %d bytes = %q, exit %d", len(blob), out, code)
+		}
+		if out, code := corral(t, "", "queue", "take", "--store", srv.url, path); code != 0 || out != string(blob) {
+			t.Errorf("queue take of %d bytes put = %d bytes, exit %d; want them as they were put", len(blob), len(out), code)
+		}
+		if out, code := corral(t, "", "queue", "put", "--store", srv.url, path, "a"); code != 0 {
+			t.Fatalf("queue put = %q, exit %d", out, code)
+		}
+		if out, code := corral(t, "", "queue", "take", "--format", "line", "--store", srv.url, path); code != 0 || out != "a\n" {
+			t.Errorf("queue take --format line = %q, exit %d; want a line", out, code)
+		}
+		// Empty standard input is refused; an empty DATA is put.
+		if out, code := corral(t, "", "queue", "put", "--store", srv.url, path); code != exitUsage {
+			t.Errorf("queue put of empty standard input = %q, exit %d; want %d", out, code, exitUsage)
+		}
+		if n, code := corral(t, "", "queue", "len", "--store", srv.url, path); code != 0 || n != "0\n" {
+			t.Errorf("queue len after a refused put = %q, exit %d; want 0", n, code)
+		}
+		if out, code := corral(t, "", "queue", "put", "--store", srv.url, path, ""); code != 0 {
+			t.Errorf("queue put of DATA \"\" = %q, exit %d; want 0", out, code)
+		}
+		if out, code := corral(t, "", "queue", "take", "--store", srv.url, path); code != 0 || out != "" {
+			t.Errorf("queue take of the empty item = %q, exit %d", out, code)
 		}
 		if out, code := corral(t, "", "queue", "peek", "--store", srv.url, path); code != exitTimeout || out != "" {
 			t.Errorf("queue peek of an empty queue = %q, exit %d; want exit %d", out, code, exitTimeout)

@@ -11,7 +11,7 @@ import (
 )
 
 func init() {
-	commands["elect"] = command{summary: "run a command only while leader", run: runElect}
+	commands["elect"] = command{summary: "run a command only while leader", run: runElect, runner: runsCmd}
 	commands["leader"] = command{summary: "print the current leader", run: runLeader}
 }
 
@@ -19,9 +19,9 @@ func runElect(ctx context.Context, e *env, args []string) error {
 	fs, sf := newFlagSet(e, "elect", "[flags] PATH -- CMD [ARGS]",
 		"Campaigns at PATH and runs CMD once elected, for as long as the leadership lasts.\n"+
 			"If leadership is lost while CMD runs, CMD gets SIGTERM, then SIGKILL after --grace,\n"+
-			"and corral exits with status 4. When CMD exits, corral resigns and exits with its status.")
+			"and corral exits with status 125. When CMD exits, corral resigns and exits with its status.")
 	value := fs.String("value", "", "the value to proclaim while leader (an identity or address; default: corral's identity record, host and pid)")
-	timeout := fs.Duration("timeout", 0, "give up campaigning after this long (exit 3); 0 waits forever")
+	timeout := fs.Duration("timeout", 0, "give up campaigning after this long (exit 124); 0 waits forever")
 	grace := fs.Duration("grace", 10*time.Second, "time between SIGTERM and SIGKILL when leadership is lost")
 	keep := fs.Bool("keep-on-disconnect", false, "stay leader through a lost connection until the session expires (default: stop CMD at once)")
 	path, argv, err := parsePathCmd(fs, args)
@@ -90,7 +90,7 @@ func runLeader(ctx context.Context, e *env, args []string) error {
 		fmt.Fprintln(e.stdout, describe(l))
 	}
 	if ctx.Err() != nil {
-		return errInterrupted // the normal end of --watch
+		return interrupted(ctx) // the normal end of --watch
 	}
 	if st.Context().Err() != nil {
 		return fmt.Errorf("%w: %v", errUnreachable, context.Cause(st.Context()))

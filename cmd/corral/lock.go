@@ -10,7 +10,7 @@ import (
 )
 
 func init() {
-	commands["lock"] = command{summary: "run a command while holding a lock", run: runLock}
+	commands["lock"] = command{summary: "run a command while holding a lock", run: runLock, runner: runsCmd}
 }
 
 // releaseTimeout bounds the cleanup that runs after the work is done or
@@ -21,9 +21,9 @@ func runLock(ctx context.Context, e *env, args []string) error {
 	fs, sf := newFlagSet(e, "lock", "[flags] PATH -- CMD [ARGS]",
 		"Runs CMD while holding the lock at PATH and exits with CMD's exit status.\n"+
 			"If the lock is lost while CMD runs, CMD gets SIGTERM, then SIGKILL after --grace,\n"+
-			"and corral exits with status 4. Locks exclude Curator, go-zookeeper and etcd\n"+
+			"and corral exits with status 125. Locks exclude Curator, go-zookeeper and etcd\n"+
 			"concurrency.Mutex clients on the same path.")
-	timeout := fs.Duration("timeout", 0, "give up acquiring after this long (exit 3); 0 waits forever")
+	timeout := fs.Duration("timeout", 0, "give up acquiring after this long (exit 124); 0 waits forever")
 	shared := fs.Bool("shared", false, "take a shared (read) lock: shared holders run together, exclusive ones alone")
 	grace := fs.Duration("grace", 10*time.Second, "time between SIGTERM and SIGKILL when the lock is lost")
 	label := fs.String("label", "", "a label for the lock's node, beside the host and pid (shown by corral locks)")
@@ -54,6 +54,9 @@ func runLock(ctx context.Context, e *env, args []string) error {
 	return holdAndRun(ctx, e, l, *timeout, *grace, argv)
 }
 
+// runsCmd is the runner of commands that always run a CMD.
+func runsCmd([]string) bool { return true }
+
 // locker is the part of a Mutex or a shared RWMutex that lock needs.
 type locker struct {
 	lock, unlock func(context.Context) error
@@ -79,7 +82,8 @@ func holdAndRun(ctx context.Context, e *env, l locker, timeout, grace time.Durat
 }
 
 // runHeld runs argv while held lasts and ctx is not interrupted, then
-// releases. It is shared by lock and elect.
+// releases. It is shared by lock and elect. Every failure of the release
+// is reported, and fails corral, whatever became of the command.
 func runHeld(ctx, held context.Context, grace time.Duration, argv []string, what string, release func(context.Context) error) error {
 	both, cancel := context.WithCancelCause(held)
 	defer cancel(nil)
@@ -94,21 +98,33 @@ func runHeld(ctx, held context.Context, grace time.Duration, argv []string, what
 	rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
 	defer rcancel()
 	rerr := release(rctx)
+	if rerr != nil {
+		rerr = fmt.Errorf("release of the %s failed: %w", what, rerr)
+	}
+	var ran error // what became of the command, when it is news
 	switch {
 	case lost && serr != nil:
-		return &exitError{exitLost, fmt.Errorf("%w: %s lost while the command ran (%v); command stopped", errLost, what, cause)}
+		ran = fmt.Errorf("%w: %s lost while the command ran (%v); command stopped", errLost, what, cause)
 	case lost:
 		// The command finished, but the hold had ended under it.
-		return &exitError{exitLost, fmt.Errorf("%w: %s lost before the command finished (%v)", errLost, what, cause)}
-	case ctx.Err() != nil && rerr != nil:
-		return &exitError{exitInterrupted, fmt.Errorf("interrupted; command stopped; release failed: %w", rerr)}
+		ran = fmt.Errorf("%w: %s lost before the command finished (%v)", errLost, what, cause)
 	case ctx.Err() != nil:
-		return &exitError{exitInterrupted, fmt.Errorf("interrupted; command stopped, %s released", what)}
+		ran = fmt.Errorf("%v: command stopped", context.Cause(ctx))
+		if rerr == nil {
+			return &exitError{code: signalCode(ctx), err: fmt.Errorf("%w, %s released", ran, what)}
+		}
 	case serr != nil:
-		return serr
+		ran = serr
+	case status != 0 && rerr != nil:
+		ran = fmt.Errorf("the command exited with status %d", status)
+	case status != 0:
+		return &exitError{code: status, status: true}
 	}
-	if status != 0 {
-		return &exitError{code: status}
+	switch {
+	case rerr == nil:
+		return ran
+	case ran == nil:
+		return rerr
 	}
-	return nil
+	return &exitError{code: exitFailure, err: fmt.Errorf("%v; %w", ran, rerr)}
 }

@@ -22,17 +22,28 @@ func init() {
 
 const locksHelp = `Shows every lock, semaphore, election, double barrier and queue at or below
 PATH (default /): who holds it and who waits, in order, with the fencing token,
-the owner session, how long each has held or waited, and who it is (host, pid
+the owner session, how long each waited and has held, and who it is (host, pid
 and label from the identity record corral's nodes carry; another client's data
 as it is). Queues show their depth by priority and their claimed items.
+
+No store records when a hold began, only when its attempt did: a holder's HELD
+is "<=" the time since its attempt began, and WAITED "?", unless --watch saw it
+granted (then both are known, to within one read).
 
 With --watch the table is printed again on every change: corral sets a watch
 on every directory it lists and reads again when one fires (at most every
 100ms), so it never polls the store. On a terminal the screen is redrawn, and
 the ages tick every second from the last read.
 
-With --json the output is one JSON document ({"path","time","recipes"}); with
---watch, one document per line per change.`
+With --json the output is one JSON document per snapshot, one per line with
+--watch: {"path","time","recipes":[...]}, a recipe being {"path","kind","limit",
+"holders":[...],"waiters":[...],"queue","time"} and a contender {"name","seq" (the
+TOKEN column),"mode","session","identity","data" or "data_base64","since" (the
+attempt's start),"granted" (when --watch saw the grant)}.
+The table and the JSON show the same recipes and values: session ids (etcd lease
+ids) are the table's hexadecimal strings, never numbers (they do not fit a
+float64); data is text when it is UTF-8, else base64 under "data_base64", as
+"corral queue --format json" prints items.`
 
 func runLocks(ctx context.Context, e *env, args []string) error {
 	fs, sf := newFlagSet(e, "locks", "[flags] [PATH]", locksHelp)
@@ -88,7 +99,7 @@ func watchLocks(ctx context.Context, st store.Store, out locksPrinter, tty bool)
 		case reps, ok := <-w.Reports():
 			if !ok {
 				if ctx.Err() != nil {
-					return errInterrupted
+					return interrupted(ctx)
 				}
 				if st.Context().Err() != nil {
 					return fmt.Errorf("%w: %v", errUnreachable, context.Cause(st.Context()))
@@ -106,7 +117,7 @@ func watchLocks(ctx context.Context, st store.Store, out locksPrinter, tty bool)
 				}
 			}
 		case <-ctx.Done():
-			return errInterrupted
+			return interrupted(ctx)
 		}
 	}
 }
@@ -161,16 +172,16 @@ func (p *locksPrinter) print(reps []inspect.Report, now time.Time) error {
 		return err
 	}
 	tw := tabwriter.NewWriter(p.w, 0, 8, 2, ' ', 0)
-	fmt.Fprintln(tw, "PATH\tKIND\tROLE\tMODE\tTOKEN\tSESSION\tFOR\tWHO")
+	fmt.Fprintln(tw, "PATH\tKIND\tROLE\tMODE\tTOKEN\tSESSION\tWAITED\tHELD\tWHO")
 	for _, r := range reps {
 		kind := r.Kind.String()
 		if r.Limit > 0 {
 			kind += "(" + strconv.Itoa(r.Limit) + ")"
 		}
 		if r.Queue != nil {
-			fmt.Fprintf(tw, "%s\t%s\t-\t-\t-\t-\t-\t%s\n", r.Path, kind, queueSummary(r.Queue))
+			fmt.Fprintf(tw, "%s\t%s\t-\t-\t-\t-\t-\t-\t%s\n", r.Path, kind, queueSummary(r.Queue))
 			for _, c := range r.Queue.Claims {
-				fmt.Fprintf(tw, "%s\t%s\tclaim\tprio %d\t-\t%s\t%s\t%s (%s)\n", r.Path, kind, c.Priority,
+				fmt.Fprintf(tw, "%s\t%s\tclaim\tprio %d\t-\t%s\t-\t%s\t%s (%s)\n", r.Path, kind, c.Priority,
 					session(c.Session), age(c.Since, now), who(c.Identity, c.Data), c.Item)
 			}
 			continue
@@ -182,19 +193,44 @@ func (p *locksPrinter) print(reps []inspect.Report, now time.Time) error {
 		if r.Kind == inspect.DoubleBarrier {
 			role, waitRole = "inside", "entering"
 		}
+		if len(r.Holders)+len(r.Waiters) == 0 {
+			// A recipe with nobody in it (a double barrier whose
+			// members all left, say) is in the JSON too.
+			fmt.Fprintf(tw, "%s\t%s\t-\t-\t-\t-\t-\t-\tnobody\n", r.Path, kind)
+			continue
+		}
 		for _, c := range r.Holders {
-			row(tw, r, kind, role, c, now)
+			row(tw, r, kind, role, c, true, now)
 		}
 		for _, c := range r.Waiters {
-			row(tw, r, kind, waitRole, c, now)
+			row(tw, r, kind, waitRole, c, false, now)
 		}
 	}
 	return tw.Flush()
 }
 
-func row(w io.Writer, r inspect.Report, kind, role string, c inspect.Contender, now time.Time) {
-	fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", r.Path, kind, role, c.Mode, c.Seq,
-		session(c.Session), age(c.Since, now), who(c.Identity, c.Data))
+func row(w io.Writer, r inspect.Report, kind, role string, c inspect.Contender, holds bool, now time.Time) {
+	waited, held := waitedHeld(c, holds, now)
+	fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", r.Path, kind, role, c.Mode, c.Seq,
+		session(c.Session), waited, held, who(c.Identity, c.Data))
+}
+
+// waitedHeld shows how long a contender waited and has held. A waiter has
+// waited since its attempt began. When a holder was granted is known only
+// to --watch, which saw it; otherwise it has held for at most the time
+// since its attempt began.
+func waitedHeld(c inspect.Contender, holds bool, now time.Time) (waited, held string) {
+	switch {
+	case !holds:
+		return age(c.Since, now), "-"
+	case !c.Granted.IsZero() && c.Since.IsZero():
+		return "?", age(c.Granted, now)
+	case !c.Granted.IsZero():
+		return age(c.Since, c.Granted), age(c.Granted, now)
+	case c.Since.IsZero():
+		return "?", "?"
+	}
+	return "?", "<=" + age(c.Since, now)
 }
 
 func queueSummary(q *inspect.QueueState) string {
@@ -218,7 +254,7 @@ func session(id int64) string {
 	if id == 0 {
 		return "-"
 	}
-	return fmt.Sprintf("%#x", id)
+	return inspect.SessionString(id)
 }
 
 // age shows how long ago since was, "?" when unknown.

@@ -2,11 +2,13 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
 	"unicode/utf8"
 
+	"github.com/corral-go/corral/inspect"
 	"github.com/corral-go/corral/store"
 )
 
@@ -32,11 +34,20 @@ func runLs(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer st.Close()
-	return list(ctx, e.stdout, st, pos[0], *recursive)
+	var implicit map[string][]string
+	if *recursive {
+		if implicit, err = inspect.ImplicitDirs(ctx, st, pos[0]); err != nil {
+			return err
+		}
+	}
+	return list(ctx, e.stdout, st, pos[0], *recursive, implicit)
 }
 
-// list prints one line per child of p: path, seq, owner and data.
-func list(ctx context.Context, w io.Writer, st store.Store, p string, recursive bool) error {
+// list prints one line per child of p: path, seq, owner and data; then,
+// recursively, the directories below p that are no node (implicit, by
+// parent: etcd's own recipes write "<prefix>/<lease>" with no key at
+// "<prefix>"), marked as such.
+func list(ctx context.Context, w io.Writer, st store.Store, p string, recursive bool, implicit map[string][]string) error {
 	kids, err := st.Children(ctx, p)
 	if err != nil {
 		return err
@@ -49,13 +60,20 @@ func list(ctx context.Context, w io.Writer, st store.Store, p string, recursive 
 		}
 		owner := "persistent"
 		if n.Owner != 0 {
-			owner = fmt.Sprintf("ephemeral(%#x)", n.Owner)
+			owner = "ephemeral(" + inspect.SessionString(n.Owner) + ")"
 		}
 		fmt.Fprintf(w, "%s\tseq=%d\t%s\t%s\n", child, n.Seq, owner, printable(n.Data))
 		if recursive {
-			if err := list(ctx, w, st, child, true); err != nil {
+			if err := list(ctx, w, st, child, true, implicit); err != nil {
 				return err
 			}
+		}
+	}
+	for _, name := range implicit[p] {
+		child := store.Join(p, name)
+		fmt.Fprintf(w, "%s\t-\tdirectory (no node)\t-\n", child)
+		if err := list(ctx, w, st, child, true, implicit); err != nil && !errors.Is(err, store.ErrNoNode) {
+			return err
 		}
 	}
 	return nil

@@ -11,7 +11,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
+	"os/exec"
 	"os/signal"
 	"sort"
 	"strings"
@@ -21,7 +23,9 @@ import (
 	"github.com/corral-go/corral/store"
 )
 
-// Exit codes, documented in "corral help".
+// Exit codes, documented in "corral help". The commands that run CMD
+// (lock, elect, barrier enter) pass CMD's status through and keep 124 to
+// 127 for their own outcomes, as timeout(1) does (see runnerCode).
 const (
 	exitOK          = 0
 	exitFailure     = 1 // an operation failed
@@ -31,6 +35,12 @@ const (
 	exitUnreachable = 5 // the store could not be reached, or the session ended
 	exitDenied      = 6 // the store refused the credentials, or the permission
 	exitInterrupted = 130
+
+	exitRunTimeout = 124 // CMD runners: --timeout passed before the lock, leadership or barrier came
+	exitRunFailed  = 125 // CMD runners: corral itself failed (the message says how)
+	exitCannotRun  = 126 // CMD cannot be run
+	exitNotFound   = 127 // CMD was not found
+	exitSignalled  = 128 // + the signal's number: corral was stopped by it
 )
 
 const usage = `corral: distributed locks, leader election, barriers and queues on ZooKeeper or etcd.
@@ -64,21 +74,35 @@ Credentials and TLS (flags of every command that talks to a store):
   --cert FILE --key FILE  client certificate and key ($CORRAL_CERT, $CORRAL_KEY)
   ?tls=true             TLS with the system's CAs, when there is no --cacert
 
-Exit codes:
-  0    success (lock, elect: CMD's own exit status is passed through)
+Exit codes of lock, elect and barrier enter, which run CMD (as timeout(1)):
+  CMD's own exit status, passed through (128+N when a signal N ended CMD)
+  124  --timeout passed before the lock, leadership or barrier came
+  125  corral failed: bad command line, store unreachable or refusing, the lock
+       or leadership lost while CMD ran (CMD was stopped), the release refused
+  126  CMD cannot be run
+  127  CMD was not found (looked up before the lock is taken)
+
+Exit codes of the other commands:
+  0    success
   1    an operation failed
   2    bad command line
-  3    --timeout passed before the lock, barrier or item came
-  4    the lock or leadership was lost while CMD ran (CMD was stopped)
+  3    --timeout passed before the barrier or item came; peek of an empty queue
   5    the store could not be reached, or the session ended
   6    the store refused the credentials, the certificate or the permission
-  130  interrupted (Ctrl-C); nodes corral created are removed
+
+Signals, for every command: SIGINT, SIGTERM and SIGHUP stop CMD (SIGTERM, then
+SIGKILL after --grace), remove the nodes corral created, and exit 128+N:
+130 (SIGINT, Ctrl-C), 143 (SIGTERM), 129 (SIGHUP: a closed terminal or ssh
+session). The message on standard error says what failed, whatever the code.
 `
 
 // command is one subcommand.
 type command struct {
 	summary string
 	run     func(ctx context.Context, env *env, args []string) error
+	// runner reports whether the command line args runs a CMD, and so
+	// exits with runnerCode.
+	runner func(args []string) bool
 }
 
 var commands = map[string]command{}
@@ -91,10 +115,68 @@ type env struct {
 }
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := notifyContext()
 	code := run(ctx, &env{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv}, os.Args[1:])
 	stop()
 	os.Exit(code)
+}
+
+// signalled is the cause of the context of a corral stopped by a signal.
+type signalled struct{ sig syscall.Signal }
+
+func (s signalled) Error() string {
+	switch s.sig {
+	case syscall.SIGINT:
+		return "interrupted (SIGINT)"
+	case syscall.SIGTERM:
+		return "terminated (SIGTERM)"
+	case syscall.SIGHUP:
+		return "hung up (SIGHUP)"
+	}
+	return s.sig.String()
+}
+
+// notifyContext returns a context cancelled, with a signalled cause, by
+// the first SIGINT, SIGTERM or SIGHUP. A SIGHUP (the terminal or the ssh
+// session closed) must stop corral as a SIGTERM does, releasing what it
+// holds, rather than kill it with its nodes left behind. stop stops
+// catching them.
+func notifyContext() (ctx context.Context, stop func()) {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	done := make(chan struct{})
+	ended := make(chan struct{})
+	go func() {
+		defer close(ended)
+		select {
+		case s := <-ch:
+			cancel(signalled{s.(syscall.Signal)})
+		case <-done:
+		}
+	}()
+	return ctx, func() {
+		signal.Stop(ch)
+		close(done)
+		<-ended
+		cancel(nil)
+	}
+}
+
+// signalCode is the exit code of a corral whose ctx ended: 128 + the
+// number of the signal that ended it.
+func signalCode(ctx context.Context) int {
+	var s signalled
+	if errors.As(context.Cause(ctx), &s) {
+		return exitSignalled + int(s.sig)
+	}
+	return exitInterrupted
+}
+
+// interrupted ends a command that runs until a signal stops it (consume,
+// leader --watch, locks --watch): exit 128+N, nothing more to say.
+func interrupted(ctx context.Context) error {
+	return &exitError{code: signalCode(ctx)}
 }
 
 // run runs the command line args and returns the exit code.
@@ -117,28 +199,45 @@ func run(ctx context.Context, e *env, args []string) int {
 		return exitUsage
 	}
 	err := c.run(ctx, e, args[1:])
-	if err == nil {
+	if err == nil || errors.Is(err, flag.ErrHelp) {
 		return exitOK
 	}
+	code, status := exitCode(ctx, err), false
 	var ex *exitError
 	if errors.As(err, &ex) {
-		if ex.err != nil {
-			fmt.Fprintf(e.stderr, "corral %s: %v\n", args[0], ex.err)
-		}
-		return ex.code
+		code, status = ex.code, ex.status
+		err = ex.err
 	}
-	if errors.Is(err, flag.ErrHelp) {
-		return exitOK
+	if err != nil {
+		fmt.Fprintf(e.stderr, "corral %s: %v\n", args[0], err)
 	}
-	fmt.Fprintf(e.stderr, "corral %s: %v\n", args[0], err)
-	return exitCode(ctx, err)
+	if c.runner != nil && c.runner(args[1:]) {
+		return runnerCode(code, status)
+	}
+	return code
+}
+
+// runnerCode is the exit code of a command that runs CMD, given the code
+// other commands would exit with: CMD's own status as it is, and corral's
+// own outcomes kept apart from it, as timeout(1) keeps them (124 timed
+// out, 125 failed, 126 cannot run, 127 not found), so that a CMD exiting
+// 1 to 6 is never taken for corral's failure. A signal keeps its 128+N.
+func runnerCode(code int, status bool) int {
+	switch {
+	case status, code == exitOK, code >= exitCannotRun:
+		return code
+	case code == exitTimeout:
+		return exitRunTimeout
+	}
+	return exitRunFailed
 }
 
 // exitError carries an exit code chosen by a command, such as the exit
 // status of the command it ran.
 type exitError struct {
-	code int
-	err  error // printed if non-nil
+	code   int
+	err    error // printed if non-nil
+	status bool  // code is the exit status of the command corral ran
 }
 
 func (e *exitError) Error() string { return fmt.Sprintf("exit %d: %v", e.code, e.err) }
@@ -149,7 +248,7 @@ func exitCode(ctx context.Context, err error) int {
 	case errors.Is(err, errUsage):
 		return exitUsage
 	case ctx.Err() != nil:
-		return exitInterrupted
+		return signalCode(ctx)
 	case errors.Is(err, errLost):
 		return exitLost
 	case errors.Is(err, store.ErrAuth), errors.Is(err, store.ErrPermission):
@@ -163,10 +262,6 @@ func exitCode(ctx context.Context, err error) int {
 }
 
 var errUnreachable = errors.New("store unreachable")
-
-// errInterrupted ends a command that runs until interrupted (consume,
-// leader --watch): exit 130, nothing more to say.
-var errInterrupted = &exitError{code: exitInterrupted}
 
 // storeFlags are the flags every command that talks to a store has.
 type storeFlags struct {
@@ -251,7 +346,25 @@ func parsePathCmd(fs *flag.FlagSet, args []string) (string, []string, error) {
 	if len(argv) == 0 {
 		return "", nil, fmt.Errorf("%w: no command after --", errUsage)
 	}
-	return pos[0], argv, checkPath(pos[0])
+	if err := checkPath(pos[0]); err != nil {
+		return "", nil, err
+	}
+	return pos[0], argv, lookCmd(argv[0])
+}
+
+// lookCmd looks the command up before anything is held: a command that
+// cannot run must not take the lock, even briefly. As shells do, it
+// fails with 127 when the command is not found, 126 when it cannot be run.
+func lookCmd(name string) error {
+	_, err := exec.LookPath(name)
+	if err == nil {
+		return nil
+	}
+	code := exitCannotRun
+	if errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist) {
+		code = exitNotFound
+	}
+	return &exitError{code: code, err: fmt.Errorf("command %s: %w", name, err)}
 }
 
 func checkPath(p string) error {

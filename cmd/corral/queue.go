@@ -19,19 +19,22 @@ func init() {
 func runQueue(ctx context.Context, e *env, args []string) error {
 	fs, sf := newFlagSet(e, "queue", "[flags] put PATH [DATA] | take PATH | consume PATH | peek PATH | len PATH",
 		"put: add DATA to the queue at PATH (--priority: higher first); without DATA,\n"+
-			"  read the item from standard input.\n"+
+			"  read the item from standard input (empty input is refused: give DATA \"\"\n"+
+			"  to put an empty item).\n"+
 			"take: wait for one item and print it.\n"+
 			"consume: print items until interrupted.\n"+
 			"peek: print the item take would take, without taking it (exit 3 if none).\n"+
 			"len: print the number of items, claimed ones included.\n"+
 			"take and consume remove an item only once it has been written out\n"+
 			"(at-least-once): an item being taken when corral is killed stays queued.\n"+
-			"--format raw prints the data followed by a newline; --format json prints one\n"+
-			"object per line: id, priority, deliveries and data (a string, or data_base64\n"+
-			"when the data is not UTF-8 text).")
+			"--format raw (the default of take and peek) prints the data exactly as it\n"+
+			"was put, nothing added, so put and take round-trip any bytes; --format line\n"+
+			"(the default of consume, a stream) adds a newline after each item; --format\n"+
+			"json prints one object per line: id, priority, deliveries and data (a\n"+
+			"string, or data_base64 when the data is not UTF-8 text).")
 	prio := fs.Int("priority", 0, "priority of the item put")
 	timeout := fs.Duration("timeout", 0, "take: give up after this long (exit 3); 0 waits forever")
-	format := fs.String("format", "raw", "how take, consume and peek print items: raw or json")
+	format := fs.String("format", "", "how take, consume and peek print items: raw, line or json (default: raw, line for consume)")
 	pos, _, err := parse(fs, args)
 	if err != nil {
 		return err
@@ -53,8 +56,14 @@ func runQueue(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	if *format != "raw" && *format != "json" {
-		return fmt.Errorf("%w: --format %q: want raw or json", errUsage, *format)
+	if *format == "" {
+		*format = "raw"
+		if verb == "consume" {
+			*format = "line"
+		}
+	}
+	if *format != "raw" && *format != "line" && *format != "json" {
+		return fmt.Errorf("%w: --format %q: want raw, line or json", errUsage, *format)
 	}
 	if err := checkPath(pos[0]); err != nil {
 		return err
@@ -80,7 +89,7 @@ func runQueue(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	out := printer{w: e.stdout, json: *format == "json"}
+	out := printer{w: e.stdout, format: *format}
 	switch verb {
 	case "put":
 		return q.PutPriority(ctx, data, *prio)
@@ -121,7 +130,7 @@ func runQueue(ctx context.Context, e *env, args []string) error {
 		}
 	}
 	if ctx.Err() != nil {
-		return errInterrupted // the normal end of consume
+		return interrupted(ctx) // the normal end of consume
 	}
 	return c.Err()
 }
@@ -138,13 +147,18 @@ func readItem(r io.Reader) ([]byte, error) {
 	if err := store.ValidateData(data); err != nil {
 		return nil, fmt.Errorf("standard input: %w", err)
 	}
+	if len(data) == 0 {
+		// Most likely a mistake (< /dev/null, a command that printed
+		// nothing); an empty item can still be put on purpose.
+		return nil, fmt.Errorf("%w: standard input is empty: nothing to put (give DATA \"\" to put an empty item)", errUsage)
+	}
 	return data, nil
 }
 
-// printer writes items out, raw or as JSON lines.
+// printer writes items out: raw, as lines or as JSON lines.
 type printer struct {
-	w    io.Writer
-	json bool
+	w      io.Writer
+	format string // "raw", "line" or "json"
 }
 
 // jsonItem is an item as --format json prints it.
@@ -157,7 +171,11 @@ type jsonItem struct {
 }
 
 func (p printer) print(it *queue.Item) error {
-	if !p.json {
+	switch p.format {
+	case "raw":
+		_, err := p.w.Write(it.Data)
+		return err
+	case "line":
 		_, err := fmt.Fprintf(p.w, "%s\n", it.Data)
 		return err
 	}

@@ -36,7 +36,7 @@ func supervise(hold context.Context, argv []string, grace time.Duration) (int, e
 		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist) {
 			code = 127
 		}
-		return code, &exitError{code, fmt.Errorf("start %s: %w", argv[0], err)}
+		return code, &exitError{code: code, err: fmt.Errorf("start %s: %w", argv[0], err)}
 	}
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()

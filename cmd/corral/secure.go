@@ -10,6 +10,9 @@ import (
 	"io"
 	"os"
 	"strings"
+	"time"
+
+	"github.com/corral-go/corral/store"
 )
 
 // secureFlags are the credential and TLS flags of every command that talks
@@ -24,7 +27,7 @@ type secureFlags struct {
 
 func (sf *secureFlags) register(fs *flag.FlagSet, getenv func(string) string) {
 	fs.StringVar(&sf.user, "user", getenv("CORRAL_USER"), "`NAME` to authenticate as: an etcd user, or a ZooKeeper digest user (default $CORRAL_USER); the password comes from --password-file, $CORRAL_PASSWORD or a prompt")
-	fs.StringVar(&sf.passwordFile, "password-file", getenv("CORRAL_PASSWORD_FILE"), "read the password of --user from `FILE`, its first line (default $CORRAL_PASSWORD_FILE)")
+	fs.StringVar(&sf.passwordFile, "password-file", getenv("CORRAL_PASSWORD_FILE"), "read the password of --user from `FILE`, its first line, which must not be empty (default $CORRAL_PASSWORD_FILE)")
 	fs.StringVar(&sf.cacert, "cacert", getenv("CORRAL_CACERT"), "verify the servers' certificates with the CA bundle in `FILE`, and talk TLS (default $CORRAL_CACERT)")
 	fs.StringVar(&sf.cert, "cert", getenv("CORRAL_CERT"), "present the client certificate in `FILE` over TLS (default $CORRAL_CERT)")
 	fs.StringVar(&sf.key, "key", getenv("CORRAL_KEY"), "the key of --cert, in `FILE` (default $CORRAL_KEY)")
@@ -81,30 +84,58 @@ func (sf *secureFlags) resolve(e *env, urlUser string, wantTLS bool) (credential
 		if err != nil {
 			return c, fmt.Errorf("%w: --cert/--key: %v", errUsage, err)
 		}
+		// Said here, before dialing: a server refuses an expired
+		// certificate with an alert that does not say why (etcd's
+		// client, only after its whole dial timeout).
+		switch now := time.Now(); {
+		case pair.Leaf == nil:
+		case now.After(pair.Leaf.NotAfter):
+			return c, fmt.Errorf("%w: --cert %s expired at %s", store.ErrAuth, sf.cert, pair.Leaf.NotAfter.UTC().Format(time.RFC3339))
+		case now.Before(pair.Leaf.NotBefore):
+			return c, fmt.Errorf("%w: --cert %s is not valid until %s", store.ErrAuth, sf.cert, pair.Leaf.NotBefore.UTC().Format(time.RFC3339))
+		}
 		c.tls.Certificates = []tls.Certificate{pair}
 	}
 	return c, nil
 }
 
 // password returns the password of --user: from --password-file, else
-// $CORRAL_PASSWORD, else asked on the terminal.
+// $CORRAL_PASSWORD, else asked on the terminal. An empty password is
+// refused, wherever it comes from: the stores take it for no password
+// (ZooKeeper's digest, for one, then authenticates as a user nobody set
+// up, and a session with a certificate acts as the certificate alone).
 func (sf *secureFlags) password(e *env, user string) (string, error) {
-	if sf.passwordFile != "" {
-		data, err := os.ReadFile(sf.passwordFile)
-		if err != nil {
-			return "", fmt.Errorf("%w: --password-file: %v", errUsage, err)
-		}
-		line, _, _ := strings.Cut(string(data), "\n")
-		return strings.TrimSuffix(line, "\r"), nil
-	}
-	if pw := e.getenv("CORRAL_PASSWORD"); pw != "" {
-		return pw, nil
-	}
-	pw, err := prompt(fmt.Sprintf("Password for %s: ", user))
+	pw, from, err := sf.readPassword(e, user)
 	if err != nil {
-		return "", fmt.Errorf("%w: no password for user %q: give --password-file or $CORRAL_PASSWORD (%v)", errUsage, user, err)
+		return "", err
+	}
+	if pw == "" {
+		return "", fmt.Errorf("%w: %w for user %q (from %s)", errUsage, errEmptyPassword, user, from)
 	}
 	return pw, nil
+}
+
+// errEmptyPassword says that the password of --user is empty.
+var errEmptyPassword = errors.New("empty password")
+
+func (sf *secureFlags) readPassword(e *env, user string) (pw, from string, err error) {
+	if sf.passwordFile != "" {
+		from = "--password-file " + sf.passwordFile
+		data, err := os.ReadFile(sf.passwordFile)
+		if err != nil {
+			return "", from, fmt.Errorf("%w: --password-file: %v", errUsage, err)
+		}
+		line, _, _ := strings.Cut(string(data), "\n")
+		return strings.TrimSuffix(line, "\r"), from, nil
+	}
+	if pw := e.getenv("CORRAL_PASSWORD"); pw != "" {
+		return pw, "$CORRAL_PASSWORD", nil
+	}
+	pw, err = prompt(fmt.Sprintf("Password for %s: ", user))
+	if err != nil {
+		return "", "", fmt.Errorf("%w: %w for user %q: $CORRAL_PASSWORD is empty or unset, and there is no --password-file (%v)", errUsage, errEmptyPassword, user, err)
+	}
+	return pw, "the terminal", nil
 }
 
 // errNoTerminal says that there is no terminal to ask for a password on.

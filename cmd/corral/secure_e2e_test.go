@@ -47,6 +47,7 @@ type secured struct {
 	ca       string
 	cert     testcert.Pair
 	stranger testcert.Pair // signed by another CA
+	expired  testcert.Pair // expired an hour ago
 	st       store.Store   // the test's own session, in the chroot
 }
 
@@ -59,6 +60,7 @@ func securedServers(t *testing.T, fn func(t *testing.T, srv secured)) {
 	ca := testcert.ForTest(t, "e2e")
 	stranger := testcert.ForTest(t, "stranger").MustClient(t, "app")
 	client := ca.MustClient(t, "app")
+	expired := ca.MustExpiredClient(t, "app")
 	t.Run("zk", func(t *testing.T) {
 		zkserver.Require(t)
 		zs := zkserver.ForTest(t, zkserver.Config{TLS: &zkserver.TLS{KeyStore: ca.MustServer(t, "zk").BundleFile, TrustStore: ca.File}})
@@ -79,7 +81,7 @@ func securedServers(t *testing.T, fn func(t *testing.T, srv secured)) {
 		}
 		other.Close()
 		base := "zk://" + zs.TLSAddr()
-		fn(t, secured{url: base + "/app?session=2s", bare: base, ca: ca.File, cert: client, stranger: stranger, st: st})
+		fn(t, secured{url: base + "/app?session=2s", bare: base, ca: ca.File, cert: client, stranger: stranger, expired: expired, st: st})
 	})
 	t.Run("etcd", func(t *testing.T) {
 		c := etcdserver.Start(t, 1, etcdserver.WithTLS(ca, ca.MustServer(t, "etcd")))
@@ -95,7 +97,7 @@ func securedServers(t *testing.T, fn func(t *testing.T, srv secured)) {
 		}
 		t.Cleanup(func() { st.Close() })
 		base := "etcd://" + strings.TrimPrefix(c.Endpoints()[0], "https://")
-		fn(t, secured{url: base + "/app?session=2s", bare: base, ca: ca.File, cert: client, stranger: stranger, st: st})
+		fn(t, secured{url: base + "/app?session=2s", bare: base, ca: ca.File, cert: client, stranger: stranger, expired: expired, st: st})
 	})
 }
 
@@ -133,6 +135,10 @@ func TestSecure(t *testing.T) {
 			t.Errorf("Get(/e2e/lock) in the chroot = %v", err)
 		}
 
+		empty := filepath.Join(t.TempDir(), "empty")
+		if err := os.WriteFile(empty, []byte("\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
 		env = append([]string{"CORRAL_USER=app"}, tlsEnv...)
 		for _, tc := range []struct {
 			name string
@@ -144,17 +150,23 @@ func TestSecure(t *testing.T) {
 			{"wrong password", []string{"CORRAL_PASSWORD=wrong"}, []string{"--store", srv.url}, exitDenied, "authentication failed"},
 			{"no client certificate", []string{"CORRAL_PASSWORD=app-pw", "CORRAL_CERT=", "CORRAL_KEY="}, []string{"--store", srv.url}, exitDenied, "certificate"},
 			{"certificate of another CA", []string{"CORRAL_PASSWORD=app-pw", "CORRAL_CERT=" + srv.stranger.CertFile, "CORRAL_KEY=" + srv.stranger.KeyFile}, []string{"--store", srv.url}, exitDenied, "certificate"},
+			{"expired certificate", []string{"CORRAL_PASSWORD=app-pw", "CORRAL_CERT=" + srv.expired.CertFile, "CORRAL_KEY=" + srv.expired.KeyFile}, []string{"--store", srv.url}, exitDenied, "expired at"},
 			{"outside the user's tree", []string{"CORRAL_PASSWORD=app-pw"}, []string{"--store", srv.bare + "/other"}, exitDenied, "permission denied"},
 			{"password in the URL", nil, []string{"--store", strings.Replace(srv.url, "://", "://app:app-pw@", 1)}, exitUsage, "has a password"},
 			{"password in --user", nil, []string{"--store", srv.url, "--user", "app:app-pw"}, exitUsage, "password on the command line"},
-			{"no password, no terminal", []string{"CORRAL_PASSWORD="}, []string{"--store", srv.url}, exitUsage, "no password"},
+			// An empty password is refused the same way from every source.
+			{"empty $CORRAL_PASSWORD, no terminal", []string{"CORRAL_PASSWORD="}, []string{"--store", srv.url}, exitUsage, "empty password for user \"app\""},
+			{"empty --password-file", []string{"CORRAL_PASSWORD=app-pw", "CORRAL_PASSWORD_FILE=" + empty}, []string{"--store", srv.url}, exitUsage, "empty password for user \"app\" (from --password-file"},
+			{"empty --password-file, unknown user", []string{"CORRAL_USER=nosuchuser", "CORRAL_PASSWORD_FILE=" + empty}, []string{"--store", srv.url}, exitUsage, "empty password for user \"nosuchuser\""},
 			{"cert without key", []string{"CORRAL_PASSWORD=app-pw", "CORRAL_KEY="}, []string{"--store", srv.url}, exitUsage, "--cert and --key"},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
-				cmd := append([]string{"lock", "--connect-timeout", "2s"}, tc.args...)
-				cmd = append(cmd, "/e2e/refused", "--", "echo", "never")
+				// corral queue put, whose exit codes tell refusals
+				// apart (lock keeps 125 for them all).
+				cmd := append([]string{"queue", "put", "--connect-timeout", "2s"}, tc.args...)
+				cmd = append(cmd, "/e2e/refused", "never")
 				code, out := runEnv(t, append(env, tc.env...), cmd...)
-				if code != tc.code || !strings.Contains(out, tc.says) || strings.Contains(out, "never") {
+				if code != tc.code || !strings.Contains(out, tc.says) {
 					t.Errorf("corral %q: exit %d, output %q; want exit %d and %q", cmd, code, out, tc.code, tc.says)
 				}
 				if strings.Contains(out, "app-pw") {

@@ -102,6 +102,17 @@ func (ca *CA) Client(cn string) (Pair, error) {
 	return ca.issue(cn, x509.ExtKeyUsageClientAuth)
 }
 
+// MustExpiredClient makes a client certificate whose subject is CN=cn and
+// that expired an hour ago; it fails t on an error.
+func (ca *CA) MustExpiredClient(t testing.TB, cn string) Pair {
+	t.Helper()
+	p, err := ca.issueValid(cn, time.Now().Add(-2*time.Hour), time.Now().Add(-time.Hour), x509.ExtKeyUsageClientAuth)
+	if err != nil {
+		t.Fatalf("testcert: %v", err)
+	}
+	return p
+}
+
 // MustServer is Server for a test: it fails t on an error.
 func (ca *CA) MustServer(t testing.TB, name string) Pair {
 	t.Helper()
@@ -133,6 +144,10 @@ func (ca *CA) ClientTLS(pairs ...Pair) *tls.Config {
 }
 
 func (ca *CA) issue(name string, usage ...x509.ExtKeyUsage) (Pair, error) {
+	return ca.issueValid(name, time.Now().Add(-time.Hour), time.Now().Add(24*time.Hour), usage...)
+}
+
+func (ca *CA) issueValid(name string, notBefore, notAfter time.Time, usage ...x509.ExtKeyUsage) (Pair, error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return Pair{}, err
@@ -140,8 +155,8 @@ func (ca *CA) issue(name string, usage ...x509.ExtKeyUsage) (Pair, error) {
 	tmpl := &x509.Certificate{
 		SerialNumber: serial(),
 		Subject:      pkix.Name{CommonName: name},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(24 * time.Hour),
+		NotBefore:    notBefore,
+		NotAfter:     notAfter,
 		KeyUsage:     x509.KeyUsageDigitalSignature,
 		ExtKeyUsage:  usage,
 	}
