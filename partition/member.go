@@ -177,6 +177,7 @@ func (m *Member) run(ctx context.Context, w *group.Watcher) {
 		select {
 		case out <- set:
 			dirty = false
+			m.delivered(set)
 		case <-m.changed:
 			dirty = true
 		case list, ok := <-w.Members():
@@ -261,20 +262,31 @@ func (m *Member) snapshot() []*Shard {
 	return set
 }
 
+// delivered marks the shards of a set the caller received.
+func (m *Member) delivered(set []*Shard) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, s := range set {
+		s.delivered = true
+	}
+}
+
 // setOwned records s as owned (or, with add false, no longer owned) and
-// tells run.
-func (m *Member) setOwned(s *Shard, add bool) {
+// tells run. It reports whether s was delivered in a set.
+func (m *Member) setOwned(s *Shard, add bool) (delivered bool) {
 	m.mu.Lock()
 	if add {
 		m.owned[s.id] = s
 	} else if m.owned[s.id] == s {
 		delete(m.owned, s.id)
 	}
+	delivered = s.delivered
 	m.mu.Unlock()
 	select {
 	case m.changed <- struct{}{}:
 	default:
 	}
+	return delivered
 }
 
 // work holds shard i while ctx lives: it contends for the shard's lock,
@@ -307,8 +319,9 @@ func (m *Member) work(ctx context.Context, i int) {
 }
 
 // hold keeps s until it ends by itself or ctx ends, and then releases it:
-// at once when it was lost or released, else when its owner calls Release
-// or the grace passes.
+// at once when it was lost or released or never delivered (nobody can
+// have started work on it: no set held it), else when its owner calls
+// Release or the grace passes.
 func (m *Member) hold(ctx context.Context, s *Shard) {
 	m.setOwned(s, true)
 	select {
@@ -316,9 +329,9 @@ func (m *Member) hold(ctx context.Context, s *Shard) {
 	case <-ctx.Done():
 		s.cancel(context.Cause(ctx))
 	}
-	m.setOwned(s, false)
+	delivered := m.setOwned(s, false)
 	cause := context.Cause(s.ctx)
-	if errors.Is(cause, ErrReassigned) || errors.Is(cause, ErrLeft) {
+	if delivered && (errors.Is(cause, ErrReassigned) || errors.Is(cause, ErrLeft)) {
 		s.awaitRelease(m.st, m.opts.grace, m.hurry)
 	}
 	// Released on ctx: once ctx has ended the removal still gets its

@@ -31,6 +31,7 @@ type Shard struct {
 	cancel context.CancelCauseFunc
 	start  time.Time
 
+	delivered   bool // in a set the caller received; guarded by the Member's mu
 	releaseOnce gosync.Once
 	released    chan struct{} // closed by Release
 	finished    chan struct{} // closed once the lock is released
