@@ -20,11 +20,14 @@ func init() {
 	commands["locks"] = command{summary: "show who holds and who waits under PATH", run: runLocks}
 }
 
-const locksHelp = `Shows every lock, semaphore, election, double barrier and queue at or below
+const locksHelp = `Shows every lock, semaphore, election, double barrier, queue and group at or below
 PATH (default /): who holds it and who waits, in order, with the fencing token,
 the owner session, how long each has held or waited, and who it is (host, pid
 and label from the identity record corral's nodes carry; another client's data
-as it is). Queues show their depth by priority and their claimed items.
+as it is). Queues show their depth by priority and their claimed items. A
+partition's shards are locks ("PATH/shards/N", the owner holds, the next owner
+waits) and its members a group ("PATH/members"); "corral shards" shows them
+per shard.
 
 With --watch the table is printed again on every change: corral sets a watch
 on every directory it lists and reads again when one fires (at most every
@@ -181,6 +184,9 @@ func (p *locksPrinter) print(reps []inspect.Report, now time.Time) error {
 		}
 		if r.Kind == inspect.DoubleBarrier {
 			role, waitRole = "inside", "entering"
+		}
+		if r.Kind == inspect.Group {
+			role = "member"
 		}
 		for _, c := range r.Holders {
 			row(tw, r, kind, role, c, now)
