@@ -102,10 +102,16 @@ func (w *worker) run() {
 	started := map[*partition.Shard]bool{}
 	for set := range w.m.Shards() {
 		for _, s := range set {
-			if started[s] || s.Context().Err() != nil {
+			if started[s] {
 				continue
 			}
 			started[s] = true
+			if s.Context().Err() != nil {
+				// Ended before its work began: still released,
+				// or it waits out the grace.
+				wg.Go(func() { _ = s.Release(context.Background()) })
+				continue
+			}
 			w.f.begin(w.m.ID(), s.ID(), s.Token())
 			w.set(s.ID(), s.Token(), true)
 			wg.Go(func() {

@@ -96,7 +96,10 @@ func (m *Member) ID() string {
 // owns now, sorted by shard number: first when it starts (empty), then
 // after every change. A set not yet received when a newer one is known is
 // replaced by it, so a receiver never falls behind; a shard in a set may
-// have ended since (its Context says so). The channel is closed when the
+// have ended since (its Context says so). Release every shard received once
+// its work has stopped, one that had ended before its work began included:
+// a reassigned shard that was delivered waits for its Release (or the
+// grace) before the next owner gets it. The channel is closed when the
 // member has stopped.
 func (m *Member) Shards() <-chan []*Shard {
 	if m == nil || m.out == nil {

@@ -131,6 +131,9 @@ func (pm *partMachine) work(m *partMember) {
 			}
 			seen[s] = true
 			if s.Context().Err() != nil {
+				// Ended before its work began: still released,
+				// or it waits out the grace.
+				wg.Go(func() { _ = s.Release(context.Background()) })
 				continue
 			}
 			pm.res.begin(m.id, s)
