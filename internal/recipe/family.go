@@ -44,14 +44,15 @@ const (
 const (
 	leaseMarker  = "lease-"
 	memberMarker = "member-"
-	// GroupPrefix names the nodes of group members.
-	GroupPrefix = "group-"
 	readyName    = "ready"
 	itemsName    = "items"
 	claimsName   = "claims"
 	configName   = "config"
 	countsName   = "deliveries"
 )
+
+// GroupPrefix names the nodes of group members.
+const GroupPrefix = "group-"
 
 // FamilyOf returns the family of the node named name (or of the nodes made
 // with name as their prefix).
