@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	gosync "sync"
 
@@ -216,8 +217,12 @@ func (m *Member) stop(cause error, w *group.Watcher, workers map[int]context.Can
 	m.cancel(cause)
 	if !errors.Is(cause, ErrLeft) {
 		// Stopped by itself: the node goes with the session, or is
-		// already gone; Leave removes it otherwise.
-		_ = m.ms.Leave(context.Background())
+		// already gone; otherwise it is removed within the cleanup
+		// grace, or by the session's cleaner (Leave's own call then
+		// waits for that).
+		ended, cancel := context.WithCancel(context.Background())
+		cancel()
+		_ = m.ms.Leave(ended)
 	}
 	m.mu.Lock()
 	m.err = cause
@@ -304,8 +309,13 @@ func (m *Member) work(ctx context.Context, i int) {
 		n, waited, err := recipe.AcquireWaited(tctx, m.st, dir, recipe.LockPrefix, []byte(m.id), recipe.Predecessor)
 		if err != nil {
 			a.Failed(ctx, err)
-			// A lost connection, or anything else: try again while
+			// A lost connection, or anything else (another recipe's
+			// nodes in the shard's directory, say): try again while
 			// the shard is ours and the session lives.
+			if l := m.opts.tel.Logger; l != nil && ctx.Err() == nil {
+				l.LogAttrs(ctx, slog.LevelDebug, "corral: shard not granted",
+					slog.String("path", dir), slog.Int("attempt", attempt), slog.Any("error", err))
+			}
 			if recipe.Pause(ctx, m.st, attempt) != nil {
 				return
 			}

@@ -27,13 +27,13 @@
 // every member computes it from the member list it watches (group.Watch),
 // with no store round trip and no leader. With M members and K shards each
 // member owns ⌊K/M⌋ or ⌈K/M⌉ shards once the members have seen the same
-// list; a member that joins or leaves moves about K/M shards (rendezvous
-// hashing with bounded loads: see Assign); a member that restarts with the
-// same id is assigned the same shards, and gets them back as soon as the
-// previous session's hold is gone. While members see different lists (for
-// a round trip after a change) two of them may both want a shard: one
-// holds it and the other waits, so a shard is never owned twice, only owned
-// late.
+// list; a member that joins or leaves moves about K/M shards, at most about
+// twice that in the tests (rendezvous hashing with bounded loads: see
+// Assign); a member that restarts with the same id is assigned the same
+// shards, and gets them back as soon as the previous session's hold is
+// gone. While members see different lists (for a round trip after a
+// change) two of them may both want a shard: one holds it and the other
+// waits, so a shard is never owned twice, only owned late.
 //
 // # Cooperative, bounded hand-over
 //
