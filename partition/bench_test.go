@@ -116,6 +116,10 @@ func rebalance(b *testing.B, open func(testing.TB) store.Store, m, k int) (arriv
 	return arrival, death, reqA, reqD
 }
 
+// greedyBound bounds each wait of the baseline; a run that reaches it
+// reports it as its time, and an imbalance of -1.
+const greedyBound = time.Minute
+
 // greedy is the baseline: every member locks every shard's Mutex, the
 // first to get one keeps it. It returns the time to full coverage after
 // the death of the member holding the most, and the imbalance then.
@@ -176,8 +180,10 @@ func greedy(b *testing.B, open func(testing.TB) store.Store, m, k int) (time.Dur
 		}
 		return n == k, hi - lo
 	}
+	// wait waits for full coverage and returns the imbalance, or -1 after
+	// greedyBound: the baseline may not get there at the large sizes.
 	wait := func(dead int) int {
-		timer := time.NewTimer(time.Minute)
+		timer := time.NewTimer(greedyBound)
 		defer timer.Stop()
 		for {
 			if ok, imb := coverage(dead); ok {
@@ -186,11 +192,14 @@ func greedy(b *testing.B, open func(testing.TB) store.Store, m, k int) (time.Dur
 			select {
 			case <-tick:
 			case <-timer.C:
-				b.Fatalf("greedy: no full coverage after a minute")
+				b.Logf("greedy: no full coverage after %v", greedyBound)
+				return -1
 			}
 		}
 	}
-	wait(-1)
+	if wait(-1) < 0 {
+		return greedyBound, -1
+	}
 	mu.Lock()
 	load := make([]int, m)
 	for _, o := range owner {
