@@ -100,10 +100,13 @@ const (
 	// (etcd's concurrency.Mutex and Election, bare sequential nodes): a
 	// lock or an election, ordered like one.
 	Foreign
+	// Group: the members of a group (package group), every one a holder,
+	// in the order they joined.
+	Group
 )
 
 var kindNames = [...]string{None: "none", Lock: "lock", Election: "election", Semaphore: "semaphore",
-	DoubleBarrier: "double-barrier", Queue: "queue", Foreign: "foreign"}
+	DoubleBarrier: "double-barrier", Queue: "queue", Foreign: "foreign", Group: "group"}
 
 func (k Kind) String() string {
 	if int(k) < len(kindNames) {
@@ -137,6 +140,7 @@ const (
 	Lease     Mode = "lease"     // a semaphore lease
 	Candidate Mode = "candidate" // an election candidate
 	Member    Mode = "member"    // a double barrier member
+	Joined    Mode = "joined"    // a group member
 )
 
 // Identity is a decoded identity record: who created a contender node.
@@ -424,6 +428,8 @@ func kindOf(kids []store.Child) Kind {
 			return DoubleBarrier
 		case recipe.Queues:
 			return Queue
+		case recipe.Groups:
+			return Group
 		case recipe.Foreign:
 			foreign = true
 		}
@@ -447,6 +453,8 @@ func (r *reader) report(ctx context.Context, p string, kids []store.Child) (Repo
 		err = r.semaphore(ctx, &rep, kids)
 	case DoubleBarrier:
 		err = r.doubleBarrier(ctx, &rep, kids)
+	case Group:
+		err = r.group(ctx, &rep, kids)
 	case Queue:
 		var is bool
 		if is, err = r.isQueue(ctx, p, kids); is {
@@ -582,6 +590,20 @@ func (r *reader) semaphore(ctx context.Context, rep *Report, kids []store.Child)
 			return err
 		}
 		i++
+	}
+	return nil
+}
+
+// group fills in a group: its members, corral's and other clients' (any
+// child of no other recipe), all holders.
+func (r *reader) group(ctx context.Context, rep *Report, kids []store.Child) error {
+	for _, k := range kids {
+		if f := recipe.FamilyOf(k.Name); f != recipe.Groups && f != recipe.Foreign && f != recipe.NoFamily {
+			continue
+		}
+		if err := r.add(ctx, rep, store.Join(rep.Path, k.Name), k.Seq, Joined, true); err != nil {
+			return err
+		}
 	}
 	return nil
 }

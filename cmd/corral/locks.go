@@ -20,11 +20,14 @@ func init() {
 	commands["locks"] = command{summary: "show who holds and who waits under PATH", run: runLocks}
 }
 
-const locksHelp = `Shows every lock, semaphore, election, double barrier and queue at or below
+const locksHelp = `Shows every lock, semaphore, election, double barrier, queue and group at or below
 PATH (default /): who holds it and who waits, in order, with the fencing token,
 the owner session, how long each waited and has held, and who it is (host, pid
 and label from the identity record corral's nodes carry; another client's data
-as it is). Queues show their depth by priority and their claimed items.
+as it is). Queues show their depth by priority and their claimed items. A
+partition's shards are locks ("PATH/shards/N", the owner holds, the next owner
+waits) and its members a group ("PATH/members"); "corral shards" shows them
+per shard.
 
 No store records when a hold began, only when its attempt did: a holder's HELD
 is "<=" the time since its attempt began, and WAITED "?", unless --watch saw it
@@ -192,6 +195,9 @@ func (p *locksPrinter) print(reps []inspect.Report, now time.Time) error {
 		}
 		if r.Kind == inspect.DoubleBarrier {
 			role, waitRole = "inside", "entering"
+		}
+		if r.Kind == inspect.Group {
+			role = "member"
 		}
 		if len(r.Holders)+len(r.Waiters) == 0 {
 			// A recipe with nobody in it (a double barrier whose

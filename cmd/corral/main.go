@@ -43,7 +43,7 @@ const (
 	exitSignalled  = 128 // + the signal's number: corral was stopped by it
 )
 
-const usage = `corral: distributed locks, leader election, barriers and queues on ZooKeeper or etcd.
+const usage = `corral: distributed locks, leader election, barriers, queues, groups and shards on ZooKeeper or etcd.
 
 Usage:
   corral demo                               run every primitive in-process (no server needed)
@@ -54,6 +54,8 @@ Usage:
   corral barrier enter N PATH -- CMD        a double barrier of N around CMD
   corral queue ACTION [flags] PATH          put, take, consume, peek or len
   corral locks [flags] [PATH]               who holds and who waits, at or below PATH
+  corral group [--watch] PATH               the members of a group, in the order they joined
+  corral shards [--shards K] PATH           owner, token and age of every shard of a partition
   corral ls [flags] PATH                    list what is stored under PATH
   corral help                               this text
 

@@ -36,6 +36,8 @@ const (
 	// Foreign: another client's contender with no marker (a bare 10-digit
 	// suffix, an etcd lease key): a lock or an election may share it.
 	Foreign
+	// Groups: group members (GroupPrefix).
+	Groups
 )
 
 // The names that mark a family, besides the lock and latch prefixes.
@@ -48,6 +50,9 @@ const (
 	configName   = "config"
 	countsName   = "deliveries"
 )
+
+// GroupPrefix names the nodes of group members.
+const GroupPrefix = "group-"
 
 // FamilyOf returns the family of the node named name (or of the nodes made
 // with name as their prefix).
@@ -63,6 +68,8 @@ func FamilyOf(name string) Family {
 		return Latches
 	case strings.Contains(name, leaseMarker):
 		return Leases
+	case strings.Contains(name, GroupPrefix):
+		return Groups
 	case strings.Contains(name, memberMarker):
 		return Members
 	case strings.Contains(name, LockPrefix), strings.Contains(name, ReadPrefix), strings.Contains(name, WritePrefix),
@@ -77,13 +84,15 @@ func FamilyOf(name string) Family {
 
 // CheckFamily returns an error wrapping ErrKindMismatch if kids, the
 // children of dir, hold a node of a family other than want (foreign
-// contenders are welcome beside locks and latches).
+// contenders are welcome beside locks, latches and group members: another
+// client's group member, as Curator's GroupMember or kazoo's Party write
+// them, has no marker of ours).
 func CheckFamily(dir string, kids []store.Child, want Family) error {
 	for _, k := range kids {
 		f := FamilyOf(k.Name)
 		switch {
 		case f == want, f == NoFamily:
-		case f == Foreign && (want == Locks || want == Latches):
+		case f == Foreign && (want == Locks || want == Latches || want == Groups):
 		default:
 			return fmt.Errorf("%w: %q holds %q (a %v), not a %v", ErrKindMismatch, dir, k.Name, f, want)
 		}
@@ -105,6 +114,8 @@ func (f Family) String() string {
 		return "queue"
 	case Foreign:
 		return "foreign contender"
+	case Groups:
+		return "group"
 	}
 	return "node of no recipe"
 }

@@ -14,9 +14,9 @@
 // # Instruments
 //
 // Every measurement carries corral.kind (the recipe: mutex, rwmutex.read,
-// rwmutex.write, semaphore, double_barrier, election, queue) and corral.path
-// (the recipe's path, or the label Config.PathLabel maps it to, to bound the
-// cardinality).
+// rwmutex.write, semaphore, double_barrier, election, queue, group,
+// partition.shard) and corral.path (the recipe's path, or the label
+// Config.PathLabel maps it to, to bound the cardinality).
 //
 //	corral.acquire.duration  histogram, s   start of an acquisition to its outcome;
 //	                                        corral.outcome = granted, busy (a Try found it
@@ -64,6 +64,8 @@ const (
 	KindDoubleBarrier = "double_barrier"
 	KindElection      = "election"
 	KindQueue         = "queue"
+	KindGroup         = "group"
+	KindShard         = "partition.shard"
 )
 
 // The attribute keys.

@@ -1,0 +1,139 @@
+// Package group keeps track of the live members of a group: each member
+// joins with a value (an identity or an address) and stays a member while
+// its session lives, and anyone can watch the group and receive the whole,
+// ordered member list every time it changes.
+//
+// A member is an ephemeral sequential node under the group's path whose data
+// is its value: [Join] creates it and returns a [*Membership], a hold like a
+// lock's or a leadership's, whose Context is cancelled with a cause the
+// moment the membership ends (left, session ended, node deleted, connection
+// lost under the [DisconnectPolicy]) and whose Token, the node's Seq, grows
+// with every member that joins. [Watch] returns a [*Watcher] whose channel
+// delivers the members now and then after every change, in the order they
+// joined, with the never-hang, coalescing rules of election.Observe: a list
+// not yet received when a newer one is known is replaced by it.
+//
+// # Interoperability
+//
+// Member nodes are named "group-" followed by the store's unique suffix (on
+// ZooKeeper, with the protected "_c_<uuid>-" prefix zkstore adds). A Watcher
+// lists every child of the group's path that is not another recipe's node,
+// so it also sees the members of Curator's GroupMember (an ephemeral node
+// named by the member's id) and of kazoo's Party (an ephemeral node named by
+// a UUID, or "<uuid>-<identifier>" for a ShallowParty), with their data as
+// the value, and those clients see corral's members in their listings, under
+// corral's node names. Two things do not carry over: Curator and kazoo name
+// members by id, not by sequence, so on ZooKeeper their members have no
+// order of creation (store Seq 0) and are listed first, and their ids are
+// node names where corral's identity is the value; a corral member is a
+// GroupMember id only in the sense that its node name is one. On etcd
+// neither client exists; corral members are ordered by CreateRevision.
+//
+// # Identity, metrics and logs
+//
+// Memberships record the OpenTelemetry metrics of the sync package's locks
+// with corral.kind "group" (see [WithMeterProvider]): a join is an
+// acquisition, a membership a hold, a lost membership a loss by cause.
+// [WithLogger] receives debug events; nothing is logged by default.
+package group
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+
+	"go.opentelemetry.io/otel/metric"
+
+	"github.com/corral-go/corral/internal/recipe"
+	"github.com/corral-go/corral/internal/telemetry"
+	"github.com/corral-go/corral/store"
+)
+
+// Errors of this package, and causes of a [Membership]'s end (see
+// [Membership.Context]). Match them with errors.Is.
+var (
+	// ErrLeft is the cause of a membership ended by Leave.
+	ErrLeft = errors.New("group: left")
+	// ErrNodeDeleted is the cause of a membership whose node was deleted
+	// by someone else while the session lived.
+	ErrNodeDeleted = errors.New("group: member node deleted")
+	// ErrDisconnected is the cause of a membership ended by a lost
+	// connection under LoseOnDisconnect. It wraps store.ErrDisconnected.
+	ErrDisconnected = fmt.Errorf("group: connection lost, membership unknown: %w", store.ErrDisconnected)
+	// ErrNotMember is the cause of the zero Membership's context.
+	ErrNotMember = errors.New("group: not a member")
+	// ErrWatcherClosed is the Err of a Watcher after Close.
+	ErrWatcherClosed = errors.New("group: watcher closed")
+	// ErrKindMismatch: the group's path holds the nodes of another kind
+	// of recipe (a Mutex's, say). It is the same error as
+	// sync.ErrKindMismatch.
+	ErrKindMismatch = recipe.ErrKindMismatch
+)
+
+// DisconnectPolicy says what a lost connection does to a membership.
+type DisconnectPolicy = recipe.DisconnectPolicy
+
+const (
+	// LoseOnDisconnect, the default, ends a membership when the
+	// connection is lost: nobody can tell meanwhile whether the server
+	// has expired the session, and the others may already count the
+	// member gone. The node stays until Leave removes it or the session
+	// ends.
+	LoseOnDisconnect = recipe.LoseOnDisconnect
+	// KeepOnDisconnect ends a membership only when the session ends or
+	// the node goes.
+	KeepOnDisconnect = recipe.KeepOnDisconnect
+)
+
+// Option configures Join or Watch.
+type Option func(*options)
+
+type options struct {
+	policy DisconnectPolicy
+	tel    telemetry.Config
+}
+
+// WithDisconnectPolicy sets what a lost connection does to a membership;
+// the default is LoseOnDisconnect. Watch ignores it: a watcher waits out a
+// lost connection while the session lives.
+func WithDisconnectPolicy(p DisconnectPolicy) Option {
+	return func(o *options) { o.policy = p }
+}
+
+// WithMeterProvider records the metrics of Join (see the package doc) with
+// mp instead of the global MeterProvider (otel.GetMeterProvider).
+func WithMeterProvider(mp metric.MeterProvider) Option {
+	return func(o *options) { o.tel.MeterProvider = mp }
+}
+
+// WithLogger logs debug events to l: joins, memberships left and lost, node
+// removals that were retried or left to the session's cleaner, and the
+// member lists a Watcher sends. By default nothing is logged.
+func WithLogger(l *slog.Logger) Option {
+	return func(o *options) { o.tel.Logger = l }
+}
+
+func newOptions(opts []Option) options {
+	var o options
+	for _, opt := range opts {
+		if opt != nil {
+			opt(&o)
+		}
+	}
+	return o
+}
+
+// check reports what no group call can use: a nil store, a path no group
+// can have, a policy that does not exist.
+func (o options) check(st store.Store, path string) error {
+	if st == nil {
+		return fmt.Errorf("%w: nil store", store.ErrInvalidArgument)
+	}
+	if err := recipe.ValidateDir(path); err != nil {
+		return err
+	}
+	if o.policy != LoseOnDisconnect && o.policy != KeepOnDisconnect {
+		return fmt.Errorf("%w: %v", store.ErrInvalidArgument, o.policy)
+	}
+	return nil
+}

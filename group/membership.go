@@ -1,0 +1,155 @@
+package group
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/corral-go/corral/internal/recipe"
+	"github.com/corral-go/corral/internal/telemetry"
+	"github.com/corral-go/corral/store"
+)
+
+// Join makes st's session a member of the group at path, with value as what
+// watchers see of it, and returns the membership. It blocks for a few round
+// trips: there is nothing to wait for. A lost connection is waited out while
+// ctx and the session live.
+//
+// It fails with an error wrapping store.ErrInvalidArgument for a nil st or
+// an unknown policy, store.ErrInvalidPath for a path no group can have (the
+// root, say), store.ErrTooLarge for a value over store.MaxDataSize,
+// ErrKindMismatch when path holds another recipe's nodes, ctx.Err() when ctx
+// ends first, and the session's cause when it has ended. A failed Join
+// leaves no node behind. Join is safe for concurrent use; several joins of
+// one session are several members.
+func Join(ctx context.Context, st store.Store, path string, value []byte, opts ...Option) (*Membership, error) {
+	o := newOptions(opts)
+	if err := o.check(st, path); err != nil {
+		return nil, joinErr(ctx, path, err)
+	}
+	if err := store.ValidateData(value); err != nil {
+		return nil, joinErr(ctx, path, err)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, joinErr(ctx, path, err)
+	}
+	rec := telemetry.New(o.tel, telemetry.KindGroup, path, ErrNodeDeleted)
+	a := rec.Begin(ctx)
+	tctx := telemetry.NewContext(ctx, rec)
+	for attempt := 0; ; attempt++ {
+		n, _, err := recipe.Create(tctx, st, path, recipe.GroupPrefix, value)
+		if err == nil {
+			hopts := recipe.HoldOptions{Deleted: ErrNodeDeleted, OnEnd: a.Granted(ctx, n).End}
+			if o.policy == LoseOnDisconnect {
+				hopts.Disconnected = ErrDisconnected
+			}
+			return &Membership{hold: recipe.NewHold(st, n, hopts), rec: rec}, nil
+		}
+		if !recipe.RideOut(ctx, st, err, attempt) {
+			a.Failed(ctx, err)
+			return nil, joinErr(ctx, path, sessionErr(st, err))
+		}
+	}
+}
+
+// sessionErr returns err, with the session's end in front when it ended.
+func sessionErr(st store.Store, err error) error {
+	st.Disconnected() // wait for a session end being published
+	if c := context.Cause(st.Context()); c != nil && !errors.Is(err, c) {
+		return fmt.Errorf("%w: %w", c, err)
+	}
+	return err
+}
+
+func joinErr(ctx context.Context, path string, err error) error {
+	return fmt.Errorf("group: join %q: %w", path, recipe.CtxErr(ctx, err))
+}
+
+// Membership is one member of a group, from Join to its end. It ends when it
+// is left or lost, and cannot outlive either: the moment it ends, Done is
+// closed and Context is cancelled with one of these causes (see
+// context.Cause):
+//
+//   - ErrLeft: Leave was called;
+//   - store.ErrSessionExpired or store.ErrClosed: the session ended, and
+//     with it the node;
+//   - ErrNodeDeleted: the node was deleted by someone else;
+//   - ErrDisconnected: the connection was lost under LoseOnDisconnect.
+//
+// Its methods are safe for concurrent use. A Membership watches its node
+// with one goroutine, which exits when the membership ends; Leave waits for
+// it. Call Leave in every case, even after the membership was lost: a
+// member that lost its connection still has a node, which watchers list
+// until it is removed or the session ends.
+//
+// Only Join makes a usable Membership: the zero Membership (and a nil one)
+// has ended (its Context is cancelled with ErrNotMember, its Token is -1)
+// and its Leave fails with store.ErrInvalidArgument.
+type Membership struct {
+	hold *recipe.Hold
+	rec  *telemetry.Recorder
+}
+
+// notMember is the Context of the zero Membership.
+var notMember = func() context.Context {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	cancel(ErrNotMember)
+	return ctx
+}()
+
+// Context returns a context that is cancelled when the membership ends, with
+// the reason as its cause.
+func (m *Membership) Context() context.Context {
+	if m == nil || m.hold == nil {
+		return notMember
+	}
+	return m.hold.Context()
+}
+
+// Done returns a channel that is closed when the membership ends.
+func (m *Membership) Done() <-chan struct{} { return m.Context().Done() }
+
+// Token returns the member's fencing token, the Seq of its node: every
+// member that joins the group later has a greater one. It is -1 for the
+// zero Membership.
+func (m *Membership) Token() int64 {
+	if m == nil || m.hold == nil {
+		return -1
+	}
+	return m.hold.Token()
+}
+
+// Path returns the path of the member's node ("" for the zero Membership).
+func (m *Membership) Path() string {
+	if m == nil || m.hold == nil {
+		return ""
+	}
+	return m.hold.Node().Path
+}
+
+// Value returns the value the member joined with.
+func (m *Membership) Value() []byte {
+	if m == nil || m.hold == nil {
+		return nil
+	}
+	return append([]byte(nil), m.hold.Node().Data...)
+}
+
+// Leave ends the membership with cause ErrLeft, if it has not ended already,
+// and removes the member's node; Done is closed before the node goes. It
+// blocks until the node is gone, across a lost connection, until ctx ends,
+// and then for a grace of a second (recipe.CleanupGrace); a node still there
+// then is removed by the session as soon as the connection allows, and
+// Leave returns an error wrapping store.ErrDisconnected. Leave is
+// idempotent: a later call returns nil once the node is gone or the session
+// has ended. A membership lost before Leave is not an error of Leave: its
+// Context says why it ended.
+func (m *Membership) Leave(ctx context.Context) error {
+	if m == nil || m.hold == nil {
+		return fmt.Errorf("group: leave: %w: membership not made by Join", store.ErrInvalidArgument)
+	}
+	if _, err := m.hold.Release(telemetry.NewContext(ctx, m.rec), ErrLeft); err != nil {
+		return fmt.Errorf("group: leave %q: %w", m.Path(), err)
+	}
+	return nil
+}

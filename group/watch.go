@@ -1,0 +1,297 @@
+package group
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	gosync "sync"
+	"time"
+
+	"github.com/corral-go/corral/internal/recipe"
+	"github.com/corral-go/corral/store"
+)
+
+// Member is one member of a group as a Watcher sees it.
+type Member struct {
+	// Path is the member's node.
+	Path string
+	// Value is the value it joined with (the node's data).
+	Value []byte
+	// Token is the Seq of its node: members are listed by Token, the
+	// order they joined in (on ZooKeeper, another client's member that
+	// is not sequential has Token 0).
+	Token int64
+}
+
+func (m Member) String() string {
+	return fmt.Sprintf("%s (token %d, value %q)", m.Path, m.Token, m.Value)
+}
+
+func equal(a, b []Member) bool {
+	return slices.EqualFunc(a, b, func(x, y Member) bool {
+		return x.Path == y.Path && x.Token == y.Token && bytes.Equal(x.Value, y.Value)
+	})
+}
+
+// pollInterval is how often a watcher lists a group on a store without
+// store.ChildrenWatcher (every adapter of this module has it).
+const pollInterval = 100 * time.Millisecond
+
+// Watch reports the members of the group at path as they change, on the
+// Watcher's Members channel. The first list sent is the members now (empty
+// when there are none, or no group at path yet); then a new list is sent
+// after every change: a member joined or went. A list not yet received when
+// the watcher learns it is out of date is replaced by the newer one, so a
+// slow receiver never sees a member already known to be gone, and changes
+// faster than a round trip may be merged. A member's value is read once,
+// when it is first listed.
+//
+// Watch returns at once. The watcher runs in a goroutine of its own until
+// ctx ends, the session ends, Close is called, or a read fails for a reason
+// other than a lost connection (which is waited out); then Members is closed
+// and Err says why. A nil store, an invalid path or an unknown option give a
+// Watcher that has stopped already, with Err wrapping
+// store.ErrInvalidArgument or store.ErrInvalidPath. Watch is safe for
+// concurrent use and needs no membership: any session can watch.
+func Watch(ctx context.Context, st store.Store, path string, opts ...Option) *Watcher {
+	o := newOptions(opts)
+	wctx, cancel := context.WithCancelCause(ctx)
+	w := &Watcher{ch: make(chan []Member), cancel: cancel, done: make(chan struct{})}
+	if err := o.check(st, path); err != nil {
+		w.finish(wctx, fmt.Errorf("group: watch %q: %w", path, err))
+		return w
+	}
+	g := &watch{st: st, path: path, log: o.tel.Logger}
+	go func() { w.finish(wctx, g.run(wctx, w.ch)) }()
+	return w
+}
+
+// Watcher follows the members of a group; see Watch. Its methods are safe
+// for concurrent use. The zero Watcher (and a nil one) has stopped.
+type Watcher struct {
+	ch     chan []Member
+	cancel context.CancelCauseFunc
+	done   chan struct{}
+
+	mu  gosync.Mutex
+	err error
+}
+
+// Members returns the channel the watcher sends the member lists on. It is
+// closed when the watcher has stopped; Err then says why. Each list is the
+// receiver's own.
+func (w *Watcher) Members() <-chan []Member {
+	if w == nil || w.ch == nil {
+		return closedMembers
+	}
+	return w.ch
+}
+
+var closedMembers = func() chan []Member {
+	ch := make(chan []Member)
+	close(ch)
+	return ch
+}()
+
+// Done returns a channel that is closed when the watcher has stopped, after
+// its Members channel.
+func (w *Watcher) Done() <-chan struct{} {
+	if w == nil || w.done == nil {
+		return closedDone
+	}
+	return w.done
+}
+
+var closedDone = func() chan struct{} {
+	ch := make(chan struct{})
+	close(ch)
+	return ch
+}()
+
+// Err returns nil while the watcher runs and, once it stopped, why: the
+// cause of its ctx, the end of the session (store.ErrSessionExpired,
+// store.ErrClosed), ErrWatcherClosed after Close, or the error that stopped
+// it. For the zero Watcher it returns an error wrapping
+// store.ErrInvalidArgument.
+func (w *Watcher) Err() error {
+	if w == nil || w.done == nil {
+		return fmt.Errorf("group: watcher: %w: not made by Watch", store.ErrInvalidArgument)
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.err
+}
+
+// Close stops the watcher and waits until it has stopped. It does not need
+// the Members channel to be drained. It is idempotent and returns nil.
+func (w *Watcher) Close() error {
+	if w == nil || w.done == nil {
+		return nil
+	}
+	w.cancel(ErrWatcherClosed)
+	<-w.done
+	return nil
+}
+
+// finish records why the watcher stopped and closes its channels.
+func (w *Watcher) finish(ctx context.Context, err error) {
+	if ctx.Err() != nil {
+		err = context.Cause(ctx)
+	}
+	w.mu.Lock()
+	w.err = err
+	w.mu.Unlock()
+	close(w.ch)
+	w.cancel(err)
+	close(w.done)
+}
+
+// watch is the state of one Watcher's goroutine.
+type watch struct {
+	st    store.Store
+	path  string
+	log   *slog.Logger
+	known map[string]Member // by path: the members of the last read
+}
+
+// run sends the members on out as they change, until ctx or the session
+// ends or a read fails for good, and returns why.
+func (g *watch) run(ctx context.Context, out chan<- []Member) error {
+	var (
+		last []Member
+		sent bool
+	)
+	for attempt := 0; ; {
+		if err := alive(ctx, g.st); err != nil {
+			return err
+		}
+		wctx, cancel := context.WithCancel(ctx)
+		cur, ch, poll, err := g.current(wctx)
+		if err != nil {
+			cancel()
+			if recipe.RideOut(ctx, g.st, err, attempt) {
+				attempt++
+				continue
+			}
+			if err := alive(ctx, g.st); err != nil {
+				return err
+			}
+			return fmt.Errorf("group: watch %q: %w", g.path, sessionErr(g.st, err))
+		}
+		attempt = 0
+		var tick <-chan time.Time
+		if poll {
+			tick = time.After(pollInterval)
+		}
+		if !sent || !equal(cur, last) {
+			if g.log != nil {
+				g.log.LogAttrs(ctx, slog.LevelDebug, "corral: group changed",
+					slog.String("path", g.path), slog.Int("members", len(cur)))
+			}
+			select {
+			case out <- clone(cur):
+				last, sent = cur, true
+			case <-ch:
+				cancel()
+				continue
+			case <-tick:
+				cancel()
+				continue
+			case <-ctx.Done():
+				cancel()
+				return ctx.Err()
+			}
+		}
+		select {
+		case <-ch:
+		case <-tick:
+		case <-ctx.Done():
+		}
+		cancel()
+	}
+}
+
+// clone returns a copy of ms that shares nothing with it.
+func clone(ms []Member) []Member {
+	c := make([]Member, len(ms))
+	for i, m := range ms {
+		c[i] = Member{Path: m.Path, Value: bytes.Clone(m.Value), Token: m.Token}
+	}
+	return c
+}
+
+// alive returns ctx's error or the session's cause, if either has ended.
+func alive(ctx context.Context, st store.Store) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if sctx := st.Context(); sctx.Err() != nil {
+		return context.Cause(sctx)
+	}
+	return nil
+}
+
+// current returns the members now and a watch, set on ctx, that fires when
+// they may have changed; poll is set instead when the store cannot watch
+// children.
+func (g *watch) current(ctx context.Context) (ms []Member, ch <-chan store.Event, poll bool, err error) {
+	for {
+		var kids []store.Child
+		if cw, ok := g.st.(store.ChildrenWatcher); ok {
+			kids, ch, err = cw.ChildrenW(ctx, g.path)
+		} else {
+			kids, err = g.st.Children(ctx, g.path)
+			poll = true
+		}
+		if errors.Is(err, store.ErrNoNode) {
+			// No group yet: wait for its directory.
+			exists, _, ch, err := g.st.ExistsW(ctx, g.path)
+			if err != nil {
+				return nil, nil, false, err
+			}
+			if exists {
+				continue
+			}
+			return []Member{}, ch, false, nil
+		}
+		if err == nil {
+			err = recipe.CheckFamily(g.path, kids, recipe.Groups)
+		}
+		if err != nil {
+			return nil, nil, false, err
+		}
+		ms, err = g.read(ctx, kids)
+		return ms, ch, poll, err
+	}
+}
+
+// read reads the members among kids, the values of members it knew from
+// its last read. A member that went since the listing is left out: the
+// watch set before the reads fires for it.
+func (g *watch) read(ctx context.Context, kids []store.Child) ([]Member, error) {
+	ms := make([]Member, 0, len(kids))
+	known := make(map[string]Member, len(kids))
+	for _, k := range kids {
+		p := store.Join(g.path, k.Name)
+		if m, ok := g.known[p]; ok && m.Token == k.Seq {
+			ms = append(ms, m)
+			known[p] = m
+			continue
+		}
+		n, err := g.st.Get(ctx, p)
+		if errors.Is(err, store.ErrNoNode) || err == nil && n.Seq != k.Seq {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		m := Member{Path: p, Value: n.Data, Token: n.Seq}
+		ms = append(ms, m)
+		known[p] = m
+	}
+	g.known = known // only the members listed now: nothing grows
+	return ms, nil
+}

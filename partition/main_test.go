@@ -1,0 +1,194 @@
+package partition_test
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	gosync "sync"
+	"testing"
+	"time"
+
+	"github.com/corral-go/corral/internal/testing/backends"
+	"github.com/corral-go/corral/partition"
+	"github.com/corral-go/corral/store"
+)
+
+func TestMain(m *testing.M) { backends.Main(m) }
+
+// timeout bounds every wait of the tests.
+const timeout = 30 * time.Second
+
+func dir(t testing.TB) string {
+	name := strings.NewReplacer("/", "-", " ", "_").Replace(t.Name())
+	return fmt.Sprintf("/partitiontest/%s-%08x", name, rand.Uint32())
+}
+
+func ctxFor(t testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(t.Context(), timeout)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// fence is the shared resource the shards' work writes to: it accepts a
+// write for a shard only with a token at least the greatest it has seen,
+// and it counts a write under an older token (a stale owner) as a
+// violation; owners tracks which member works on each shard now.
+type fence struct {
+	mu         gosync.Mutex
+	last       map[int]int64
+	owner      map[int]string
+	violations []string
+}
+
+func newFence() *fence { return &fence{last: map[int]int64{}, owner: map[int]string{}} }
+
+// begin records that id starts working on shard s under token; it fails
+// when another member works on it, or the token is older than one seen.
+func (f *fence) begin(id string, s int, token int64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if o, ok := f.owner[s]; ok && o != id {
+		f.violations = append(f.violations, fmt.Sprintf("shard %d: %s starts (token %d) while %s works on it", s, id, token, o))
+	}
+	if last, ok := f.last[s]; ok && token <= last {
+		f.violations = append(f.violations, fmt.Sprintf("shard %d: %s starts with token %d, not above %d", s, id, token, last))
+	}
+	f.owner[s], f.last[s] = id, token
+}
+
+// end records that id stopped working on shard s.
+func (f *fence) end(id string, s int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.owner[s] == id {
+		delete(f.owner, s)
+	}
+}
+
+func (f *fence) check(t testing.TB) {
+	t.Helper()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, v := range f.violations {
+		t.Error(v)
+	}
+}
+
+// worker works on the shards of one member as a service would: each shard
+// it is given is recorded at the fence until its context ends, and then
+// released. It keeps the latest set for the tests to look at.
+type worker struct {
+	m     *partition.Member
+	f     *fence
+	done  chan struct{}
+	mu    gosync.Mutex
+	owned map[int]int64 // shard -> token, those worked on now
+	tick  chan struct{} // cap 1: owned changed
+}
+
+func work(m *partition.Member, f *fence, tick chan struct{}) *worker {
+	w := &worker{m: m, f: f, done: make(chan struct{}), owned: map[int]int64{}, tick: tick}
+	go w.run()
+	return w
+}
+
+func (w *worker) run() {
+	defer close(w.done)
+	var wg gosync.WaitGroup
+	defer wg.Wait()
+	started := map[*partition.Shard]bool{}
+	for set := range w.m.Shards() {
+		for _, s := range set {
+			if started[s] {
+				continue
+			}
+			started[s] = true
+			if s.Context().Err() != nil {
+				// Ended before its work began: still released,
+				// or it waits out the grace.
+				wg.Go(func() { _ = s.Release(context.Background()) })
+				continue
+			}
+			w.f.begin(w.m.ID(), s.ID(), s.Token())
+			w.set(s.ID(), s.Token(), true)
+			wg.Go(func() {
+				<-s.Done()
+				w.set(s.ID(), 0, false)
+				w.f.end(w.m.ID(), s.ID())
+				_ = s.Release(context.Background())
+			})
+		}
+	}
+}
+
+func (w *worker) set(s int, token int64, on bool) {
+	w.mu.Lock()
+	if on {
+		w.owned[s] = token
+	} else {
+		delete(w.owned, s)
+	}
+	w.mu.Unlock()
+	select {
+	case w.tick <- struct{}{}:
+	default:
+	}
+}
+
+func (w *worker) shards() map[int]int64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return maps.Clone(w.owned)
+}
+
+// balanced reports whether the workers together work on every one of k
+// shards, each once, with ⌊k/M⌋ or ⌈k/M⌉ each.
+func balanced(ws []*worker, k int) bool {
+	lo, hi := k/len(ws), (k+len(ws)-1)/len(ws)
+	seen := map[int]bool{}
+	for _, w := range ws {
+		o := w.shards()
+		if len(o) < lo || len(o) > hi {
+			return false
+		}
+		for s := range o {
+			if seen[s] {
+				return false
+			}
+			seen[s] = true
+		}
+	}
+	return len(seen) == k
+}
+
+// waitBalanced waits until balanced(ws, k).
+func waitBalanced(t testing.TB, tick <-chan struct{}, ws []*worker, k int) {
+	t.Helper()
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	for !balanced(ws, k) {
+		select {
+		case <-tick:
+		case <-timer.C:
+			var got []string
+			for _, w := range ws {
+				got = append(got, fmt.Sprintf("%s: %v", w.m.ID(), slices.Sorted(maps.Keys(w.shards()))))
+			}
+			t.Fatalf("not balanced over %d members after %v: %s", len(ws), timeout, strings.Join(got, "; "))
+		}
+	}
+}
+
+func join(t testing.TB, st store.Store, path string, k int, id string, opts ...partition.Option) *partition.Member {
+	t.Helper()
+	m, err := partition.Join(ctxFor(t), st, path, k, id, opts...)
+	if err != nil {
+		t.Fatalf("Join(%q, %d, %q) = %v", path, k, id, err)
+	}
+	// t.Context has ended by then: Leave cuts the grace short.
+	t.Cleanup(func() { _ = m.Leave(t.Context()) })
+	return m
+}

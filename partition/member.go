@@ -1,0 +1,354 @@
+package partition
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	gosync "sync"
+
+	"github.com/corral-go/corral/group"
+	"github.com/corral-go/corral/internal/recipe"
+	"github.com/corral-go/corral/internal/telemetry"
+	"github.com/corral-go/corral/store"
+)
+
+// Member is one member of a partition, from Join to its end; see the
+// package doc. Its methods are safe for concurrent use.
+//
+// A Member runs one goroutine that follows the group and one per shard it
+// is assigned; they all exit before Leave returns, or after the member has
+// stopped by itself (its session ended, its membership was lost), once the
+// shards it held are released. The zero Member (and a nil one) has stopped:
+// its Shards channel is closed and its Leave fails with
+// store.ErrInvalidArgument.
+type Member struct {
+	st     store.Store
+	path   string
+	id     string
+	shards int
+	opts   options
+	rec    *telemetry.Recorder
+	ms     *group.Membership
+
+	out     chan []*Shard
+	changed chan struct{} // cap 1: the owned set changed
+	cancel  context.CancelCauseFunc
+	done    chan struct{}
+	workers gosync.WaitGroup
+	// hurry is closed when Leave's ctx ends: the shards are released
+	// without waiting for the rest of the grace.
+	hurry     chan struct{}
+	hurryOnce gosync.Once
+
+	mu    gosync.Mutex
+	owned map[int]*Shard
+	err   error
+}
+
+// Join makes st's session a member of the partition at path, which has
+// shards shards, with id as its identity, and starts taking the shards the
+// assignment gives it (see the package doc). It blocks for the few round
+// trips of joining the group (ctx bounds them; the member then runs until
+// Leave or its session's end, whatever becomes of ctx) and fails, leaving
+// nothing behind, with an error wrapping store.ErrInvalidArgument (a nil
+// st, shards outside [1, MaxShards], an empty id, a negative grace),
+// store.ErrInvalidPath, store.ErrTooLarge (an id over store.MaxDataSize),
+// ctx.Err(), or the session's cause.
+//
+// Two members with the same id are assigned the same shards: each shard is
+// then held by one of them at a time, and the other waits.
+func Join(ctx context.Context, st store.Store, path string, shards int, id string, opts ...Option) (*Member, error) {
+	o := newOptions(opts)
+	if err := o.check(st, path, shards, id); err != nil {
+		return nil, fmt.Errorf("partition: join %q: %w", path, err)
+	}
+	gopts := []group.Option{group.WithDisconnectPolicy(group.KeepOnDisconnect), group.WithLogger(o.tel.Logger)}
+	ms, err := group.Join(ctx, st, MembersDir(path), []byte(id), gopts...)
+	if err != nil {
+		return nil, fmt.Errorf("partition: join %q: %w", path, err)
+	}
+	lctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
+	m := &Member{
+		st: st, path: path, id: id, shards: shards, opts: o, ms: ms,
+		rec:     telemetry.New(o.tel, telemetry.KindShard, path, ErrNodeDeleted),
+		out:     make(chan []*Shard),
+		changed: make(chan struct{}, 1),
+		cancel:  cancel,
+		done:    make(chan struct{}),
+		hurry:   make(chan struct{}),
+		owned:   map[int]*Shard{},
+	}
+	w := group.Watch(lctx, st, MembersDir(path), group.WithLogger(o.tel.Logger))
+	go m.run(lctx, w)
+	return m, nil
+}
+
+// ID returns the member's id.
+func (m *Member) ID() string {
+	if m == nil {
+		return ""
+	}
+	return m.id
+}
+
+// Shards returns the channel on which the member sends the set of shards it
+// owns now, sorted by shard number: first when it starts (empty), then
+// after every change. A set not yet received when a newer one is known is
+// replaced by it, so a receiver never falls behind; a shard in a set may
+// have ended since (its Context says so). Release every shard received once
+// its work has stopped, one that had ended before its work began included:
+// a reassigned shard that was delivered waits for its Release (or the
+// grace) before the next owner gets it. The channel is closed when the
+// member has stopped.
+func (m *Member) Shards() <-chan []*Shard {
+	if m == nil || m.out == nil {
+		return closedShards
+	}
+	return m.out
+}
+
+var closedShards = func() chan []*Shard {
+	ch := make(chan []*Shard)
+	close(ch)
+	return ch
+}()
+
+// Done returns a channel that is closed when the member has stopped, after
+// its Shards channel.
+func (m *Member) Done() <-chan struct{} {
+	if m == nil || m.done == nil {
+		return closedDone
+	}
+	return m.done
+}
+
+var closedDone = func() chan struct{} {
+	ch := make(chan struct{})
+	close(ch)
+	return ch
+}()
+
+// Err returns nil while the member runs and, once it stopped, why: ErrLeft
+// after Leave, the session's end (store.ErrSessionExpired,
+// store.ErrClosed), ErrMemberLost, or the error that stopped it.
+func (m *Member) Err() error {
+	if m == nil || m.done == nil {
+		return fmt.Errorf("partition: member: %w: not made by Join", store.ErrInvalidArgument)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.err
+}
+
+// Leave stops the member: every shard it owns is ended at once with
+// ErrLeft and released when its owner calls Release, when the grace passes
+// or when ctx ends, whichever comes first; then the member leaves the
+// group, so that the others take its shards. Leave blocks until then, and
+// returns nil, or the failure to remove the member's node after ctx ended
+// and a further second (the session then removes it as soon as the
+// connection allows). It is idempotent.
+func (m *Member) Leave(ctx context.Context) error {
+	if m == nil || m.done == nil {
+		return fmt.Errorf("partition: leave: %w: member not made by Join", store.ErrInvalidArgument)
+	}
+	m.cancel(ErrLeft)
+	select {
+	case <-m.done:
+	case <-ctx.Done():
+		m.hurryOnce.Do(func() { close(m.hurry) })
+		<-m.done
+	}
+	if err := m.ms.Leave(ctx); err != nil {
+		return fmt.Errorf("partition: leave %q: %w", m.path, err)
+	}
+	return nil
+}
+
+// run follows the group and keeps one worker for each shard the
+// assignment gives the member, until the member stops.
+func (m *Member) run(ctx context.Context, w *group.Watcher) {
+	workers := map[int]context.CancelCauseFunc{}
+	dirty := true
+	var err error
+	for err == nil {
+		var out chan<- []*Shard
+		var set []*Shard
+		if dirty {
+			out, set = m.out, m.snapshot()
+		}
+		select {
+		case out <- set:
+			dirty = false
+			m.delivered(set)
+		case <-m.changed:
+			dirty = true
+		case list, ok := <-w.Members():
+			if !ok {
+				err = w.Err()
+				break
+			}
+			m.reconcile(ctx, list, workers)
+		case <-m.ms.Done():
+			err = context.Cause(m.ms.Context())
+			if errors.Is(err, group.ErrNodeDeleted) {
+				err = ErrMemberLost
+			}
+		case <-ctx.Done():
+			err = context.Cause(ctx)
+		}
+	}
+	m.stop(err, w, workers)
+}
+
+// stop ends every worker with cause, waits for them, and reports the
+// member stopped.
+func (m *Member) stop(cause error, w *group.Watcher, workers map[int]context.CancelCauseFunc) {
+	m.st.Disconnected() // wait for a session end being published
+	if c := context.Cause(m.st.Context()); c != nil {
+		cause = c
+	}
+	for _, cancel := range workers {
+		cancel(cause)
+	}
+	m.workers.Wait()
+	_ = w.Close()
+	m.cancel(cause)
+	if !errors.Is(cause, ErrLeft) {
+		// Stopped by itself: the node goes with the session, or is
+		// already gone; otherwise it is removed within the cleanup
+		// grace, or by the session's cleaner (Leave's own call then
+		// waits for that).
+		ended, cancel := context.WithCancel(context.Background())
+		cancel()
+		_ = m.ms.Leave(ended)
+	}
+	m.mu.Lock()
+	m.err = cause
+	m.mu.Unlock()
+	close(m.out)
+	close(m.done)
+}
+
+// reconcile starts a worker for each shard list assigns the member that
+// has none, and ends those of the shards it no longer assigns it.
+func (m *Member) reconcile(ctx context.Context, list []group.Member, workers map[int]context.CancelCauseFunc) {
+	ids := make([]string, len(list))
+	for i, gm := range list {
+		ids[i] = string(gm.Value)
+	}
+	if !slices.Contains(ids, m.id) {
+		// The watcher has not seen our own node yet (or it is gone,
+		// which the membership reports): assume we are in.
+		ids = append(ids, m.id)
+	}
+	owners := Assign(ids, m.shards)
+	for i, owner := range owners {
+		cancel, running := workers[i]
+		switch {
+		case owner == m.id && !running:
+			wctx, cancel := context.WithCancelCause(ctx)
+			workers[i] = cancel
+			m.workers.Go(func() { m.work(wctx, i) })
+		case owner != m.id && running:
+			cancel(ErrReassigned)
+			delete(workers, i)
+		}
+	}
+}
+
+// snapshot returns the shards owned now, by number.
+func (m *Member) snapshot() []*Shard {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	set := make([]*Shard, 0, len(m.owned))
+	for _, s := range m.owned {
+		set = append(set, s)
+	}
+	slices.SortFunc(set, func(a, b *Shard) int { return a.id - b.id })
+	return set
+}
+
+// delivered marks the shards of a set the caller received.
+func (m *Member) delivered(set []*Shard) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, s := range set {
+		s.delivered = true
+	}
+}
+
+// setOwned records s as owned (or, with add false, no longer owned) and
+// tells run. It reports whether s was delivered in a set.
+func (m *Member) setOwned(s *Shard, add bool) (delivered bool) {
+	m.mu.Lock()
+	if add {
+		m.owned[s.id] = s
+	} else if m.owned[s.id] == s {
+		delete(m.owned, s.id)
+	}
+	delivered = s.delivered
+	m.mu.Unlock()
+	select {
+	case m.changed <- struct{}{}:
+	default:
+	}
+	return delivered
+}
+
+// work holds shard i while ctx lives: it contends for the shard's lock,
+// hands out each grant as a Shard, and contends again after a hold that
+// ended while the shard is still the member's (a lost connection, a
+// Release). It returns once ctx has ended and the shard is released.
+func (m *Member) work(ctx context.Context, i int) {
+	dir := shardDir(m.path, i)
+	tctx := telemetry.NewContext(ctx, m.rec)
+	for attempt := 0; ctx.Err() == nil; {
+		a := m.rec.Begin(ctx)
+		n, waited, err := recipe.AcquireWaited(tctx, m.st, dir, recipe.LockPrefix, []byte(m.id), recipe.Predecessor)
+		if err != nil {
+			a.Failed(ctx, err)
+			// A lost connection, or anything else (another recipe's
+			// nodes in the shard's directory, say): try again while
+			// the shard is ours and the session lives.
+			if l := m.opts.tel.Logger; l != nil && ctx.Err() == nil {
+				l.LogAttrs(ctx, slog.LevelDebug, "corral: shard not granted",
+					slog.String("path", dir), slog.Int("attempt", attempt), slog.Any("error", err))
+			}
+			if recipe.Pause(ctx, m.st, attempt) != nil {
+				return
+			}
+			attempt++
+			continue
+		}
+		attempt = 0
+		h := recipe.NewHold(m.st, n, recipe.HoldOptions{
+			Deleted: ErrNodeDeleted, Disconnected: ErrDisconnected, Front: waited,
+			OnEnd: a.Granted(ctx, n).End,
+		})
+		m.hold(ctx, newShard(i, h))
+	}
+}
+
+// hold keeps s until it ends by itself or ctx ends, and then releases it:
+// at once when it was lost or released or never delivered (nobody can
+// have started work on it: no set held it), else when its owner calls
+// Release or the grace passes.
+func (m *Member) hold(ctx context.Context, s *Shard) {
+	m.setOwned(s, true)
+	select {
+	case <-s.ctx.Done():
+	case <-ctx.Done():
+		s.cancel(context.Cause(ctx))
+	}
+	delivered := m.setOwned(s, false)
+	cause := context.Cause(s.ctx)
+	if delivered && (errors.Is(cause, ErrReassigned) || errors.Is(cause, ErrLeft)) {
+		s.awaitRelease(m.st, m.opts.grace, m.hurry)
+	}
+	// Released on ctx: once ctx has ended the removal still gets its
+	// grace, and then the session's cleaner.
+	_, _ = s.hold.Release(telemetry.NewContext(ctx, m.rec), cause)
+	close(s.finished)
+}

@@ -1,0 +1,171 @@
+// Package partition spreads a fixed number of shards over the live members
+// of a group, so that every shard is worked by exactly one member at a time
+// and the shards are spread evenly, and move again when a member joins or
+// goes.
+//
+// [Join] makes the caller a member with an id and returns a [*Member],
+// whose Shards channel delivers the set of shards the member owns now,
+// every time it changes. Each owned [*Shard] is a hold: its Context is
+// cancelled, with a cause, the moment the shard must stop being worked (it
+// was reassigned, the session was lost, the connection was lost, the member
+// left), and its Token is a fencing token that grows with every new owner
+// of the shard, for storage that must reject a stale owner.
+//
+// # Never two owners
+//
+// Each shard is a lock directory, and its owner holds that lock: a member
+// contends for a shard (as a sync.Mutex's Lock does, with the same
+// machinery) only while the assignment gives it the shard, and gives it up
+// (as Unlock does) once the assignment moves it away. So a shard passes to
+// its new owner only after the previous owner released it or its session
+// ended, exactly as a lock does, and the token is the lock's: the Seq of the
+// owner's node.
+//
+// # Balanced and stable
+//
+// The owner of every shard is a pure function of the member ids, [Assign]:
+// every member computes it from the member list it watches (group.Watch),
+// with no store round trip and no leader. With M members and K shards each
+// member owns ⌊K/M⌋ or ⌈K/M⌉ shards once the members have seen the same
+// list; a member that joins or leaves moves about K/M shards, at most about
+// twice that in the tests (rendezvous hashing with bounded loads: see
+// Assign); a member that restarts with the same id is assigned the same
+// shards, and gets them back as soon as the previous session's hold is
+// gone. While members see different lists (for a round trip after a
+// change) two of them may both want a shard: one holds it and the other
+// waits, so a shard is never owned twice, only owned late.
+//
+// # Cooperative, bounded hand-over
+//
+// When a shard is reassigned, its Context is cancelled at once with
+// ErrReassigned and it leaves the Shards set; its lock is released when the
+// caller calls [Shard.Release] (its work has stopped), or after the grace
+// (five seconds by default, [WithGrace]), whichever comes first. A frozen
+// owner loses its shards when its session ends, as a lock holder does.
+// Shard holds end on a lost connection (sync.LoseOnDisconnect) and are
+// contended for again when it is back.
+//
+// # Layout
+//
+// Under the partition's path: "members", a group (package group) whose
+// members' values are the member ids, and "shards/<i>" for i in [0, K), each
+// a lock directory whose contender nodes ("lock-…", the sync.Mutex layout)
+// hold the id of the member that contends. A shard costs one directory, and
+// one ephemeral node while it is owned (two during a hand-over: the owner's
+// and the next owner's). Every member must be given the same number of
+// shards.
+package partition
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"go.opentelemetry.io/otel/metric"
+
+	"github.com/corral-go/corral/internal/recipe"
+	"github.com/corral-go/corral/internal/telemetry"
+	"github.com/corral-go/corral/store"
+)
+
+// Errors of this package, and causes of a Shard's end (see Shard.Context).
+// A shard also ends with store.ErrSessionExpired or store.ErrClosed when
+// the session does. Match them with errors.Is.
+var (
+	// ErrReassigned is the cause of a shard the assignment moved to
+	// another member.
+	ErrReassigned = errors.New("partition: shard reassigned")
+	// ErrReleased is the cause of a shard given up by Shard.Release while
+	// it was still assigned (the member contends for it again).
+	ErrReleased = errors.New("partition: shard released")
+	// ErrLeft is the cause of a member's shards when it leaves, and the
+	// Err of a member after Leave.
+	ErrLeft = errors.New("partition: member left")
+	// ErrNodeDeleted is the cause of a shard whose lock node was deleted
+	// by someone else while the session lived.
+	ErrNodeDeleted = errors.New("partition: shard node deleted")
+	// ErrDisconnected is the cause of a shard lost with the connection.
+	// It wraps store.ErrDisconnected.
+	ErrDisconnected = fmt.Errorf("partition: connection lost, ownership unknown: %w", store.ErrDisconnected)
+	// ErrNotOwner is the cause of the zero Shard's context.
+	ErrNotOwner = errors.New("partition: not the owner")
+	// ErrMemberLost is the Err of a member whose group membership ended
+	// while its session lived (its node was deleted).
+	ErrMemberLost = errors.New("partition: membership lost")
+)
+
+// DefaultGrace is how long a reassigned shard stays held, by default,
+// while its owner has not called Release.
+const DefaultGrace = 5 * time.Second
+
+// MaxShards is the largest number of shards a partition may have.
+const MaxShards = 1 << 16
+
+// Option configures Join.
+type Option func(*options)
+
+type options struct {
+	grace time.Duration
+	tel   telemetry.Config
+}
+
+// WithGrace sets how long a reassigned shard stays held while its owner
+// has not called Release (DefaultGrace by default). Zero releases at once,
+// with the shard's context cancelled: for work that fencing tokens make
+// safe to cut off. It must not be negative.
+func WithGrace(d time.Duration) Option {
+	return func(o *options) { o.grace = d }
+}
+
+// WithMeterProvider records the metrics of the shards' locks (those of
+// sync's locks, with corral.kind "partition.shard") with mp instead of the
+// global MeterProvider.
+func WithMeterProvider(mp metric.MeterProvider) Option {
+	return func(o *options) { o.tel.MeterProvider = mp }
+}
+
+// WithLogger logs debug events to l: shards granted, reassigned, released
+// and lost, and node removals left to the session's cleaner. By default
+// nothing is logged.
+func WithLogger(l *slog.Logger) Option {
+	return func(o *options) { o.tel.Logger = l }
+}
+
+func newOptions(opts []Option) options {
+	o := options{grace: DefaultGrace}
+	for _, opt := range opts {
+		if opt != nil {
+			opt(&o)
+		}
+	}
+	return o
+}
+
+// check reports what Join cannot use.
+func (o options) check(st store.Store, path string, shards int, id string) error {
+	switch {
+	case st == nil:
+		return fmt.Errorf("%w: nil store", store.ErrInvalidArgument)
+	case shards < 1 || shards > MaxShards:
+		return fmt.Errorf("%w: %d shards, want 1 to %d", store.ErrInvalidArgument, shards, MaxShards)
+	case id == "":
+		return fmt.Errorf("%w: empty member id", store.ErrInvalidArgument)
+	case o.grace < 0:
+		return fmt.Errorf("%w: negative grace %v", store.ErrInvalidArgument, o.grace)
+	}
+	if err := recipe.ValidateDir(path); err != nil {
+		return err
+	}
+	return store.ValidateData([]byte(id))
+}
+
+// MembersDir returns the group directory of the partition at path
+// ("<path>/members"), whose members' values are the member ids.
+func MembersDir(path string) string { return store.Join(path, "members") }
+
+// ShardsDir returns the directory that holds the shards' lock directories
+// of the partition at path ("<path>/shards"), each named by its number.
+func ShardsDir(path string) string { return store.Join(path, "shards") }
+
+func shardDir(path string, i int) string { return store.Join(ShardsDir(path), fmt.Sprint(i)) }
