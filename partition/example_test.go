@@ -74,7 +74,12 @@ func Example() {
 				if slices.Equal(got, want) {
 					all[id] = now
 					fmt.Printf("%s works on %d shards\n", id, len(now))
-					r.tokens <- now
+					// Put it back for the next settle, unless the
+					// replica has sent a newer set meanwhile.
+					select {
+					case r.tokens <- now:
+					default:
+					}
 					break
 				}
 			}
