@@ -40,6 +40,7 @@ var misuseSentinels = []error{
 	store.ErrClosed,
 	store.ErrSessionExpired,
 	store.ErrNotEmpty,
+	store.ErrNoNode, // inspect.Read and Walk of a missing path
 	errCause,
 	context.Canceled,
 	context.DeadlineExceeded,
