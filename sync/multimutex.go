@@ -23,11 +23,19 @@ type MemberError struct {
 }
 
 func (e *MemberError) Error() string {
+	if e == nil {
+		return "sync: member lock lost"
+	}
 	return fmt.Sprintf("sync: member lock %q lost: %v", e.Path, e.Err)
 }
 
 // Unwrap returns e.Err.
-func (e *MemberError) Unwrap() error { return e.Err }
+func (e *MemberError) Unwrap() error {
+	if e == nil {
+		return nil
+	}
+	return e.Err
+}
 
 // MultiMutex locks a set of paths all together or not at all, as Curator's
 // InterProcessMultiLock does: it holds every member lock at once, or none.

@@ -35,6 +35,9 @@ type LimitError struct {
 }
 
 func (e *LimitError) Error() string {
+	if e == nil {
+		return ErrLimitMismatch.Error()
+	}
 	if e.Stored == 0 {
 		return fmt.Sprintf("sync: %q holds no limit, want %d", e.Path, e.Limit)
 	}
