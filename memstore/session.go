@@ -133,11 +133,19 @@ func (st *Store) Get(ctx context.Context, p string) (store.Node, error) {
 
 // Set implements store.Store.
 func (st *Store) Set(ctx context.Context, p string, data []byte, version int64) (store.Node, error) {
-	if version < store.AnyVersion {
-		return store.Node{}, fmt.Errorf("memstore: set %q: %w: version %d", p, store.ErrInvalidArgument, version)
+	// The path, the data, then the version: the order every adapter
+	// checks them in, so bad input gets the same sentinel everywhere.
+	if err := store.ValidatePath(p); err != nil {
+		return store.Node{}, err
+	}
+	if p == "/" {
+		return store.Node{}, fmt.Errorf("memstore: set %q: %w: the root holds no data", p, store.ErrInvalidPath)
 	}
 	if err := store.ValidateData(data); err != nil {
 		return store.Node{}, err
+	}
+	if version < store.AnyVersion {
+		return store.Node{}, fmt.Errorf("memstore: set %q: %w: version %d", p, store.ErrInvalidArgument, version)
 	}
 	if err := st.begin(ctx, "set", p); err != nil {
 		return store.Node{}, err

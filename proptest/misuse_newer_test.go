@@ -200,3 +200,63 @@ func optionCalls(p string, data []byte) []misuseCall {
 		}},
 	}
 }
+
+// storeCalls make the methods of store.Store itself, the adapters' own
+// API, with the drawn path, data and mode, on the live or the closed
+// session: a nil store.Store has no method to call, so the "nil" draw
+// makes them on the closed one.
+func storeCalls(t *rapid.T, p string, data []byte) []misuseCall {
+	mode := rapid.SampledFrom([]store.Mode{store.Persistent, store.Ephemeral, store.Sequential, store.EphemeralSequential, store.Mode(99)}).Draw(t, "mode")
+	version := rapid.SampledFrom([]int64{store.AnyVersion, 0, 1, -7}).Draw(t, "version")
+	session := func(s *misuseSession, st store.Store) store.Store {
+		if st == nil {
+			return s.closed
+		}
+		return st
+	}
+	return []misuseCall{
+		{"Store.Create", func(ctx context.Context, s *misuseSession, st store.Store) error {
+			_, err := session(s, st).Create(ctx, p, data, mode)
+			return err
+		}},
+		{"Store.Get", func(ctx context.Context, s *misuseSession, st store.Store) error {
+			_, err := session(s, st).Get(ctx, p)
+			return err
+		}},
+		{"Store.Set", func(ctx context.Context, s *misuseSession, st store.Store) error {
+			_, err := session(s, st).Set(ctx, p, data, version)
+			return err
+		}},
+		{"Store.Children", func(ctx context.Context, s *misuseSession, st store.Store) error {
+			_, err := session(s, st).Children(ctx, p)
+			return err
+		}},
+		{"Store.ExistsW(cancelled)", func(ctx context.Context, s *misuseSession, st store.Store) error {
+			_, _, ev, err := session(s, st).ExistsW(cancelled(ctx), p)
+			if err == nil {
+				select {
+				case e := <-ev:
+					err = e.Err
+				case <-ctx.Done():
+					return fmt.Errorf("a watch set with a cancelled ctx did not fire")
+				}
+			}
+			return err
+		}},
+		{"Store.Delete", func(ctx context.Context, s *misuseSession, st store.Store) error {
+			return session(s, st).Delete(ctx, p)
+		}},
+		{"Store.Session", func(ctx context.Context, s *misuseSession, st store.Store) error {
+			st = session(s, st)
+			st.SessionID()
+			select {
+			case <-st.Disconnected():
+			default:
+			}
+			if st == s.closed && st.Context().Err() == nil {
+				return fmt.Errorf("a closed session's Context is not done")
+			}
+			return s.closed.Close() // again: idempotent
+		}},
+	}
+}

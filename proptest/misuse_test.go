@@ -40,7 +40,10 @@ var misuseSentinels = []error{
 	store.ErrClosed,
 	store.ErrSessionExpired,
 	store.ErrNotEmpty,
-	store.ErrNoNode, // inspect.Read and Walk of a missing path
+	store.ErrNoNode, // inspect.Read and Walk of a missing path, Store.Get
+	store.ErrNodeExists,
+	store.ErrBadVersion,
+	store.ErrEphemeralParent,
 	errCause,
 	context.Canceled,
 	context.DeadlineExceeded,
@@ -300,6 +303,7 @@ func misuseCalls(t *rapid.T, dir, p string, n int, data []byte) []misuseCall {
 		}},
 	)
 	calls = append(calls, newerCalls(t, dir, p, n)...)
+	calls = append(calls, storeCalls(t, p, data)...)
 	return append(calls, optionCalls(p, data)...)
 }
 
