@@ -15,9 +15,24 @@ import (
 )
 
 // coveredPackages are the shipped packages of primitives whose every
-// exported function and method must have a misuse case. (The adapters and
-// store are held to the same bar by store/storetest; internal/ is not API.)
+// exported function and method must have a misuse case here.
 var coveredPackages = []string{"sync", "queue", "election", "twophase", "inspect"}
+
+// adapterPackages are the store contract and its adapters: a method of
+// store.Store is covered by the generator's "Store.<M>" calls (storeCalls),
+// one of an optional capability by store/storetest (which must call it),
+// and anything else by a test of its package named in misuseElsewhere,
+// which must exist and call it. (internal/ is not API; cmd/ is no library.)
+var adapterPackages = []string{"store", "memstore", "zkstore", "etcdstore"}
+
+// storeMethods are the methods of store.Store and the generator call that
+// makes each with bad input.
+var storeMethods = map[string]string{
+	"Create": "Store.Create", "Get": "Store.Get", "Set": "Store.Set",
+	"Children": "Store.Children", "ExistsW": "Store.ExistsW(cancelled)",
+	"Delete": "Store.Delete", "SessionID": "Store.Session", "Context": "Store.Session",
+	"Disconnected": "Store.Session", "Close": "Store.Session",
+}
 
 // misuseFuncs maps every exported function of coveredPackages to the calls
 // of the misuse generator (misuseCalls) that make it with bad input: bad
@@ -139,4 +154,122 @@ func TestMisuseCoverage(t *testing.T) {
 			}
 		}
 	}
+}
+
+// misuseElsewhere names, for each exported function or method of
+// adapterPackages that is neither a store.Store method nor a capability,
+// the test of its package that makes it with bad input.
+var misuseElsewhere = map[string]string{
+	"store.ValidatePath":           "TestValidatePath",
+	"store.ValidateCreate":         "TestValidateCreate",
+	"store.Mode.Valid":             "TestValidateCreate",
+	"store.ValidateData":           "TestMisuseValues",
+	"store.Window":                 "TestMisuseValues",
+	"store.Mode.String":            "TestMisuseValues",
+	"store.EventType.String":       "TestMisuseValues",
+	"store.Node.Stat":              "TestMisuseValues",
+	"store.Join":                   "TestPathHelpers",
+	"store.Parent":                 "TestPathHelpers",
+	"store.Base":                   "TestPathHelpers",
+	"store.ParseSeq":               "TestParseSeq",
+	"store.FormatSeq":              "TestFormatSeqSorts",
+	"store.SortChildren":           "TestSortChildren",
+	"memstore.NewServer":           "TestPanicLeavesTreeUnlocked",
+	"memstore.New":                 "TestPanicLeavesTreeUnlocked",
+	"zkstore.Open":                 "TestSecureOptionsInvalid",
+	"zkstore.WithDigestAuth":       "TestSecureOptionsInvalid",
+	"zkstore.WithAuth":             "TestSecureOptionsInvalid",
+	"zkstore.WithACL":              "TestSecureOptionsInvalid",
+	"zkstore.WithChroot":           "TestSecureOptionsInvalid",
+	"zkstore.WithTLS":              "TestSecureOptionsInvalid",
+	"zkstore.CreatorACL":           "TestTLS", // no input
+	"zkstore.WithLogger":           "TestQuietByDefault",
+	"zkstore.WithSessionTimeout":   "TestDisconnectedTooLong", // under the server's least: clamped
+	"zkstore.Store.SessionTimeout": "TestDeadlineBeforeServerExpiry",
+	"etcdstore.Dial":               "TestInvalidArguments",
+	"etcdstore.Open":               "TestInvalidArguments",
+	"etcdstore.WithTTL":            "TestInvalidArguments",
+	"etcdstore.WithAttemptTimeout": "TestInvalidArguments",
+	"etcdstore.WithChroot":         "TestAuth",
+	"etcdstore.WithLogger":         "TestDialLogger",
+	"etcdstore.Store.Client":       "TestDialLogger",
+	"etcdstore.Store.TTL":          "TestDialLogger",
+	"etcdstore.Store.Lease":        "TestLeaseRevoked",
+}
+
+// TestMisuseCoverageAdapters is TestMisuseCoverage for adapterPackages.
+func TestMisuseCoverageAdapters(t *testing.T) {
+	var generated []string
+	rapid.Check(t, func(rt *rapid.T) {
+		if generated != nil {
+			return
+		}
+		for _, c := range drawCallsAll(rt, "/coverage") {
+			generated = append(generated, c.desc)
+		}
+	})
+	suite := testSources(t, filepath.Join("..", "store", "storetest"), false)
+	for _, pkg := range adapterPackages {
+		dir := filepath.Join("..", pkg)
+		funcs, methods := exportedAPI(t, pkg, dir)
+		tests := testSources(t, dir, true)
+		for _, api := range append(funcs, methods...) {
+			name := api[strings.LastIndexByte(api, '.')+1:]
+			if c, ok := storeMethods[name]; ok && strings.Count(api, ".") == 2 && strings.HasSuffix(api[:strings.LastIndexByte(api, '.')], ".Store") {
+				if !slices.Contains(generated, c) {
+					t.Errorf("%s: storeMethods names %q, which the generator does not make", api, c)
+				}
+				continue
+			}
+			if strings.Count(api, ".") == 2 && strings.Contains(suite[""], "."+name+"(") {
+				continue // a capability: store/storetest calls it
+			}
+			test, ok := misuseElsewhere[api]
+			if !ok {
+				t.Errorf("%s: no misuse case: add it to misuseElsewhere", api)
+				continue
+			}
+			body, ok := tests[test]
+			if !ok {
+				t.Errorf("%s: misuseElsewhere names %s, which %s's tests do not have", api, test, pkg)
+			} else if !strings.Contains(body, name) {
+				t.Errorf("%s: %s does not call it", api, test)
+			}
+		}
+	}
+}
+
+// testSources returns the source of the Test functions of the package in
+// dir by name, or with byTest false all its non-test source under "".
+func testSources(t *testing.T, dir string, byTest bool) map[string]string {
+	src := map[string]string{}
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fset := token.NewFileSet()
+	for _, e := range ents {
+		isTest := strings.HasSuffix(e.Name(), "_test.go")
+		if !strings.HasSuffix(e.Name(), ".go") || isTest != byTest {
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !byTest {
+			src[""] += string(data)
+			continue
+		}
+		f, err := parser.ParseFile(fset, e.Name(), data, parser.SkipObjectResolution)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range f.Decls {
+			if fd, ok := d.(*ast.FuncDecl); ok && fd.Recv == nil && strings.HasPrefix(fd.Name.Name, "Test") {
+				src[fd.Name.Name] = string(data[fset.Position(fd.Pos()).Offset:fset.Position(fd.End()).Offset])
+			}
+		}
+	}
+	return src
 }
