@@ -398,9 +398,11 @@ func (s *misuseSession) doubleAt(st store.Store, p string, n int) *sync.DoubleBa
 // with good and bad input (paths of every invalid kind and size, data at
 // and over the limit, limits under 1, cancelled contexts, closed and nil
 // stores, other recipes on the same path, queue options that are bad or
-// disagree with the settings stored, items settled twice, peeked or zero),
-// on memstore, ZooKeeper and etcd
-// in lockstep. No call may panic or outlive its ctx by more than the
+// disagree with the settings stored, items settled twice, peeked or zero,
+// multi-path and striped locks, the nil stripe of a TryLock that got none,
+// two-phase transactions with bad participants and deadlines and their
+// coordinators and participants, zero options, inspect, and store.Store's
+// own methods), on memstore, ZooKeeper and etcd in lockstep. No call may panic or outlive its ctx by more than the
 // cleanup grace; every error must match a documented sentinel; and the
 // three stores must answer every call with the same sentinel.
 func TestMisuseAcrossStores(t *testing.T) {
