@@ -28,7 +28,7 @@ import (
 // Election are distinct candidates of one session.
 func (e *Election) Campaign(ctx context.Context, value []byte) (*Leadership, error) {
 	if err := e.check(value); err != nil {
-		return nil, fmt.Errorf("election: campaign %q: %w", e.path, err)
+		return nil, fmt.Errorf("election: campaign %q: %w", e.Path(), err)
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("election: campaign %q: %w", e.path, err)

@@ -69,7 +69,7 @@ func (e *Election) Candidate(ctx context.Context, value []byte) *Candidate {
 // term only after the last one is Done: the candidate campaigns again only
 // then. The channel is closed when the candidate stops.
 func (c *Candidate) Terms() <-chan *Leadership {
-	if c.terms == nil {
+	if c == nil || c.terms == nil {
 		return closedTerms
 	}
 	return c.terms
@@ -88,7 +88,7 @@ var closedTerms = func() chan *Leadership {
 // session, which removes the node as soon as the connection allows; that
 // bounds Close. It is idempotent and returns nil.
 func (c *Candidate) Close() error {
-	if c.cancel == nil {
+	if c == nil || c.cancel == nil {
 		return nil // the zero Candidate never ran
 	}
 	c.cancel(errClosed)
@@ -102,7 +102,7 @@ func (c *Candidate) Close() error {
 // store.ErrClosed) when the session ended, or the error that made a campaign
 // fail for good.
 func (c *Candidate) Err() error {
-	if c.e == nil {
+	if c == nil || c.e == nil {
 		return fmt.Errorf("election: candidate: %w: not made by Election.Candidate", store.ErrInvalidArgument)
 	}
 	c.mu.Lock()

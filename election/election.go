@@ -177,12 +177,17 @@ func New(st store.Store, path string, opts ...Option) *Election {
 }
 
 // Path returns the path of the election's directory node.
-func (e *Election) Path() string { return e.path }
+func (e *Election) Path() string {
+	if e == nil {
+		return ""
+	}
+	return e.path
+}
 
 // validate reports an Election that cannot be used: not made by New with a
 // store, or with a path or an option no election can have.
 func (e *Election) validate() error {
-	if e.st == nil {
+	if e == nil || e.st == nil {
 		return fmt.Errorf("%w: election not made by New with a store", store.ErrInvalidArgument)
 	}
 	if err := recipe.ValidateDir(e.path); err != nil {

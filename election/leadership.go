@@ -28,9 +28,9 @@ import (
 // was lost: a leader that lost its connection still has a node, which
 // blocks the others until it is removed or the session ends.
 //
-// Only a campaign makes a usable Leadership: the zero Leadership has ended
-// (its Context is cancelled with ErrNotLeader, its Token is -1) and its
-// Resign and Proclaim fail with store.ErrInvalidArgument.
+// Only a campaign makes a usable Leadership: a nil or zero Leadership has
+// ended (its Context is cancelled with ErrNotLeader, its Token is -1) and
+// its Resign and Proclaim fail with store.ErrInvalidArgument.
 type Leadership struct {
 	e    *Election
 	hold *recipe.Hold
@@ -45,7 +45,7 @@ func (l *Leadership) Done() <-chan struct{} { return l.Context().Done() }
 // Context returns a context that is cancelled when the leadership ends, with
 // the reason as its cause. Derive the contexts of leader-only work from it.
 func (l *Leadership) Context() context.Context {
-	if l.hold == nil {
+	if l == nil || l.hold == nil {
 		return notLeader
 	}
 	return l.hold.Context()
@@ -64,7 +64,7 @@ var notLeader = func() context.Context {
 // reject a deposed leader's writes. Tokens compare only within one election
 // path, and may start at 0 (ZooKeeper's first sequence number).
 func (l *Leadership) Token() int64 {
-	if l.hold == nil {
+	if l == nil || l.hold == nil {
 		return -1
 	}
 	return l.hold.Token()
@@ -72,7 +72,7 @@ func (l *Leadership) Token() int64 {
 
 // Path returns the path of the leader's node ("" for the zero Leadership).
 func (l *Leadership) Path() string {
-	if l.hold == nil {
+	if l == nil || l.hold == nil {
 		return ""
 	}
 	return l.hold.Node().Path
@@ -80,6 +80,9 @@ func (l *Leadership) Path() string {
 
 // Value returns the value last proclaimed by this leader.
 func (l *Leadership) Value() []byte {
+	if l == nil {
+		return nil
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return append([]byte(nil), l.value...)
@@ -99,7 +102,7 @@ func (l *Leadership) Value() []byte {
 // with it). Resign is idempotent: a later call tries the removal again, and
 // returns nil once the node is gone or the session has ended.
 func (l *Leadership) Resign(ctx context.Context) error {
-	if l.hold == nil {
+	if l == nil || l.hold == nil {
 		return fmt.Errorf("election: resign: %w: leadership not won by a campaign", store.ErrInvalidArgument)
 	}
 	if _, err := l.hold.Release(telemetry.NewContext(ctx, l.e.rec), ErrResigned); err != nil {
@@ -114,7 +117,7 @@ func (l *Leadership) Resign(ctx context.Context) error {
 // ErrNotLeader when the leadership has ended; the value may still have been
 // written if the leadership ended during the call.
 func (l *Leadership) Proclaim(ctx context.Context, value []byte) error {
-	if l.hold == nil {
+	if l == nil || l.hold == nil {
 		return fmt.Errorf("election: proclaim: %w: leadership not won by a campaign", store.ErrInvalidArgument)
 	}
 	if err := store.ValidateData(value); err != nil {

@@ -46,7 +46,7 @@ const pollInterval = 100 * time.Millisecond
 // when there is no candidate. It blocks for a few round trips at most.
 func (e *Election) Leader(ctx context.Context) (Leader, error) {
 	if err := e.validate(); err != nil {
-		return Leader{}, fmt.Errorf("election: leader of %q: %w", e.path, err)
+		return Leader{}, fmt.Errorf("election: leader of %q: %w", e.Path(), err)
 	}
 	for {
 		kids, err := e.st.Children(ctx, e.path)
@@ -99,7 +99,7 @@ func (e *Election) Observe(ctx context.Context) *Observer {
 	octx, cancel := context.WithCancelCause(ctx)
 	o := &Observer{ch: make(chan Leader), cancel: cancel, done: make(chan struct{})}
 	if err := e.validate(); err != nil {
-		o.finish(octx, fmt.Errorf("election: observe %q: %w", e.path, err))
+		o.finish(octx, fmt.Errorf("election: observe %q: %w", e.Path(), err))
 		return o
 	}
 	go func() { o.finish(octx, e.observe(octx, o.ch)) }()
@@ -123,7 +123,7 @@ var ErrObserverClosed = errors.New("election: observer closed")
 // Leaders returns the channel the observer sends the leader on. It is closed
 // when the observer has stopped; Err then says why.
 func (o *Observer) Leaders() <-chan Leader {
-	if o.ch == nil {
+	if o == nil || o.ch == nil {
 		return closedLeaders
 	}
 	return o.ch
@@ -138,7 +138,7 @@ var closedLeaders = func() chan Leader {
 // Done returns a channel that is closed when the observer has stopped, after
 // its Leaders channel.
 func (o *Observer) Done() <-chan struct{} {
-	if o.done == nil {
+	if o == nil || o.done == nil {
 		return closedDone
 	}
 	return o.done
@@ -156,7 +156,7 @@ var closedDone = func() chan struct{} {
 // (store.ErrSessionExpired, store.ErrClosed), ErrObserverClosed after Close,
 // or the error that stopped it (store.ErrInvalidPath, say).
 func (o *Observer) Err() error {
-	if o.done == nil {
+	if o == nil || o.done == nil {
 		return fmt.Errorf("election: observer: %w: not made by Election.Observe", store.ErrInvalidArgument)
 	}
 	o.mu.Lock()
@@ -167,7 +167,7 @@ func (o *Observer) Err() error {
 // Close stops the observer and waits until it has stopped. It does not need
 // the Leaders channel to be drained. It is idempotent and returns nil.
 func (o *Observer) Close() error {
-	if o.done == nil {
+	if o == nil || o.done == nil {
 		return nil
 	}
 	o.cancel(ErrObserverClosed)

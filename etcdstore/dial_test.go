@@ -117,6 +117,9 @@ func TestDialLogger(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer quiet.Close()
+	if quiet.TTL() <= 0 {
+		t.Errorf("TTL() = %v; want the session's positive TTL", quiet.TTL())
+	}
 	if quiet.Client().GetLogger().Core().Enabled(zapcore.ErrorLevel) {
 		t.Errorf("Dial's client logs by default")
 	}

@@ -1,6 +1,7 @@
 package memstore_test
 
 import (
+	"context"
 	"errors"
 	"testing"
 	"time"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/corral-go/corral/internal/testing/backends"
 	"github.com/corral-go/corral/memstore"
+	"github.com/corral-go/corral/queue"
 	"github.com/corral-go/corral/store"
 	"github.com/corral-go/corral/store/storetest"
 )
@@ -79,5 +81,81 @@ func TestLostReplyOutcomeUnknown(t *testing.T) {
 	kids, err := st.Children(ctx, "/q")
 	if err != nil || len(kids) != 1 {
 		t.Errorf("Children = %v, %v; want the one node the lost create made", kids, err)
+	}
+}
+
+// TestPanicLeavesTreeUnlocked pins down that a call that panics (here on a
+// nil ctx, Go's convention) leaves the tree every session shares unlocked:
+// another session's calls and Close still return. Without the unlock on
+// every path the first panic wedged the whole server.
+func TestPanicLeavesTreeUnlocked(t *testing.T) {
+	var nilCtx context.Context
+	calls := map[string]func(st *memstore.Store) error{
+		"Create": func(st *memstore.Store) error { _, err := st.Create(nilCtx, "/p/a", nil, store.Persistent); return err },
+		"Get":    func(st *memstore.Store) error { _, err := st.Get(nilCtx, "/p"); return err },
+		"Set":    func(st *memstore.Store) error { _, err := st.Set(nilCtx, "/p", nil, store.AnyVersion); return err },
+		"ExistsW": func(st *memstore.Store) error {
+			_, _, _, err := st.ExistsW(nilCtx, "/p")
+			return err
+		},
+		"ChildrenW":   func(st *memstore.Store) error { _, _, err := st.ChildrenW(nilCtx, "/p"); return err },
+		"Delete":      func(st *memstore.Store) error { return st.Delete(nilCtx, "/p/x") },
+		"GetDelete":   func(st *memstore.Store) error { _, err := st.GetDelete(nilCtx, "/p/x"); return err },
+		"DeleteFront": func(st *memstore.Store) error { return st.DeleteFront(nilCtx, "/p/x", 1) },
+		"FollowChildren": func(st *memstore.Store) error {
+			_, _, err := st.FollowChildren(nilCtx, "/p")
+			return err
+		},
+		"CreateIf": func(st *memstore.Store) error {
+			_, err := st.CreateIf(nilCtx, "/p/b", nil, store.Persistent, "/p")
+			return err
+		},
+		"queue.Put": func(st *memstore.Store) error {
+			q, err := queue.New(st, "/q")
+			if err != nil {
+				return err
+			}
+			return q.Put(nilCtx, []byte("x"))
+		},
+		"queue.Take": func(st *memstore.Store) error {
+			q, err := queue.New(st, "/q")
+			if err != nil {
+				return err
+			}
+			_, err = q.Take(nilCtx)
+			return err
+		},
+	}
+	for name, call := range calls {
+		t.Run(name, func(t *testing.T) {
+			srv := memstore.NewServer()
+			a, b := srv.Open(), srv.Open()
+			if _, err := b.Create(t.Context(), "/p", nil, store.Persistent); err != nil {
+				t.Fatal(err)
+			}
+			func() {
+				defer func() {
+					if recover() == nil {
+						t.Errorf("%s(nil ctx) did not panic", name)
+					}
+				}()
+				_ = call(a)
+			}()
+			done := make(chan error, 1)
+			go func() {
+				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+				defer cancel()
+				_, err := b.Get(ctx, "/p")
+				done <- errors.Join(err, a.Close(), b.Close())
+			}()
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Errorf("after a recovered panic: Get and Close = %v; want nil", err)
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatalf("after a recovered panic of %s: another session's Get and Close did not return: the tree stays locked", name)
+			}
+		})
 	}
 }

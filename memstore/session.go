@@ -40,25 +40,31 @@ var (
 )
 
 // begin checks ctx and the path, locks the server and checks the session.
-// On success the caller holds srv.mu and must call srv.mu.Unlock.
-func (st *Store) begin(ctx context.Context, op, p string) error {
+// On success the caller holds srv.mu and must defer srv.mu.Unlock. On every
+// other path, a panic included (a nil ctx), begin unlocks: one session's
+// misuse must never wedge the tree every other session shares.
+func (st *Store) begin(ctx context.Context, op, p string) (err error) {
 	if err := store.ValidatePath(p); err != nil {
 		return err
 	}
 	st.srv.mu.Lock()
+	held := false
+	defer func() {
+		if !held {
+			st.srv.mu.Unlock()
+		}
+	}()
 	if st.ended != nil {
 		// The session's end wins over ctx's: it is for good.
-		st.srv.mu.Unlock()
 		return fmt.Errorf("memstore: %s %q: %w", op, p, st.ended)
 	}
 	if err := ctx.Err(); err != nil {
-		st.srv.mu.Unlock()
 		return fmt.Errorf("memstore: %s %q: %w", op, p, err)
 	}
 	if err := st.liveErr(); err != nil {
-		st.srv.mu.Unlock()
 		return fmt.Errorf("memstore: %s %q: %w", op, p, err)
 	}
+	held = true
 	return nil
 }
 
@@ -127,11 +133,19 @@ func (st *Store) Get(ctx context.Context, p string) (store.Node, error) {
 
 // Set implements store.Store.
 func (st *Store) Set(ctx context.Context, p string, data []byte, version int64) (store.Node, error) {
-	if version < store.AnyVersion {
-		return store.Node{}, fmt.Errorf("memstore: set %q: %w: version %d", p, store.ErrInvalidArgument, version)
+	// The path, the data, then the version: the order every adapter
+	// checks them in, so bad input gets the same sentinel everywhere.
+	if err := store.ValidatePath(p); err != nil {
+		return store.Node{}, err
+	}
+	if p == "/" {
+		return store.Node{}, fmt.Errorf("memstore: set %q: %w: the root holds no data", p, store.ErrInvalidPath)
 	}
 	if err := store.ValidateData(data); err != nil {
 		return store.Node{}, err
+	}
+	if version < store.AnyVersion {
+		return store.Node{}, fmt.Errorf("memstore: set %q: %w: version %d", p, store.ErrInvalidArgument, version)
 	}
 	if err := st.begin(ctx, "set", p); err != nil {
 		return store.Node{}, err

@@ -17,6 +17,7 @@ import (
 	"github.com/corral-go/corral/store"
 	"github.com/corral-go/corral/store/storetest"
 	"github.com/corral-go/corral/sync"
+	"github.com/corral-go/corral/twophase"
 )
 
 // misuseCallTimeout is the ctx of a call that is not cancelled on purpose.
@@ -39,6 +40,10 @@ var misuseSentinels = []error{
 	store.ErrClosed,
 	store.ErrSessionExpired,
 	store.ErrNotEmpty,
+	store.ErrNoNode, // inspect.Read and Walk of a missing path, Store.Get
+	store.ErrNodeExists,
+	store.ErrBadVersion,
+	store.ErrEphemeralParent,
 	errCause,
 	context.Canceled,
 	context.DeadlineExceeded,
@@ -56,6 +61,13 @@ var misuseSentinels = []error{
 	queue.ErrClaimLost,
 	queue.ErrNoClaim,
 	queue.ErrPeeked,
+	twophase.ErrExists,
+	twophase.ErrNoTransaction,
+	twophase.ErrNotParticipant,
+	twophase.ErrVoted,
+	twophase.ErrUndecided,
+	twophase.ErrAborted,
+	twophase.ErrCommitted,
 }
 
 // classify names the first sentinel err matches, "ok" for nil, and ""
@@ -83,6 +95,10 @@ type misuseSession struct {
 	leases []*sync.Lease
 	double map[string]*sync.DoubleBarrier
 	items  []*queue.Item // taken or peeked, not yet settled by a call
+	multi  map[string]*sync.MultiMutex
+	stripe []*sync.Stripe // granted, or nil from a TryLock that got none
+	coord  []*twophase.Coordinator
+	part   []*twophase.Participant
 }
 
 // misuseCall is one call, drawn once and made on every store.
@@ -120,6 +136,21 @@ func drawCall(t *rapid.T, dir string) misuseCall {
 	p := drawPath(t, dir)
 	n := rapid.IntRange(-1, 3).Draw(t, "n")
 	data := drawData(t)
+	c := rapid.SampledFrom(misuseCalls(t, dir, p, n, data)).Draw(t, "call")
+	c.desc = fmt.Sprintf("%s(path %.60q, n %d, %d bytes)", c.desc, p, n, len(data))
+	return c
+}
+
+// drawCallsAll draws the input of one call and returns every call the
+// generator makes with it, named without their input (for
+// TestMisuseCoverage).
+func drawCallsAll(t *rapid.T, dir string) []misuseCall {
+	return misuseCalls(t, dir, drawPath(t, dir), rapid.IntRange(-1, 3).Draw(t, "n"), drawData(t))
+}
+
+// misuseCalls returns every call of the public API the generator makes,
+// on path p with n and data.
+func misuseCalls(t *rapid.T, dir, p string, n int, data []byte) []misuseCall {
 	calls := []misuseCall{
 		{"Mutex.TryLock", func(ctx context.Context, s *misuseSession, st store.Store) error {
 			_, err := s.mutexAt(st, p).TryLock(ctx)
@@ -237,6 +268,15 @@ func drawCall(t *rapid.T, dir string) misuseCall {
 				return err
 			})
 		}},
+		misuseCall{"Queue.Settings", func(ctx context.Context, _ *misuseSession, st store.Store) error {
+			return withQueue(st, p, qopts, func(q *queue.Queue) error {
+				got, err := q.Settings(ctx)
+				if err == nil && got.Delivery != q.Delivery() {
+					return fmt.Errorf("Settings().Delivery %v, Delivery() %v: they disagree", got.Delivery, q.Delivery())
+				}
+				return err
+			})
+		}},
 		misuseCall{"Queue.Len", func(ctx context.Context, _ *misuseSession, st store.Store) error {
 			return withQueue(st, p, qopts, func(q *queue.Queue) error {
 				_, err := q.Len(ctx)
@@ -262,9 +302,9 @@ func drawCall(t *rapid.T, dir string) misuseCall {
 			return s.popItem().Extend(ctx)
 		}},
 	)
-	c := rapid.SampledFrom(calls).Draw(t, "call")
-	c.desc = fmt.Sprintf("%s(path %.60q, n %d, %d bytes)", c.desc, p, n, len(data))
-	return c
+	calls = append(calls, newerCalls(t, dir, p, n)...)
+	calls = append(calls, storeCalls(t, p, data)...)
+	return append(calls, optionCalls(p, data)...)
 }
 
 // drawQueueOptions draws the options of a Queue: good, bad, and ones that
@@ -358,9 +398,11 @@ func (s *misuseSession) doubleAt(st store.Store, p string, n int) *sync.DoubleBa
 // with good and bad input (paths of every invalid kind and size, data at
 // and over the limit, limits under 1, cancelled contexts, closed and nil
 // stores, other recipes on the same path, queue options that are bad or
-// disagree with the settings stored, items settled twice, peeked or zero),
-// on memstore, ZooKeeper and etcd
-// in lockstep. No call may panic or outlive its ctx by more than the
+// disagree with the settings stored, items settled twice, peeked or zero,
+// multi-path and striped locks, the nil stripe of a TryLock that got none,
+// two-phase transactions with bad participants and deadlines and their
+// coordinators and participants, zero options, inspect, and store.Store's
+// own methods), on memstore, ZooKeeper and etcd in lockstep. No call may panic or outlive its ctx by more than the
 // cleanup grace; every error must match a documented sentinel; and the
 // three stores must answer every call with the same sentinel.
 func TestMisuseAcrossStores(t *testing.T) {
@@ -387,6 +429,7 @@ func TestMisuseAcrossStores(t *testing.T) {
 			sessions = append(sessions, &misuseSession{
 				name: name, live: bs[name].Open(scope), closed: closed,
 				mutex: map[string]*sync.Mutex{}, rw: map[string]*sync.RWMutex{}, double: map[string]*sync.DoubleBarrier{},
+				multi: map[string]*sync.MultiMutex{},
 			})
 		}
 		defer func() {

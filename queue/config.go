@@ -103,11 +103,10 @@ func (o *options) validate(path string) error {
 	if o.visibility < 0 {
 		return fmt.Errorf("%w: visibility timeout %v", store.ErrInvalidArgument, o.visibility)
 	}
-	if o.visibility > 0 {
-		if o.set.delivery && o.delivery != AtLeastOnce {
-			return fmt.Errorf("%w: a visibility timeout needs at-least-once delivery", store.ErrInvalidArgument)
-		}
-		o.delivery = AtLeastOnce // implied; stored if the queue has no settings yet
+	// Said, never implied: a timeout alone would silently make the queue
+	// at-least-once for every other Queue on it.
+	if o.visibility > 0 && (!o.set.delivery || o.delivery != AtLeastOnce) {
+		return fmt.Errorf("%w: a visibility timeout needs WithDelivery(AtLeastOnce)", store.ErrInvalidArgument)
 	}
 	if o.set.deadLetter {
 		if o.maxDeliveries < 1 {
@@ -160,8 +159,9 @@ type settings struct {
 }
 
 // settings returns the queue's settings: the stored ones, read once, and
-// written first when write is set and there are none. Without write, a
-// queue with no settings yet gets the Queue's options (nothing stored).
+// written first when write is set (a Put or a take) and there are none.
+// Without write (Settings, Len, Peek), a queue with no settings yet gets
+// the Queue's options and nothing is stored.
 func (q *Queue) settings(ctx context.Context, write bool) (config, error) {
 	s := &q.cfg
 	s.mu.Lock()
@@ -217,4 +217,16 @@ func (q *Queue) checkFamily(ctx context.Context) error {
 		return err
 	}
 	return recipe.CheckFamily(q.path, kids, recipe.Queues)
+}
+
+// delivery returns the delivery of the settings stored with the queue once
+// this Queue read them, its own until then.
+func (q *Queue) delivery() Delivery {
+	s := &q.cfg
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stored {
+		return s.cfg.delivery
+	}
+	return q.opts.delivery
 }

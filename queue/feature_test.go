@@ -316,6 +316,50 @@ func TestStableIDs(t *testing.T) {
 	})
 }
 
+// TestSettingsStoredOnFirstUse: Settings only reads, and agrees with
+// Delivery; the first Put stores the producer's settings, so at-least-once
+// consumers that come later find them, and a put-only producer never meets
+// ErrMismatch for options it did give.
+func TestSettingsStoredOnFirstUse(t *testing.T) {
+	backends.Run(t, func(t *testing.T, b storetest.Backend) {
+		s1, s2 := b.Open(t), b.Open(t)
+		ctx, path := ctxT(t), qpath(t)
+		alo := []queue.Option{queue.WithDelivery(queue.AtLeastOnce), queue.WithVisibilityTimeout(time.Minute)}
+		// A producer with no option looks at the settings: nothing is
+		// stored, so at-least-once consumers are not refused.
+		logger := newQueueOpts(t, s1, path)
+		got, err := logger.Settings(ctx)
+		if err != nil || got.Delivery != queue.AtMostOnce || logger.Delivery() != got.Delivery {
+			t.Fatalf("Settings(), Delivery() before any use = %+v, %v, %v; want at-most-once, agreeing", got, err, logger.Delivery())
+		}
+		if _, err := s1.Get(ctx, path+"/config"); !errors.Is(err, store.ErrNoNode) {
+			t.Fatalf("Get(config) after Settings() = %v; want ErrNoNode: a getter must not write", err)
+		}
+		// A put-only producer with options stores them at its first Put.
+		producer := newQueueOpts(t, s1, path, alo...)
+		put(t, ctx, producer, "a", 0)
+		if _, err := s1.Get(ctx, path+"/config"); err != nil {
+			t.Fatalf("Get(config) after the first Put = %v; want the stored settings", err)
+		}
+		consumer := newQueueOpts(t, s2, path, alo...)
+		it := mustTake(t, ctx, consumer)
+		if err := it.Ack(ctx); err != nil {
+			t.Fatal(err)
+		}
+		put(t, ctx, producer, "b", 0)
+		// The logger that looked before: it adopts the stored settings,
+		// and Delivery agrees with Settings.
+		got, err = logger.Settings(ctx)
+		if err != nil || got.Delivery != queue.AtLeastOnce || logger.Delivery() != queue.AtLeastOnce {
+			t.Errorf("Settings(), Delivery() after the Put = %+v, %v, %v; want at-least-once, agreeing", got, err, logger.Delivery())
+		}
+		it = mustTake(t, ctx, consumer)
+		if err := it.Ack(ctx); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
 // A Queue whose options differ from the settings stored with the queue is
 // refused; one given no options adopts them. A path holding another
 // recipe's nodes is refused.
@@ -337,7 +381,7 @@ func TestSettingsMismatch(t *testing.T) {
 		if err := amo.Put(ctx, []byte("x")); !errors.Is(err, queue.ErrMismatch) {
 			t.Errorf("at-most-once Put() = %v; want %v", err, queue.ErrMismatch)
 		}
-		other := newQueueOpts(t, s2, path, queue.WithVisibilityTimeout(time.Second))
+		other := newQueueOpts(t, s2, path, queue.WithDelivery(queue.AtLeastOnce), queue.WithVisibilityTimeout(time.Second))
 		if _, err := other.Settings(ctx); !errors.Is(err, queue.ErrMismatch) {
 			t.Errorf("Settings() with another visibility timeout = %v; want %v", err, queue.ErrMismatch)
 		}
@@ -428,6 +472,7 @@ func TestMisuse(t *testing.T) {
 		{"/q", []queue.Option{queue.WithDelivery(7)}, queue.ErrInvalidDelivery},
 		{"/q", []queue.Option{queue.WithVisibilityTimeout(-time.Second)}, store.ErrInvalidArgument},
 		{"/q", []queue.Option{queue.WithDelivery(queue.AtMostOnce), queue.WithVisibilityTimeout(time.Second)}, store.ErrInvalidArgument},
+		{"/q", []queue.Option{queue.WithVisibilityTimeout(time.Second)}, store.ErrInvalidArgument},
 		{"/q", []queue.Option{queue.WithDeadLetter("/dead", 0)}, store.ErrInvalidArgument},
 		{"/q", []queue.Option{queue.WithDeadLetter("/q", 1)}, store.ErrInvalidArgument},
 		{"/q", []queue.Option{queue.WithDeadLetter("/q/dead", 1)}, store.ErrInvalidArgument},

@@ -7,8 +7,8 @@
 // A Queue at path p keeps:
 //
 //   - p/config: the queue's settings (delivery, visibility timeout, dead
-//     letters), written by the first Queue that takes from it; see
-//     Settings.
+//     letters), written by the first Queue that puts to it or takes from
+//     it; see Settings.
 //   - p/items: the items, persistent sequential nodes. An item's name
 //     carries its priority in an order-preserving fixed-width encoding and
 //     its id, a random 64-bit name for the item's whole life (see
@@ -30,13 +30,18 @@
 //
 // A queue's delivery guarantee and, at-least-once, its visibility timeout
 // and dead-letter queue are stored with it, in p/config, by the first
-// Queue that takes from it (with its options, or the defaults). Every other
+// Queue that uses it, a Put or a take (Take, TryTake, Consume), with its
+// options or the defaults; [Queue.Settings], Len and Peek only read them. So
+// give a producer the same options as the consumers: a producer with no
+// option that puts first makes the queue at-most-once. Every other
 // Queue on p adopts the stored settings it was given no option for and
 // refuses the queue, with [ErrMismatch], where an option it was given
 // differs: an at-most-once consumer on an at-least-once queue would take
 // items other consumers hold claimed, delivering them twice. To change the
 // settings, drain the queue and delete p/config. A path that holds another
 // recipe's nodes (a lock's, a barrier's) is refused with [ErrKindMismatch].
+// A visibility timeout is refused by New unless WithDelivery(AtLeastOnce) is
+// given too: it never makes a queue at-least-once by itself.
 //
 // # Delivery
 //
@@ -224,7 +229,9 @@ func WithDelivery(d Delivery) Option {
 // its item is acked, nacked or extended ([Item.Extend]); see Delivery in
 // the package doc. The default, 0, keeps a claim until the consumer's
 // session ends. On etcd the timeout is a lease's TTL: whole seconds, at
-// least the server's minimum (a few seconds). It requires AtLeastOnce.
+// least the server's minimum (a few seconds). It requires
+// WithDelivery(AtLeastOnce): New refuses it without, with
+// store.ErrInvalidArgument.
 func WithVisibilityTimeout(d time.Duration) Option {
 	return func(o *options) { o.visibility, o.set.visibility = d, true }
 }
@@ -247,7 +254,8 @@ type options struct {
 // (store.ErrTooLarge, store.ErrSessionExpired, store.ErrDisconnected, ...)
 // are wrapped and matched the same way; misuse (a nil store, a zero Queue,
 // Item or Consumer, a bad option) wraps store.ErrInvalidArgument, a bad path
-// store.ErrInvalidPath.
+// store.ErrInvalidPath. A nil ctx panics, as Go's convention is for a nil
+// Context (pass context.TODO when unsure); it leaves no store locked.
 var (
 	// ErrNoChildrenWatch: the store does not implement store.ChildrenWatcher.
 	ErrNoChildrenWatch = errors.New("queue: store cannot watch children")
@@ -354,13 +362,15 @@ func (q *Queue) Path() string {
 	return q.path
 }
 
-// Delivery returns the delivery guarantee the Queue was given, or the
-// default; the queue's stored one may differ until Settings is called.
+// Delivery returns the delivery guarantee of the settings stored with the
+// queue once this Queue has read them (by Settings, a Put, a take, Len or
+// Peek), and until then the one it was given, or the default: it agrees
+// with Settings. It does no I/O.
 func (q *Queue) Delivery() Delivery {
 	if q == nil {
 		return AtMostOnce
 	}
-	return q.opts.delivery
+	return q.delivery()
 }
 
 // Put adds data to the queue with priority 0. See PutPriority.
@@ -387,7 +397,9 @@ func (q *Queue) PutPriority(ctx context.Context, data []byte, priority int) erro
 	if err := store.ValidateData(data); err != nil {
 		return fmt.Errorf("queue: put %q: %w", q.path, err)
 	}
-	if _, err := q.settings(ctx, false); err != nil {
+	// The first use stores the settings, a Put as a take: a put-only
+	// producer's options are the queue's as much as a consumer's.
+	if _, err := q.settings(ctx, true); err != nil {
 		return fmt.Errorf("queue: put %q: %w", q.path, recipe.CtxErr(ctx, err))
 	}
 	id := newID()
@@ -485,17 +497,18 @@ func (q *Queue) Peek(ctx context.Context) (*Item, bool, error) {
 	return it, it != nil, nil
 }
 
-// Settings returns the settings stored with the queue, storing the
-// Queue's own (its options, or the defaults) when the queue has none yet,
-// as the first take would. It fails with ErrMismatch when the stored
-// settings differ from the options the Queue was given, ErrKindMismatch
-// when the path holds another recipe's nodes. It blocks for a request or
-// two, once per Queue.
+// Settings returns the settings stored with the queue or, while it has none
+// yet, the ones this Queue would store at its first Put or take (its
+// options, or the defaults). It only reads: it never stores them. It fails
+// with ErrMismatch when the stored settings differ from the options the
+// Queue was given, ErrKindMismatch when the path holds another recipe's
+// nodes. It blocks for a request or two (once per Queue, after the
+// settings were stored).
 func (q *Queue) Settings(ctx context.Context) (Settings, error) {
 	if err := q.usable("settings"); err != nil {
 		return Settings{}, err
 	}
-	cfg, err := q.settings(ctx, true)
+	cfg, err := q.settings(ctx, false)
 	if err != nil {
 		return Settings{}, fmt.Errorf("queue: settings %q: %w", q.path, recipe.CtxErr(ctx, err))
 	}

@@ -154,6 +154,6 @@ func Window(kids []Child, seq int64, n int) (window []Child, complete bool) {
 	for end > 0 && kids[end-1].Seq > seq {
 		end--
 	}
-	start := max(end-n, 0)
+	start := max(end-max(n, 0), 0) // n < 1: an empty window, not a panic
 	return kids[start:end], start == 0
 }

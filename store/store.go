@@ -13,8 +13,8 @@
 // A path is absolute, '/'-separated, with no trailing '/', no empty segment,
 // no "." or ".." segment, no NUL, control or private-use character, at most
 // [MaxPathSize] bytes and [MaxPathDepth] segments (see [ValidatePath]). The root "/" exists always;
-// it can be read, listed and watched but not created or deleted. Anything
-// else is rejected with [ErrInvalidPath] before any I/O.
+// it can be read, listed and watched but not created, written (Set) or
+// deleted. Anything else is rejected with [ErrInvalidPath] before any I/O.
 //
 // # Limits
 //

@@ -37,7 +37,7 @@ func NewBarrier(st store.Store, path string) *Barrier {
 func (b *Barrier) usable(op string) error {
 	var err error
 	switch {
-	case b.st == nil:
+	case b == nil || b.st == nil:
 		err = fmt.Errorf("%w: barrier not made by NewBarrier with a store", store.ErrInvalidArgument)
 	case b.path == "/":
 		err = fmt.Errorf("%w %q: the root cannot be a barrier", store.ErrInvalidPath, b.path)
@@ -45,13 +45,18 @@ func (b *Barrier) usable(op string) error {
 		err = store.ValidatePath(b.path)
 	}
 	if err != nil {
-		return fmt.Errorf("sync: %s barrier %q: %w", op, b.path, err)
+		return fmt.Errorf("sync: %s barrier %q: %w", op, b.Path(), err)
 	}
 	return nil
 }
 
 // Path returns the path of the barrier's node.
-func (b *Barrier) Path() string { return b.path }
+func (b *Barrier) Path() string {
+	if b == nil {
+		return ""
+	}
+	return b.path
+}
 
 // Set raises the barrier by creating its node, and its missing parents. It
 // does not wait for anything but the store. Setting a barrier that is already

@@ -121,4 +121,13 @@
 // Nothing is logged unless a *slog.Logger is given with [WithLogger], which
 // then receives debug events: grants, releases, lost holds, and node
 // removals retried or left to the session's cleaner.
+//
+// # Misuse
+//
+// Bad input is a typed error, never a panic: a nil store, a nil or zero
+// value of any type here, a hold a Try call did not grant (the nil *Stripe
+// or *Lease of a TryLock or TryAcquire that got none) fail with
+// store.ErrInvalidArgument, a path no lock can have (the root included) with
+// store.ErrInvalidPath. A nil ctx panics, as Go's convention is for a nil
+// Context (pass context.TODO when unsure).
 package sync

@@ -139,7 +139,7 @@ func NewDoubleBarrier(st store.Store, path string, n int, opts ...LockOption) *D
 func (b *DoubleBarrier) usable(op string) error {
 	var err error
 	switch {
-	case b.turn == nil || b.st == nil:
+	case b == nil || b.turn == nil || b.st == nil:
 		err = fmt.Errorf("%w: double barrier not made by NewDoubleBarrier with a store", store.ErrInvalidArgument)
 	case b.self != b:
 		err = fmt.Errorf("%w: double barrier copied after NewDoubleBarrier made it", store.ErrInvalidArgument)
@@ -147,13 +147,18 @@ func (b *DoubleBarrier) usable(op string) error {
 		err = recipe.ValidateDir(b.path)
 	}
 	if err != nil {
-		return fmt.Errorf("sync: %s double barrier %q: %w", op, b.path, err)
+		return fmt.Errorf("sync: %s double barrier %q: %w", op, b.Path(), err)
 	}
 	return nil
 }
 
 // Path returns the path of the barrier's node.
-func (b *DoubleBarrier) Path() string { return b.path }
+func (b *DoubleBarrier) Path() string {
+	if b == nil {
+		return ""
+	}
+	return b.path
+}
 
 // Enter joins the barrier and blocks until the participant's round of n is
 // complete. The first call also stores n with the barrier, or checks it

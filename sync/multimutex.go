@@ -23,11 +23,19 @@ type MemberError struct {
 }
 
 func (e *MemberError) Error() string {
+	if e == nil {
+		return "sync: member lock lost"
+	}
 	return fmt.Sprintf("sync: member lock %q lost: %v", e.Path, e.Err)
 }
 
 // Unwrap returns e.Err.
-func (e *MemberError) Unwrap() error { return e.Err }
+func (e *MemberError) Unwrap() error {
+	if e == nil {
+		return nil
+	}
+	return e.Err
+}
 
 // MultiMutex locks a set of paths all together or not at all, as Curator's
 // InterProcessMultiLock does: it holds every member lock at once, or none.
@@ -69,10 +77,11 @@ type MultiMutex struct {
 }
 
 // NewMultiMutex returns a MultiMutex on the locks at paths in st, in any
-// order and with any repetition. It does no I/O: an empty set, an invalid
-// path (store.ErrInvalidPath) or a path inside another member's
-// (store.ErrInvalidArgument, since a lock's directory holds only its
-// contenders) is reported by every later call.
+// order and with any repetition. It does no I/O: an empty set
+// (store.ErrInvalidArgument), a path no lock can have (store.ErrInvalidPath:
+// an invalid path, or the root, as NewMutex), or a path inside another
+// member's (store.ErrInvalidArgument, since a lock's directory holds only
+// its contenders) is reported by every later call.
 func NewMultiMutex(st store.Store, paths []string, opts ...LockOption) *MultiMutex {
 	ps := slices.Clone(paths)
 	slices.Sort(ps)
@@ -87,11 +96,12 @@ func checkMembers(ps []string) error {
 		return fmt.Errorf("%w: no path to lock", store.ErrInvalidArgument)
 	}
 	for i, p := range ps {
-		if err := store.ValidatePath(p); err != nil {
+		// As NewMutex: the root cannot be a lock's directory.
+		if err := recipe.ValidateDir(p); err != nil {
 			return err
 		}
 		// Sorted, a path's descendants come right after it.
-		if i+1 < len(ps) && (p == "/" || strings.HasPrefix(ps[i+1], p+"/")) {
+		if i+1 < len(ps) && strings.HasPrefix(ps[i+1], p+"/") {
 			return fmt.Errorf("%w: %q is inside %q", store.ErrInvalidArgument, ps[i+1], p)
 		}
 	}
@@ -100,12 +110,17 @@ func checkMembers(ps []string) error {
 
 // Paths returns the member paths in the order Lock takes them: sorted,
 // without duplicates.
-func (m *MultiMutex) Paths() []string { return slices.Clone(m.paths) }
+func (m *MultiMutex) Paths() []string {
+	if m == nil {
+		return nil
+	}
+	return slices.Clone(m.paths)
+}
 
 // usable reports a MultiMutex not made by NewMultiMutex with a store, or
 // made with an unusable set of paths.
 func (m *MultiMutex) usable(op string) error {
-	if m.local == nil || m.st == nil {
+	if m == nil || m.local == nil || m.st == nil {
 		return m.opErr(op, fmt.Errorf("%w: lock not made by NewMultiMutex with a store", store.ErrInvalidArgument))
 	}
 	if m.bad != nil {
@@ -223,6 +238,9 @@ func (m *MultiMutex) grant(holds []*recipe.Hold) {
 // naming the first member lost when the hold had already ended. It releases
 // every member in any case, and never touches another holder's node.
 func (m *MultiMutex) Unlock(ctx context.Context) error {
+	if err := m.usable("unlock"); err != nil {
+		return err
+	}
 	m.mu.Lock()
 	h, pending := m.hold, m.pending
 	m.hold = nil
@@ -276,6 +294,9 @@ func (m *MultiMutex) removePending(ctx context.Context, ns []store.Node) error {
 // held it returns a context already cancelled with ErrNotLocked. The first
 // call of a hold starts the watches of its members' nodes.
 func (m *MultiMutex) Context() context.Context {
+	if m == nil {
+		return notHeld
+	}
 	m.mu.Lock()
 	h := m.hold
 	m.mu.Unlock()
@@ -290,6 +311,9 @@ func (m *MultiMutex) Context() context.Context {
 // to a MultiMutex or a Mutex alike), or -1 when the MultiMutex is not held
 // or path is not a member.
 func (m *MultiMutex) Token(path string) int64 {
+	if m == nil {
+		return -1
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.hold == nil {
@@ -303,6 +327,9 @@ func (m *MultiMutex) Token(path string) int64 {
 }
 
 func (m *MultiMutex) opErr(op string, err error) error {
+	if m == nil {
+		return fmt.Errorf("sync: %s: %w", op, err)
+	}
 	return fmt.Errorf("sync: %s %q: %w", op, m.paths, err)
 }
 

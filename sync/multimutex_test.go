@@ -314,7 +314,11 @@ func TestMultiMutexMisuse(t *testing.T) {
 		want error
 	}{
 		{"zero Lock", func() error { return zero.Lock(ctx) }, store.ErrInvalidArgument},
-		{"zero Unlock", func() error { return zero.Unlock(ctx) }, sync.ErrNotLocked},
+		{"zero Unlock", func() error { return zero.Unlock(ctx) }, store.ErrInvalidArgument},
+		{"nil Lock", func() error { return (*sync.MultiMutex)(nil).Lock(ctx) }, store.ErrInvalidArgument},
+		{"nil Unlock", func() error { return (*sync.MultiMutex)(nil).Unlock(ctx) }, store.ErrInvalidArgument},
+		{"the root", func() error { return sync.NewMultiMutex(st, []string{"/"}).Lock(ctx) }, store.ErrInvalidPath},
+		{"the root among others", func() error { _, err := sync.NewMultiMutex(st, []string{"/a", "/"}).TryLock(ctx); return err }, store.ErrInvalidPath},
 		{"nil store", func() error { return sync.NewMultiMutex(nil, []string{"/a"}).Lock(ctx) }, store.ErrInvalidArgument},
 		{"no path", func() error { return sync.NewMultiMutex(st, nil).Lock(ctx) }, store.ErrInvalidArgument},
 		{"invalid path", func() error { return sync.NewMultiMutex(st, []string{"/a", "b/"}).Lock(ctx) }, store.ErrInvalidPath},

@@ -113,7 +113,16 @@ func NewMutex(st store.Store, path string, opts ...LockOption) *Mutex {
 }
 
 // Path returns the path of the lock.
-func (m *Mutex) Path() string { return m.x.path }
+func (m *Mutex) Path() string { return m.ex().path }
+
+// ex returns the Mutex's lock, or for a nil Mutex an unusable one, whose
+// methods fail with store.ErrInvalidArgument as a zero Mutex's do.
+func (m *Mutex) ex() *exclusive {
+	if m == nil {
+		return new(exclusive)
+	}
+	return &m.x
+}
 
 // Lock acquires the lock, blocking until it is granted, ctx is done or the
 // session ends. It returns nil once the lock is held; otherwise it returns
@@ -123,13 +132,13 @@ func (m *Mutex) Path() string { return m.x.path }
 // an Unlock (or ctx). A wait rides out a lost connection while the session
 // lives; a create the store fails with store.ErrDisconnected fails the Lock
 // (with nothing left behind), and the caller may try again.
-func (m *Mutex) Lock(ctx context.Context) error { return m.x.lock(ctx, "lock") }
+func (m *Mutex) Lock(ctx context.Context) error { return m.ex().lock(ctx, "lock") }
 
 // TryLock tries to acquire the lock without waiting for another holder. It
 // reports whether it got it; it returns false and nil when the lock is held
 // (by anyone, this Mutex included), and false and an error when the store
 // failed. It costs the same store round trips as an uncontended Lock.
-func (m *Mutex) TryLock(ctx context.Context) (bool, error) { return m.x.tryLock(ctx, "lock") }
+func (m *Mutex) TryLock(ctx context.Context) (bool, error) { return m.ex().tryLock(ctx, "lock") }
 
 // Unlock releases the lock and removes its node. The hold ends at once; the
 // removal is tried until ctx ends and for up to a second after, so a
@@ -142,17 +151,17 @@ func (m *Mutex) TryLock(ctx context.Context) (bool, error) { return m.x.tryLock(
 // one wrapping ErrLockLost and the loss's cause when the hold had already
 // ended; in no case is another holder's node ever touched. A Mutex that was
 // not made by NewMutex, or was copied, gives store.ErrInvalidArgument.
-func (m *Mutex) Unlock(ctx context.Context) error { return m.x.unlock(ctx, "unlock") }
+func (m *Mutex) Unlock(ctx context.Context) error { return m.ex().unlock(ctx, "unlock") }
 
 // Context returns a context that is cancelled the moment the current hold
 // ends, with the reason as its cause (see the package doc). When the Mutex
 // is not held it returns a context already cancelled with ErrNotLocked.
-func (m *Mutex) Context() context.Context { return m.x.context() }
+func (m *Mutex) Context() context.Context { return m.ex().context() }
 
 // Token returns the fencing token of the current hold, or -1 when the Mutex
 // is not held. Tokens grow with every successive grant of the same lock (it
 // is the contender node's Seq), so storage can reject a stale holder.
-func (m *Mutex) Token() int64 { return m.x.token() }
+func (m *Mutex) Token() int64 { return m.ex().token() }
 
 // Locker returns a sync.Locker whose methods call Lock and Unlock with
 // context.Background(). Since sync.Locker cannot return errors, they panic

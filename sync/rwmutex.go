@@ -51,37 +51,46 @@ func NewRWMutex(st store.Store, path string, opts ...LockOption) *RWMutex {
 }
 
 // Path returns the path of the lock.
-func (rw *RWMutex) Path() string { return rw.w.path }
+func (rw *RWMutex) Path() string { return rw.ex().path }
+
+// ex returns the write lock, or for a nil RWMutex an unusable one, whose
+// methods fail with store.ErrInvalidArgument as a zero RWMutex's do.
+func (rw *RWMutex) ex() *exclusive {
+	if rw == nil {
+		return new(exclusive)
+	}
+	return &rw.w
+}
 
 // Lock acquires the write lock, blocking until no reader or writer holds
 // it, ctx is done or the session ends. On failure it returns an error
 // (ctx.Err() wrapped when ctx ended first) and has removed its node. As
 // with sync.RWMutex, a goroutine that calls Lock while holding a read hold
 // of the same lock waits for itself, until ctx ends.
-func (rw *RWMutex) Lock(ctx context.Context) error { return rw.w.lock(ctx, "lock") }
+func (rw *RWMutex) Lock(ctx context.Context) error { return rw.ex().lock(ctx, "lock") }
 
 // TryLock tries to acquire the write lock without waiting. It reports
 // whether it got it, with a nil error when it is held by anyone.
-func (rw *RWMutex) TryLock(ctx context.Context) (bool, error) { return rw.w.tryLock(ctx, "lock") }
+func (rw *RWMutex) TryLock(ctx context.Context) (bool, error) { return rw.ex().tryLock(ctx, "lock") }
 
 // Unlock releases the write lock as Mutex.Unlock does: ErrNotLocked when
 // not write-held, ErrLockLost when the hold had already ended.
-func (rw *RWMutex) Unlock(ctx context.Context) error { return rw.w.unlock(ctx, "unlock") }
+func (rw *RWMutex) Unlock(ctx context.Context) error { return rw.ex().unlock(ctx, "unlock") }
 
 // Context returns the context of the write hold, cancelled with a cause
 // when it ends, or a context cancelled with ErrNotLocked when the write
 // lock is not held.
-func (rw *RWMutex) Context() context.Context { return rw.w.context() }
+func (rw *RWMutex) Context() context.Context { return rw.ex().context() }
 
 // Token returns the fencing token of the write hold, or -1.
-func (rw *RWMutex) Token() int64 { return rw.w.token() }
+func (rw *RWMutex) Token() int64 { return rw.ex().token() }
 
 // RLock acquires a read hold, blocking until no writer that asked before it
 // holds or waits, ctx is done or the session ends. Each RLock takes a read
 // hold of its own, released by one RUnlock. On failure it returns an error
 // (ctx.Err() wrapped when ctx ended first) and has removed its node.
 func (rw *RWMutex) RLock(ctx context.Context) error {
-	if err := rw.w.usable("rlock"); err != nil {
+	if err := rw.ex().usable("rlock"); err != nil {
 		return err
 	}
 	if ctx.Err() != nil {
@@ -101,7 +110,7 @@ func (rw *RWMutex) RLock(ctx context.Context) error {
 // TryRLock tries to acquire a read hold without waiting. It reports whether
 // it got it, with a nil error when a writer holds or waits before it.
 func (rw *RWMutex) TryRLock(ctx context.Context) (bool, error) {
-	if err := rw.w.usable("tryrlock"); err != nil {
+	if err := rw.ex().usable("tryrlock"); err != nil {
 		return false, err
 	}
 	a := rw.rrec.Try()
@@ -141,7 +150,7 @@ func (rw *RWMutex) rgrant(n store.Node, held *telemetry.Holding) {
 // returns an error wrapping ErrNotLocked when no read hold is held, and one
 // wrapping ErrLockLost and the cause when that hold had already ended.
 func (rw *RWMutex) RUnlock(ctx context.Context) error {
-	if err := rw.w.usable("runlock"); err != nil {
+	if err := rw.ex().usable("runlock"); err != nil {
 		return err
 	}
 	rw.mu.Lock()
@@ -177,6 +186,9 @@ func (rw *RWMutex) RUnlock(ctx context.Context) error {
 // (the oldest), cancelled with a cause when it ends, or a context cancelled
 // with ErrNotLocked when no read hold is held.
 func (rw *RWMutex) RContext() context.Context {
+	if rw == nil {
+		return notHeld
+	}
 	rw.mu.Lock()
 	defer rw.mu.Unlock()
 	if len(rw.rholds) == 0 {
@@ -188,6 +200,9 @@ func (rw *RWMutex) RContext() context.Context {
 // RToken returns the fencing token of the read hold the next RUnlock
 // releases, or -1.
 func (rw *RWMutex) RToken() int64 {
+	if rw == nil {
+		return -1
+	}
 	rw.mu.Lock()
 	defer rw.mu.Unlock()
 	if len(rw.rholds) == 0 {

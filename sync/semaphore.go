@@ -35,6 +35,9 @@ type LimitError struct {
 }
 
 func (e *LimitError) Error() string {
+	if e == nil {
+		return ErrLimitMismatch.Error()
+	}
 	if e.Stored == 0 {
 		return fmt.Sprintf("sync: %q holds no limit, want %d", e.Path, e.Limit)
 	}
@@ -149,10 +152,20 @@ func NewSemaphore(st store.Store, path string, n int, opts ...LockOption) *Semap
 }
 
 // Path returns the path of the semaphore's node.
-func (s *Semaphore) Path() string { return s.path }
+func (s *Semaphore) Path() string {
+	if s == nil {
+		return ""
+	}
+	return s.path
+}
 
 // Limit returns n, the number of leases.
-func (s *Semaphore) Limit() int { return s.n }
+func (s *Semaphore) Limit() int {
+	if s == nil {
+		return 0
+	}
+	return s.n
+}
 
 // Acquire acquires a lease, blocking until one of the n is free, ctx is done
 // or the session ends. On success it returns the lease, which the caller
@@ -216,8 +229,8 @@ func (s *Semaphore) TryAcquire(ctx context.Context) (*Lease, bool, error) {
 
 // prepare checks the limit, and the stored one the first time.
 func (s *Semaphore) prepare(ctx context.Context, op string) error {
-	if s.st == nil {
-		return opErr(op, s.path, fmt.Errorf("%w: semaphore not made by NewSemaphore with a store", store.ErrInvalidArgument))
+	if s == nil || s.st == nil {
+		return opErr(op, s.Path(), fmt.Errorf("%w: semaphore not made by NewSemaphore with a store", store.ErrInvalidArgument))
 	}
 	if err := recipe.ValidateDir(s.path); err != nil {
 		return opErr(op, s.path, err)
@@ -420,7 +433,7 @@ type Lease struct {
 // ErrDisconnected, store.ErrSessionExpired or store.ErrClosed. Do the work
 // the lease guards under it.
 func (l *Lease) Context() context.Context {
-	if l.hold == nil {
+	if l == nil || l.hold == nil {
 		return notHeld
 	}
 	return l.hold.Context()
@@ -429,7 +442,7 @@ func (l *Lease) Context() context.Context {
 // Token returns the lease's node's Seq, which grows with every lease granted
 // by the semaphore: a fencing token that orders the grants.
 func (l *Lease) Token() int64 {
-	if l.hold == nil {
+	if l == nil || l.hold == nil {
 		return -1
 	}
 	return l.hold.Token()
@@ -447,8 +460,8 @@ func (l *Lease) Token() int64 {
 // removed its node returns an error wrapping ErrReleased, and touches
 // nothing.
 func (l *Lease) Release(ctx context.Context) error {
-	if l.hold == nil {
-		return opErr("release", l.path, fmt.Errorf("%w: lease not granted by a Semaphore", store.ErrInvalidArgument))
+	if l == nil || l.hold == nil {
+		return opErr("release", "", fmt.Errorf("%w: lease not granted by a Semaphore", store.ErrInvalidArgument))
 	}
 	l.mu.Lock()
 	again, pending := l.released, l.pending

@@ -177,10 +177,20 @@ func NewStripedMutex(st store.Store, path string, k int, opts ...LockOption) *St
 }
 
 // Path returns the path of the striped lock's node.
-func (s *StripedMutex) Path() string { return s.path }
+func (s *StripedMutex) Path() string {
+	if s == nil {
+		return ""
+	}
+	return s.path
+}
 
 // Stripes returns k, the number of stripes.
-func (s *StripedMutex) Stripes() int { return s.k }
+func (s *StripedMutex) Stripes() int {
+	if s == nil {
+		return 0
+	}
+	return s.k
+}
 
 // dir returns the directory of the stripes' contenders.
 func (s *StripedMutex) dir() string { return store.Join(s.path, stripesDir) }
@@ -206,8 +216,10 @@ func (s *StripedMutex) Lock(ctx context.Context, stripes ...int) (*Stripe, error
 }
 
 // TryLock acquires one of the stripes (all k without stripes) if one is free
-// now, without waiting. It returns the stripe and true, nil and false when
-// all are held, and an error when the store failed.
+// now, without waiting. It returns the stripe and true, a nil *Stripe and
+// false when all are held, and an error when the store failed. Check ok
+// before deferring the Unlock: a nil *Stripe holds nothing, and its Unlock
+// fails with store.ErrInvalidArgument.
 func (s *StripedMutex) TryLock(ctx context.Context, stripes ...int) (*Stripe, bool, error) {
 	set, err := s.prepare(ctx, "trylock", stripes)
 	if err != nil {
@@ -223,7 +235,7 @@ func (s *StripedMutex) TryLock(ctx context.Context, stripes ...int) (*Stripe, bo
 // prepare checks the StripedMutex, the stored k (the first time) and the
 // candidate stripes, and returns them sorted, without repetition.
 func (s *StripedMutex) prepare(ctx context.Context, op string, stripes []int) ([]int, error) {
-	if s.st == nil {
+	if s == nil || s.st == nil {
 		return nil, s.opErr(ctx, op, fmt.Errorf("%w: striped lock not made by NewStripedMutex with a store", store.ErrInvalidArgument))
 	}
 	if s.k < 1 {
@@ -598,11 +610,14 @@ func (s *StripedMutex) opErr(ctx context.Context, op string, err error) error {
 	if err = recipe.CtxErr(ctx, err); err == nil {
 		return nil
 	}
-	return opErr(op, s.path, err)
+	return opErr(op, s.Path(), err)
 }
 
 // Stripe is one stripe of a StripedMutex, held from Lock until Unlock. Its
-// methods are safe for concurrent use.
+// methods are safe for concurrent use. A nil or zero Stripe (a TryLock that
+// got none returns nil) holds nothing: Unlock fails with
+// store.ErrInvalidArgument, Index and Token are -1, and Context is cancelled
+// with ErrNotLocked.
 //
 // A stripe is lost, as a Mutex is, when its session ends, when its node is
 // deleted by someone else, or (under the default LoseOnDisconnect policy)
@@ -618,17 +633,41 @@ type Stripe struct {
 	pending  bool // the unlock could not remove the node yet
 }
 
-// Index returns the stripe's index, in [0, k).
-func (st *Stripe) Index() int { return st.i }
+// usable reports a Stripe not granted by a StripedMutex: a nil or zero one.
+func (st *Stripe) usable() error {
+	if st == nil || st.s == nil || st.hold == nil {
+		return opErr("unlock", "", fmt.Errorf("%w: stripe not granted by a StripedMutex", store.ErrInvalidArgument))
+	}
+	return nil
+}
+
+// Index returns the stripe's index, in [0, k); -1 for a nil or zero Stripe.
+func (st *Stripe) Index() int {
+	if st.usable() != nil {
+		return -1
+	}
+	return st.i
+}
 
 // Context returns a context that is cancelled the moment the stripe is no
 // longer held, with the reason as its cause: ErrUnlocked, ErrNodeDeleted,
-// ErrDisconnected, store.ErrSessionExpired or store.ErrClosed.
-func (st *Stripe) Context() context.Context { return st.hold.Context() }
+// ErrDisconnected, store.ErrSessionExpired or store.ErrClosed. For a nil or
+// zero Stripe it is cancelled already, with ErrNotLocked.
+func (st *Stripe) Context() context.Context {
+	if st.usable() != nil {
+		return notHeld
+	}
+	return st.hold.Context()
+}
 
 // Token returns the stripe's fencing token: its node's Seq, which grows with
-// every grant of the same stripe.
-func (st *Stripe) Token() int64 { return st.hold.Token() }
+// every grant of the same stripe; -1 for a nil or zero Stripe.
+func (st *Stripe) Token() int64 {
+	if st.usable() != nil {
+		return -1
+	}
+	return st.hold.Token()
+}
 
 // Unlock releases the stripe and removes its node, on
 // context.WithoutCancel(ctx), bounded, so a cancelled ctx still releases.
@@ -639,8 +678,13 @@ func (st *Stripe) Token() int64 { return st.hold.Token() }
 // ErrNotLocked, touching nothing, when it was unlocked already. If the node
 // could not be removed (the connection is lost) the error wraps
 // store.ErrDisconnected, the session removes the node as soon as it can, and
-// a second Unlock waits for that removal as the first did.
+// a second Unlock waits for that removal as the first did. A nil or zero
+// Stripe (the one a TryLock that got none returns) fails with
+// store.ErrInvalidArgument.
 func (st *Stripe) Unlock(ctx context.Context) error {
+	if err := st.usable(); err != nil {
+		return err
+	}
 	st.mu.Lock()
 	again, pending := st.unlocked, st.pending
 	st.unlocked = true

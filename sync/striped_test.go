@@ -190,8 +190,17 @@ func TestStripedTryLock(t *testing.T) {
 			seen[s.Index()] = true
 			held = append(held, s)
 		}
-		if s, ok, err := sync.NewStripedMutex(sts[1], p, k).TryLock(ctx); ok || err != nil {
-			t.Fatalf("TryLock with every stripe held = %v, %v, %v; want nil, false, nil", s, ok, err)
+		none, ok, err := sync.NewStripedMutex(sts[1], p, k).TryLock(ctx)
+		if none != nil || ok || err != nil {
+			t.Fatalf("TryLock with every stripe held = %v, %v, %v; want nil, false, nil", none, ok, err)
+		}
+		// The natural defer of a TryLock that got none: a typed error,
+		// no panic, nothing released.
+		if err := none.Unlock(ctx); !errors.Is(err, store.ErrInvalidArgument) {
+			t.Errorf("Unlock of the nil Stripe = %v; want store.ErrInvalidArgument", err)
+		}
+		if none.Index() != -1 || none.Token() != -1 || !errors.Is(context.Cause(none.Context()), sync.ErrNotLocked) {
+			t.Errorf("nil Stripe: Index, Token, Context cause = %d, %d, %v; want -1, -1, ErrNotLocked", none.Index(), none.Token(), context.Cause(none.Context()))
 		}
 		if err := held[1].Unlock(ctx); err != nil {
 			t.Fatal(err)
@@ -496,6 +505,8 @@ func TestStripedMisuse(t *testing.T) {
 	}{
 		{"zero Lock", lockErr(&zero), store.ErrInvalidArgument},
 		{"zero TryLock", func() error { _, _, err := zero.TryLock(ctx); return err }, store.ErrInvalidArgument},
+		{"nil Lock", lockErr(nil), store.ErrInvalidArgument},
+		{"zero Stripe Unlock", func() error { return new(sync.Stripe).Unlock(ctx) }, store.ErrInvalidArgument},
 		{"no stripes", lockErr(sync.NewStripedMutex(st, "/t", 0)), sync.ErrInvalidLimit},
 		{"other k", lockErr(sync.NewStripedMutex(st, "/s", 3)), sync.ErrLimitMismatch},
 		{"stripe out of range", lockErr(sync.NewStripedMutex(st, "/s", 4), 1, 4), store.ErrInvalidArgument},

@@ -16,8 +16,9 @@ import (
 // Coordinator is the side of a transaction that began it: it waits for the
 // votes and decides. Its methods are safe for concurrent use; it holds no
 // ephemeral node, so a coordinator whose session ends loses nothing but its
-// ability to decide (see the package doc, Crashes). A zero Coordinator is
-// not usable; make one with Begin.
+// ability to decide (see the package doc, Crashes). A nil or zero
+// Coordinator is not usable (its methods fail with
+// store.ErrInvalidArgument); make one with Begin or Resume.
 type Coordinator struct {
 	st   store.Store
 	path string
@@ -27,14 +28,17 @@ type Coordinator struct {
 // Begin creates the transaction at path, with one slot per participant (in
 // any order, each named once, each a valid path segment) and its deadline,
 // and returns its coordinator. It fails with ErrExists when a transaction is
-// at path already (even a finished one that is not deleted yet), and with
-// store.ErrInvalidArgument for an empty or repeated participant or a zero
-// deadline.
+// at path already (even a finished one that is not deleted yet; see Resume),
+// and with store.ErrInvalidArgument for a nil st, an empty or repeated
+// participant or a zero deadline.
 //
 // Begin blocks for 1 + len(participants) creates. When it fails (ctx ended,
 // the store failed) it removes what it made; if a participant joined
 // meanwhile it aborts the transaction instead (ReasonCoordinator).
 func Begin(ctx context.Context, st store.Store, path string, participants []string, deadline time.Time) (*Coordinator, error) {
+	if err := checkStore(st); err != nil {
+		return nil, opErr(ctx, "begin", path, err)
+	}
 	if err := checkNames(path, participants); err != nil {
 		return nil, opErr(ctx, "begin", path, err)
 	}
@@ -49,15 +53,98 @@ func Begin(ctx context.Context, st store.Store, path string, participants []stri
 		return nil, opErr(ctx, "begin", path, err)
 	}
 	c := &Coordinator{st: st, path: path, h: h}
-	for i, name := range participants {
-		_, err := retry(ctx, st, func() (store.Node, error) {
-			return st.Create(ctx, store.Join(path, name), nil, store.Persistent)
-		})
-		if err != nil && !errors.Is(err, store.ErrNodeExists) { // exists: ours, before a lost reply
-			return nil, opErr(ctx, "begin", path, errors.Join(err, c.undo(ctx, participants[:i])))
-		}
+	if _, err := c.makeSlots(ctx); err != nil {
+		return nil, opErr(ctx, "begin", path, errors.Join(err, c.undo(ctx, participants)))
 	}
 	return c, nil
+}
+
+// makeSlots creates the participants' slots that are not there yet, and
+// returns those it created. A slot there already is Begin's, made before a
+// lost reply or a crash.
+func (c *Coordinator) makeSlots(ctx context.Context) ([]string, error) {
+	var made []string
+	for _, name := range c.h.Participants {
+		_, err := retry(ctx, c.st, func() (store.Node, error) {
+			return c.st.Create(ctx, store.Join(c.path, name), nil, store.Persistent)
+		})
+		switch {
+		case err == nil:
+			made = append(made, name)
+		case !errors.Is(err, store.ErrNodeExists):
+			return made, err
+		}
+	}
+	return made, nil
+}
+
+// Resume returns the coordinator of the transaction at path, for a
+// coordinator that restarted after a crash (its session ended) to take its
+// transaction back: to Wait for the decision (deciding it as Wait does),
+// Abort it, or Forget it once decided. Compare ID with the one Begin gave
+// to tell the transaction from a later one at the same path.
+//
+// When the transaction is undecided and Begin crashed before it made every
+// slot, Resume makes the missing ones, so the transaction can still commit.
+// It fails with ErrNoTransaction when there is no transaction at path,
+// store.ErrInvalidArgument for a nil st and store.ErrInvalidPath for a bad
+// path. Several coordinators of one transaction are safe: each decision is
+// written once, whoever writes it.
+func Resume(ctx context.Context, st store.Store, path string) (*Coordinator, error) {
+	c, err := resume(ctx, st, path)
+	if err != nil {
+		return nil, opErr(ctx, "resume", path, err)
+	}
+	return c, nil
+}
+
+func resume(ctx context.Context, st store.Store, path string) (*Coordinator, error) {
+	if err := checkStore(st); err != nil {
+		return nil, err
+	}
+	if err := store.ValidatePath(path); err != nil {
+		return nil, err
+	}
+	h, _, err := readHeader(ctx, st, path)
+	if err != nil {
+		return nil, err
+	}
+	decided := h.decided()
+	// As begun: the decision is read from the header, never from c.h.
+	h.Outcome, h.Reason, h.Participant, h.Forgotten = "", "", "", false
+	c := &Coordinator{st: st, path: path, h: h}
+	if decided {
+		return c, nil
+	}
+	made, err := c.makeSlots(ctx)
+	if err != nil || len(made) == 0 {
+		return c, err
+	}
+	// Decided (abort: a missing slot never commits), forgotten or
+	// collected while the slots were made: those slots (and a header
+	// parent the creates made again) would stay until Collect, so they go.
+	now, _, err := readHeader(ctx, st, path)
+	if err == nil && !now.decided() {
+		return c, nil
+	}
+	for _, name := range made {
+		_ = st.Delete(ctx, store.Join(path, name))
+	}
+	if errors.Is(err, ErrNoTransaction) {
+		_ = st.Delete(ctx, path)
+		return nil, err
+	}
+	return c, nil
+}
+
+// ID returns the transaction's ID, written in its header by Begin: it tells
+// this transaction from another begun later at the same path. "" for a nil
+// Coordinator.
+func (c *Coordinator) ID() string {
+	if c == nil {
+		return ""
+	}
+	return c.h.ID
 }
 
 // create creates the header at path; a create whose reply was lost is found
@@ -92,8 +179,22 @@ func (c *Coordinator) undo(ctx context.Context, made []string) error {
 	return nil
 }
 
-// Path returns the path of the transaction.
-func (c *Coordinator) Path() string { return c.path }
+// usable reports a Coordinator not made by Begin (or Resume): a nil or
+// zero one.
+func (c *Coordinator) usable(ctx context.Context, op string) error {
+	if c == nil || c.st == nil {
+		return opErr(ctx, op, c.Path(), fmt.Errorf("%w: coordinator not made by Begin", store.ErrInvalidArgument))
+	}
+	return nil
+}
+
+// Path returns the path of the transaction; "" for a nil Coordinator.
+func (c *Coordinator) Path() string {
+	if c == nil {
+		return ""
+	}
+	return c.path
+}
 
 // Wait blocks until the transaction is decided, ctx is done or the session
 // ends, deciding it itself as soon as a rule of the package doc applies: it
@@ -104,6 +205,9 @@ func (c *Coordinator) Path() string { return c.path }
 // transaction as it was, for a later Wait, a participant or the deadline to
 // decide.
 func (c *Coordinator) Wait(ctx context.Context) error {
+	if err := c.usable(ctx, "wait"); err != nil {
+		return err
+	}
 	for attempt := 0; ; {
 		h, err := c.round(ctx)
 		switch {
@@ -255,6 +359,9 @@ func alive(name string) bool { return strings.Contains(name, alivePrefix) }
 // when the transaction is aborted (by this call or before it) and
 // ErrCommitted when it had committed.
 func (c *Coordinator) Abort(ctx context.Context) error {
+	if err := c.usable(ctx, "abort"); err != nil {
+		return err
+	}
 	h, err := decide(ctx, c.st, c.path, c.h.aborted(ReasonCoordinator, ""))
 	if err != nil {
 		return opErr(ctx, "abort", c.path, err)
@@ -270,6 +377,9 @@ func (c *Coordinator) Abort(ctx context.Context) error {
 // the package doc). It fails with ErrUndecided while the transaction is
 // undecided, and does nothing when it is gone already.
 func (c *Coordinator) Forget(ctx context.Context) error {
+	if err := c.usable(ctx, "forget"); err != nil {
+		return err
+	}
 	for {
 		h, version, err := readHeader(ctx, c.st, c.path)
 		switch {

@@ -12,8 +12,9 @@ import (
 )
 
 // Participant is one participant of a transaction, joined through one
-// session. Its methods are safe for concurrent use. A zero Participant is
-// not usable; make one with Join.
+// session. Its methods are safe for concurrent use. A nil or zero
+// Participant is not usable (its methods fail with
+// store.ErrInvalidArgument); make one with Join.
 //
 // While it has joined and not voted, the participant's session holds its
 // alive node: if the session ends, the coordinator aborts the transaction
@@ -33,7 +34,8 @@ type Participant struct {
 // Join joins the transaction at path as the participant name, through st's
 // session, and returns the participant. It fails with ErrNoTransaction when
 // there is no transaction at path, and with ErrNotParticipant when name is
-// not one of its participants. If Begin has not made the slot yet, Join
+// not one of its participants (store.ErrInvalidArgument for a nil st or a
+// name that cannot be a slot's). If Begin has not made the slot yet, Join
 // waits for it; if the transaction is decided meanwhile (its deadline passed,
 // say), Join returns the outcome's error.
 //
@@ -52,6 +54,9 @@ func Join(ctx context.Context, st store.Store, path, name string) (*Participant,
 }
 
 func join(ctx context.Context, st store.Store, path, name string) (*Participant, error) {
+	if err := checkStore(st); err != nil {
+		return nil, err
+	}
 	if err := checkName(path, name); err != nil {
 		return nil, err
 	}
@@ -163,8 +168,25 @@ func (p *Participant) awaitSlot(ctx context.Context) error {
 
 func (p *Participant) slot() string { return store.Join(p.path, p.name) }
 
-// Name returns the participant's name.
-func (p *Participant) Name() string { return p.name }
+// usable reports a Participant not made by Join: a nil or zero one.
+func (p *Participant) usable(ctx context.Context, op string) error {
+	if p == nil || p.st == nil {
+		path := ""
+		if p != nil {
+			path = p.path
+		}
+		return opErr(ctx, op, path, fmt.Errorf("%w: participant not made by Join", store.ErrInvalidArgument))
+	}
+	return nil
+}
+
+// Name returns the participant's name; "" for a nil Participant.
+func (p *Participant) Name() string {
+	if p == nil {
+		return ""
+	}
+	return p.name
+}
 
 // Vote writes the participant's vote, commit or abort, once: a second vote
 // (through this value or another session of the same participant) fails with
@@ -174,6 +196,9 @@ func (p *Participant) Name() string { return p.name }
 // commit. Vote does not wait for the outcome (see Wait). A vote after the
 // decision is recorded and changes nothing.
 func (p *Participant) Vote(ctx context.Context, commit bool) error {
+	if err := p.usable(ctx, "vote"); err != nil {
+		return err
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.voted {
@@ -235,6 +260,9 @@ func (p *Participant) commitIfLast(ctx context.Context) error {
 // abort. It watches the transaction's header, so the decision wakes it; it
 // leaves no node.
 func (p *Participant) Wait(ctx context.Context) error {
+	if err := p.usable(ctx, "wait"); err != nil {
+		return err
+	}
 	h, err := await(ctx, p.st, p.path, p.h)
 	if err != nil {
 		return opErr(ctx, "wait", p.path, err)
@@ -248,6 +276,9 @@ func (p *Participant) Wait(ctx context.Context) error {
 // It fails with ErrUndecided while the transaction is undecided, and does
 // nothing when the transaction is gone already.
 func (p *Participant) Forget(ctx context.Context) error {
+	if err := p.usable(ctx, "forget"); err != nil {
+		return err
+	}
 	h, _, err := readHeader(ctx, p.st, p.path)
 	switch {
 	case errors.Is(err, ErrNoTransaction):

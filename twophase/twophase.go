@@ -42,6 +42,11 @@
 //
 // # Crashes
 //
+//   - Coordinator, any time: after a restart (a new session) it takes its
+//     transaction back with [Resume], by path, and checks [Coordinator.ID]
+//     against the one Begin gave; then it Waits, Aborts or Forgets as
+//     before, or abandons it safely (Abort, and Collect once the parties
+//     had the time to learn the outcome). Begin at the path says ErrExists.
 //   - Coordinator, after the decision: nothing is lost; the participants
 //     learn the decision from the header, now or after a restart.
 //   - Coordinator, before the decision: the last participant to vote commit
@@ -49,7 +54,7 @@
 //     participant decides it) aborts. A participant whose session is lost
 //     before it votes is then only noticed by the deadline.
 //   - Coordinator during Begin: the slots it did not make can never say
-//     commit, so the deadline aborts; a Begin that fails removes what it made,
+//     commit, so the deadline aborts unless a Resume makes them; a Begin that fails removes what it made,
 //     or aborts the transaction if a participant joined already.
 //   - Participant, before voting: its alive node goes with its session, and
 //     the coordinator aborts at once; a participant that restarts and joins
@@ -76,7 +81,10 @@
 // All calls take a ctx, ride out a lost connection while the session lives
 // and are safe for concurrent use. Errors match the sentinels of this
 // package and of store with errors.Is; an abort is an *AbortError, which
-// matches [ErrAborted].
+// matches [ErrAborted]. Bad input is store.ErrInvalidArgument (a nil store,
+// a nil or zero Coordinator or Participant, a bad participant list) or
+// store.ErrInvalidPath; a nil ctx panics, as Go's convention is for a nil
+// Context (pass context.TODO when unsure).
 package twophase
 
 import (
@@ -162,6 +170,9 @@ type AbortError struct {
 }
 
 func (e *AbortError) Error() string {
+	if e == nil {
+		return ErrAborted.Error()
+	}
 	switch e.Reason {
 	case ReasonVote:
 		return fmt.Sprintf("twophase: transaction aborted: participant %q voted abort", e.Participant)
@@ -260,6 +271,14 @@ func checkName(path, name string) error {
 		return fmt.Errorf("%w: participant name %q", store.ErrInvalidArgument, name)
 	}
 	return store.ValidatePath(store.Join(path, name))
+}
+
+// checkStore reports a nil store, as sync and queue do.
+func checkStore(st store.Store) error {
+	if st == nil {
+		return fmt.Errorf("%w: nil store", store.ErrInvalidArgument)
+	}
+	return nil
 }
 
 // readHeader reads the transaction at path, with the node's version.
@@ -385,6 +404,9 @@ func forget(ctx context.Context, st store.Store, path string) error {
 // decides abort. It is how a party that restarted, or an observer, learns the
 // outcome; it writes nothing else and leaves no node.
 func Await(ctx context.Context, st store.Store, path string) error {
+	if err := checkStore(st); err != nil {
+		return opErr(ctx, "await", path, err)
+	}
 	base, _, err := readHeader(ctx, st, path)
 	if err != nil {
 		return opErr(ctx, "await", path, err)
@@ -405,6 +427,9 @@ func Await(ctx context.Context, st store.Store, path string) error {
 // nothing, while the transaction is undecided (Await decides it once its
 // deadline has passed). A transaction already gone is no error.
 func Collect(ctx context.Context, st store.Store, path string) error {
+	if err := checkStore(st); err != nil {
+		return opErr(ctx, "collect", path, err)
+	}
 	h, _, err := readHeader(ctx, st, path)
 	if errors.Is(err, ErrNoTransaction) {
 		return nil

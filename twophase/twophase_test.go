@@ -261,6 +261,154 @@ func TestCoordinatorCrashBeforeDecision(t *testing.T) {
 	})
 }
 
+// parties are a transaction's coordinator and participants.
+type parties struct {
+	c    *twophase.Coordinator
+	a, b *twophase.Participant // nil until joined
+}
+
+// TestCoordinatorRestart: a coordinator that crashed (its session ended)
+// at any step of the protocol takes its transaction back with Resume, and
+// sees it to its end: the outcome every participant sees, and nothing left
+// once every party forgot it. Or it abandons it safely: Abort, then Collect.
+func TestCoordinatorRestart(t *testing.T) {
+	steps := []struct {
+		name string
+		// before runs before the crash, with the coordinator's session
+		// and two participant sessions.
+		before func(t *testing.T, ctx context.Context, sts []store.Store, p string, ps *parties)
+		// after drives the resumed coordinator to the outcome.
+		after   func(t *testing.T, ctx context.Context, sts []store.Store, p string, ps *parties, c *twophase.Coordinator)
+		abandon bool
+		reason  twophase.Reason // 0: commit
+	}{
+		{name: "during Begin", before: func(t *testing.T, ctx context.Context, sts []store.Store, p string, ps *parties) {
+			// The crash came after the header and slot a: b's slot is
+			// missing.
+			if err := sts[0].Delete(ctx, p+"/b"); err != nil {
+				t.Fatal(err)
+			}
+		}, after: joinAndCommit},
+		{name: "before votes", before: func(*testing.T, context.Context, []store.Store, string, *parties) {}, after: joinAndCommit},
+		{name: "before votes, abandoned", before: func(*testing.T, context.Context, []store.Store, string, *parties) {}, abandon: true, reason: twophase.ReasonCoordinator},
+		{name: "during votes", before: func(t *testing.T, ctx context.Context, sts []store.Store, p string, ps *parties) {
+			ps.a, ps.b = join(t, ctx, sts[1], p, "a"), join(t, ctx, sts[2], p, "b")
+			vote(t, ctx, ps.a, true)
+		}, after: func(t *testing.T, ctx context.Context, sts []store.Store, p string, ps *parties, c *twophase.Coordinator) {
+			wait := backends.Async(func() error { return c.Wait(ctx) })
+			pending(t, wait, "the resumed Wait before b votes")
+			vote(t, ctx, ps.b, true)
+			if err := result(t, wait, "the resumed Wait"); err != nil {
+				t.Errorf("the resumed Wait = %v; want commit (nil)", err)
+			}
+		}},
+		{name: "during votes, abandoned", before: func(t *testing.T, ctx context.Context, sts []store.Store, p string, ps *parties) {
+			ps.a, ps.b = join(t, ctx, sts[1], p, "a"), join(t, ctx, sts[2], p, "b")
+			vote(t, ctx, ps.a, true)
+		}, abandon: true, reason: twophase.ReasonCoordinator},
+		{name: "after votes", before: func(t *testing.T, ctx context.Context, sts []store.Store, p string, ps *parties) {
+			ps.a, ps.b = join(t, ctx, sts[1], p, "a"), join(t, ctx, sts[2], p, "b")
+			vote(t, ctx, ps.a, true)
+			vote(t, ctx, ps.b, true) // the last voter decides commit
+		}, after: func(t *testing.T, ctx context.Context, _ []store.Store, _ string, _ *parties, c *twophase.Coordinator) {
+			if err := c.Wait(ctx); err != nil {
+				t.Errorf("the resumed Wait = %v; want commit (nil)", err)
+			}
+		}},
+		{name: "after the decision", before: func(t *testing.T, ctx context.Context, sts []store.Store, p string, ps *parties) {
+			ps.a = join(t, ctx, sts[1], p, "a")
+			vote(t, ctx, ps.a, true)
+			if err := ps.c.Abort(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}, after: func(t *testing.T, ctx context.Context, sts []store.Store, p string, ps *parties, c *twophase.Coordinator) {
+			wantAbort(t, "the resumed Wait", c.Wait(ctx), twophase.ReasonCoordinator, "")
+			ps.b = join(t, ctx, sts[2], p, "b") // late: it learns the outcome
+		}, reason: twophase.ReasonCoordinator},
+	}
+	for _, step := range steps {
+		t.Run(step.name, func(t *testing.T) {
+			backends.Run(t, func(t *testing.T, b storetest.Backend) {
+				sts := backends.Open(t, b, 4)
+				p, ctx := txPath(t), testCtx(t)
+				c, err := twophase.Begin(ctx, sts[0], p, []string{"a", "b"}, later)
+				if err != nil {
+					t.Fatal(err)
+				}
+				ps := &parties{c: c}
+				step.before(t, ctx, sts, p, ps)
+				b.Expire(t, sts[0]) // the crash
+				if _, err := twophase.Begin(ctx, sts[3], p, []string{"a", "b"}, later); !errors.Is(err, twophase.ErrExists) {
+					t.Errorf("Begin after the crash = %v; want ErrExists", err)
+				}
+				rc, err := twophase.Resume(ctx, sts[3], p)
+				if err != nil {
+					t.Fatalf("Resume = %v", err)
+				}
+				if rc.ID() != c.ID() || rc.Path() != p {
+					t.Errorf("Resume: ID, Path = %q, %q; want %q, %q", rc.ID(), rc.Path(), c.ID(), p)
+				}
+				if step.abandon {
+					if err := rc.Abort(ctx); err != nil {
+						t.Fatalf("Abort of the resumed = %v", err)
+					}
+				} else {
+					step.after(t, ctx, sts, p, ps, rc)
+				}
+				// Every party sees the same outcome.
+				for _, pt := range []*twophase.Participant{ps.a, ps.b} {
+					if pt == nil {
+						continue
+					}
+					if got := pt.Wait(ctx); step.reason == 0 && got != nil {
+						t.Errorf("%s's Wait = %v; want commit (nil)", pt.Name(), got)
+					} else if step.reason != 0 {
+						wantAbort(t, pt.Name()+"'s Wait", got, step.reason, "")
+					}
+				}
+				if step.abandon {
+					if err := twophase.Collect(ctx, sts[3], p); err != nil {
+						t.Fatalf("Collect = %v", err)
+					}
+				} else {
+					forgetAll(t, ctx, rc, ps)
+				}
+				if _, err := sts[3].Get(ctx, p); !errors.Is(err, store.ErrNoNode) {
+					t.Errorf("Get(transaction) at the end = %v; want ErrNoNode", err)
+				}
+			})
+		})
+	}
+}
+
+// joinAndCommit joins both participants (after the coordinator's restart)
+// and votes commit, and checks the resumed coordinator sees the commit.
+func joinAndCommit(t *testing.T, ctx context.Context, sts []store.Store, p string, ps *parties, c *twophase.Coordinator) {
+	ps.a, ps.b = join(t, ctx, sts[1], p, "a"), join(t, ctx, sts[2], p, "b")
+	vote(t, ctx, ps.a, true)
+	vote(t, ctx, ps.b, true)
+	if err := c.Wait(ctx); err != nil {
+		t.Errorf("the resumed Wait = %v; want commit (nil)", err)
+	}
+}
+
+// forgetAll has every party of ps but the crashed coordinator, and the
+// resumed one, forget the transaction.
+func forgetAll(t *testing.T, ctx context.Context, c *twophase.Coordinator, ps *parties) {
+	t.Helper()
+	if err := c.Forget(ctx); err != nil {
+		t.Errorf("the resumed Forget = %v", err)
+	}
+	for _, pt := range []*twophase.Participant{ps.a, ps.b} {
+		if pt == nil {
+			continue
+		}
+		if err := pt.Forget(ctx); err != nil {
+			t.Errorf("%s's Forget = %v", pt.Name(), err)
+		}
+	}
+}
+
 func TestDeadline(t *testing.T) {
 	backends.Run(t, func(t *testing.T, b storetest.Backend) {
 		sts := backends.Open(t, b, 3)
@@ -391,6 +539,9 @@ func TestMisuse(t *testing.T) {
 			{"Vote twice", a.Vote(ctx, false), twophase.ErrVoted},
 			{"Abort after commit", c.Abort(ctx), twophase.ErrCommitted},
 			{"Await nothing", twophase.Await(ctx, sts[1], p+"x"), twophase.ErrNoTransaction},
+			{"Resume nothing", func() error { _, err := twophase.Resume(ctx, sts[1], p+"x"); return err }(), twophase.ErrNoTransaction},
+			{"Resume the root", func() error { _, err := twophase.Resume(ctx, sts[1], "/"); return err }(), twophase.ErrNoTransaction},
+			{"Resume a bad path", func() error { _, err := twophase.Resume(ctx, sts[1], p+"/"); return err }(), store.ErrInvalidPath},
 		}
 		for _, tt := range tests {
 			if !errors.Is(tt.err, tt.want) {
@@ -401,6 +552,54 @@ func TestMisuse(t *testing.T) {
 			t.Errorf("a refused Begin left a node: %v", err)
 		}
 	})
+}
+
+// TestNilAndZero: a nil store and nil or zero Coordinators and
+// Participants are store.ErrInvalidArgument, never a panic.
+func TestNilAndZero(t *testing.T) {
+	ctx, p := testCtx(t), "/twophasetest/nil"
+	var nilC *twophase.Coordinator
+	var nilP *twophase.Participant
+	calls := map[string]func() error{
+		"Begin(nil store)": func() error { _, err := twophase.Begin(ctx, nil, p, []string{"a"}, later); return err },
+		"Join(nil store)":  func() error { _, err := twophase.Join(ctx, nil, p, "a"); return err },
+		"Resume(nil store)": func() error {
+			_, err := twophase.Resume(ctx, nil, p)
+			return err
+		},
+		"Await(nil store)":      func() error { return twophase.Await(ctx, nil, p) },
+		"Collect(nil store)":    func() error { return twophase.Collect(ctx, nil, p) },
+		"nil Coordinator.Wait":  func() error { return nilC.Wait(ctx) },
+		"nil Coordinator.Abort": func() error { return nilC.Abort(ctx) },
+		"nil Coordinator.Forget": func() error {
+			return nilC.Forget(ctx)
+		},
+		"zero Coordinator.Wait":  func() error { return new(twophase.Coordinator).Wait(ctx) },
+		"zero Coordinator.Abort": func() error { return new(twophase.Coordinator).Abort(ctx) },
+		"zero Coordinator.Forget": func() error {
+			return new(twophase.Coordinator).Forget(ctx)
+		},
+		"nil Participant.Vote":    func() error { return nilP.Vote(ctx, true) },
+		"nil Participant.Wait":    func() error { return nilP.Wait(ctx) },
+		"nil Participant.Forget":  func() error { return nilP.Forget(ctx) },
+		"zero Participant.Vote":   func() error { return new(twophase.Participant).Vote(ctx, true) },
+		"zero Participant.Wait":   func() error { return new(twophase.Participant).Wait(ctx) },
+		"zero Participant.Forget": func() error { return new(twophase.Participant).Forget(ctx) },
+	}
+	for name, call := range calls {
+		t.Run(name, func(t *testing.T) {
+			if err := call(); !errors.Is(err, store.ErrInvalidArgument) {
+				t.Errorf("%s = %v; want store.ErrInvalidArgument", name, err)
+			}
+		})
+	}
+	if nilC.Path() != "" || nilP.Name() != "" {
+		t.Errorf("nil Path, Name = %q, %q; want empty", nilC.Path(), nilP.Name())
+	}
+	var nilAbort *twophase.AbortError
+	if nilAbort.Error() == "" {
+		t.Errorf("nil AbortError.Error() is empty")
+	}
 }
 
 // TestCancelLeavesNoNode: a Join given up at any moment leaves no alive

@@ -437,6 +437,10 @@ func (s *Store) Set(ctx context.Context, path string, data []byte, version int64
 	if err := store.ValidatePath(path); err != nil {
 		return store.Node{}, err
 	}
+	if path == "/" {
+		// As on every store: ZooKeeper's root node is not a corral node.
+		return store.Node{}, fmt.Errorf("zkstore: set %s: %w: the root holds no data", path, store.ErrInvalidPath)
+	}
 	if err := store.ValidateData(data); err != nil {
 		return store.Node{}, err
 	}

@@ -236,6 +236,10 @@ func (s *suite) invalidPath(t *testing.T) {
 	_, err := st.Create(ctx, "/", nil, store.Persistent)
 	wantErr(t, `Create("/")`, err, store.ErrInvalidPath)
 	wantErr(t, `Delete("/")`, st.Delete(ctx, "/"), store.ErrInvalidPath)
+	for _, v := range []int64{store.AnyVersion, 0} {
+		_, err := st.Set(ctx, "/", nil, v)
+		wantErr(t, fmt.Sprintf(`Set("/", version %d)`, v), err, store.ErrInvalidPath)
+	}
 }
 
 func (s *suite) invalidArgument(t *testing.T) {
