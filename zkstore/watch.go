@@ -38,6 +38,31 @@ func (s *Store) ExistsW(ctx context.Context, path string) (bool, store.Stat, <-c
 	return r.ok, stat, s.watch(ctx, path, r.ch), nil
 }
 
+// NodeW returns the Stat of the node at path and sets a one-shot watch on
+// its data change or deletion; see [store.NodeWatcher]. It asks with
+// getData, which the server answers with NoNode, and no watch, when the
+// node is missing, where an exists request would leave a watch on the
+// node's creation: a watch on a sequential node's name, never made again,
+// stays in the server's watch table and in go-zookeeper's map until the
+// session ends. The node's data comes back with the answer, unused.
+func (s *Store) NodeW(ctx context.Context, path string) (store.Stat, <-chan store.Event, error) {
+	if err := store.ValidatePath(path); err != nil {
+		return store.Stat{}, nil, err
+	}
+	type result struct {
+		st *zk.Stat
+		ch <-chan zk.Event
+	}
+	r, err := call(s, ctx, func(<-chan struct{}) (result, error) {
+		_, st, ch, err := s.conn.GetW(path)
+		return result{st, ch}, err
+	}, nil)
+	if err != nil {
+		return store.Stat{}, nil, s.fail("watch", path, err)
+	}
+	return node(path, nil, r.st).Stat(), s.watch(ctx, path, r.ch), nil
+}
+
 // ChildrenW returns the children of path as Children does and sets a
 // one-shot watch on a change to them or the deletion of path; see
 // [store.ChildrenWatcher] and ExistsW.

@@ -159,6 +159,7 @@ import (
 var (
 	_ store.Store           = (*Store)(nil)
 	_ store.ChildrenWatcher = (*Store)(nil)
+	_ store.NodeWatcher     = (*Store)(nil)
 )
 
 // DefaultSessionTimeout is the session timeout asked of the server unless
