@@ -338,14 +338,14 @@ func await(ctx context.Context, st store.Store, path string, base header) (heade
 // its next change and the function that drops the watch.
 func watchHeader(ctx context.Context, st store.Store, path string) (header, <-chan store.Event, context.CancelFunc, error) {
 	wctx, stop := context.WithCancel(ctx)
-	exists, stat, ev, err := st.ExistsW(wctx, path)
+	stat, ev, err := store.WatchNode(wctx, st, path)
 	switch {
+	case errors.Is(err, store.ErrNoNode):
+		stop()
+		return header{}, nil, nil, ErrNoTransaction
 	case err != nil:
 		stop()
 		return header{}, nil, nil, err
-	case !exists:
-		stop()
-		return header{}, nil, nil, ErrNoTransaction
 	case stat.Version == 0:
 		// Undecided: the header is the one Begin wrote, and the watch
 		// reports the decision.

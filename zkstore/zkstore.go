@@ -201,6 +201,7 @@ type Store struct {
 	conn      *client
 	acl       []zk.ACL // of every node the Store creates
 	tls       *tls.Config
+	watches   watchTable      // client watches not fired yet (see watch.go)
 	events    <-chan zk.Event // closed when the client's goroutines have ended
 	id        atomic.Int64
 	ctx       context.Context

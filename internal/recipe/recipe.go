@@ -538,7 +538,11 @@ func WaitAbsent(ctx context.Context, st store.Store, path string) error {
 func waitGone(ctx context.Context, st store.Store, path string, same func(store.Stat) bool) error {
 	for attempt := 0; ; attempt++ {
 		wctx, stop := context.WithCancel(ctx)
-		exists, stat, ev, err := st.ExistsW(wctx, path)
+		stat, ev, err := store.WatchNode(wctx, st, path)
+		if errors.Is(err, store.ErrNoNode) {
+			stop()
+			return nil
+		}
 		if err != nil {
 			stop()
 			if !errors.Is(err, store.ErrDisconnected) || ctx.Err() != nil {
@@ -549,7 +553,9 @@ func waitGone(ctx context.Context, st store.Store, path string, same func(store.
 			}
 			continue
 		}
-		if !exists || !same(stat) {
+		if !same(stat) {
+			// Another node at the name: the watch on it ends when
+			// that node changes or goes.
 			stop()
 			return nil
 		}

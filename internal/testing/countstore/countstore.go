@@ -47,6 +47,10 @@ func (c Counts) Total() int {
 	return n
 }
 
+// NodeWatches returns the number of watches set on single nodes: ExistsW
+// and NodeW calls (a waiter has parked once its count grows).
+func (c Counts) NodeWatches() int { return c.Calls["ExistsW"] + c.Calls["NodeW"] }
+
 // Store is a counting store.Store. It is safe for concurrent use.
 type Store struct {
 	inner store.Store

@@ -604,9 +604,26 @@ func (t *tailBuffer) String() string {
 }
 
 // Watches returns the number of watches the server at addr holds, over all
-// its sessions (the "Total watches" of the four-letter word wchs). A watch
-// set by several sessions on one path counts once per session.
+// its sessions, children watches included (zk_watch_count of the
+// four-letter word mntr). A watch set by several sessions on one path
+// counts once per session.
 func Watches(addr string) (int, error) {
+	out, err := FourLetter(addr, "mntr")
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(out, "\n") {
+		if v, ok := strings.CutPrefix(line, "zk_watch_count\t"); ok {
+			return strconv.Atoi(strings.TrimSpace(v))
+		}
+	}
+	return 0, fmt.Errorf("zkserver: no zk_watch_count in mntr's answer %q", out)
+}
+
+// DataWatches returns the number of data and exists watches the server at
+// addr holds, over all its sessions (the "Total watches" of the
+// four-letter word wchs, which leaves children watches out).
+func DataWatches(addr string) (int, error) {
 	out, err := FourLetter(addr, "wchs")
 	if err != nil {
 		return 0, err
@@ -618,9 +635,9 @@ func Watches(addr string) (int, error) {
 	return strconv.Atoi(strings.TrimSpace(total))
 }
 
-// SessionWatches returns the paths the server at addr holds a watch on for
-// the session with the given ID (the four-letter word wchc), one entry per
-// path and kind of watch.
+// SessionWatches returns the paths the server at addr holds a data or
+// exists watch on for the session with the given ID (the four-letter word
+// wchc, which leaves children watches out).
 func SessionWatches(addr string, session int64) ([]string, error) {
 	out, err := FourLetter(addr, "wchc")
 	if err != nil {
