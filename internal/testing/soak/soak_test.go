@@ -56,6 +56,9 @@ const (
 	// heapPer100k is the most the client's heap, after a GC, may grow per
 	// 100,000 cycles in the long soak.
 	heapPer100k = 1 << 20
+	// goroutinesPerLoop bounds the goroutines of one loop and the wait
+	// it is in.
+	goroutinesPerLoop = 4
 )
 
 func TestMain(m *testing.M) {
@@ -94,10 +97,13 @@ func soakLength(t *testing.T) (time.Duration, bool) {
 }
 
 // A server is what the soak runs on: how to open a session, and how many
-// watches the server holds (-1 where it cannot tell).
+// watches the server holds (ZooKeeper: every kind, by mntr; etcd: its
+// watchers), and, where it tells them apart, its data and exists watches
+// alone (ZooKeeper's wchs).
 type server struct {
-	open    func(ctx context.Context) (store.Store, error)
-	watches func() (int, error)
+	open        func(ctx context.Context) (store.Store, error)
+	watches     func() (int, error)
+	dataWatches func() (int, error)
 }
 
 func TestSoak(t *testing.T) {
@@ -109,7 +115,8 @@ func TestSoak(t *testing.T) {
 			open: func(ctx context.Context) (store.Store, error) {
 				return zkstore.Open(ctx, []string{srv.Addr()})
 			},
-			watches: func() (int, error) { return zkserver.Watches(srv.Addr()) },
+			watches:     func() (int, error) { return zkserver.Watches(srv.Addr()) },
+			dataWatches: func() (int, error) { return zkserver.DataWatches(srv.Addr()) },
 		})
 	})
 	t.Run("etcd", func(t *testing.T) {
@@ -118,7 +125,8 @@ func TestSoak(t *testing.T) {
 			open: func(ctx context.Context) (store.Store, error) {
 				return etcdstore.Dial(ctx, clientv3.Config{Endpoints: []string{ep}, DialTimeout: 5 * time.Second})
 			},
-			watches: func() (int, error) { return etcdWatchers(ep) },
+			watches:     func() (int, error) { return etcdWatchers(ep) },
+			dataWatches: func() (int, error) { return -1, nil },
 		})
 	})
 }
@@ -206,6 +214,9 @@ type run struct {
 	// the observers and the queue's consumer.
 	owned   gosync.WaitGroup
 	closers []func() error
+	// running are the Err methods of the observers and the consumer,
+	// nil while they run.
+	running []func() error
 }
 
 // loop cycles one primitive on one session until ctx ends.
@@ -245,12 +256,13 @@ func some(ctx context.Context, i int) (context.Context, context.CancelFunc) {
 
 // A sample is what the soak measured at one moment.
 type sample struct {
-	at         time.Duration
-	cycles     int64
-	nodes      int
-	watches    int
-	heap       uint64
-	goroutines int
+	at          time.Duration
+	cycles      int64
+	nodes       int
+	watches     int
+	dataWatches int
+	heap        uint64
+	goroutines  int
 }
 
 func soak(t *testing.T, d time.Duration, long bool, srv server) {
@@ -263,6 +275,8 @@ func soak(t *testing.T, d time.Duration, long bool, srv server) {
 	r.queue(ctx)
 	r.twophase()
 	r.observers(ctx)
+	// The goroutines of the sessions and readers, before the loops start.
+	base := runtime.NumGoroutine()
 	failed := make(chan error, len(r.loops))
 	var wg gosync.WaitGroup
 	for _, l := range r.loops {
@@ -301,10 +315,15 @@ func soak(t *testing.T, d time.Duration, long bool, srv server) {
 		s := r.sample(probe)
 		s.at = time.Since(start)
 		samples = append(samples, s)
-		t.Logf("%6.0fs %8d cycles %5d live nodes %6d server watches %6.2f MB heap %5d goroutines",
-			s.at.Seconds(), s.cycles, s.nodes, s.watches, float64(s.heap)/(1<<20), s.goroutines)
+		t.Logf("%6.0fs %8d cycles %5d live nodes %6d server watches (wchs %d) %6.2f MB heap %5d goroutines",
+			s.at.Seconds(), s.cycles, s.nodes, s.watches, s.dataWatches, float64(s.heap)/(1<<20), s.goroutines)
 	}
 	tick.Stop()
+	for _, err := range r.running {
+		if err := err(); err != nil {
+			t.Errorf("a reader stopped during the soak: %v", err)
+		}
+	}
 	stop()
 	wg.Wait()
 	for _, c := range r.closers {
@@ -319,7 +338,7 @@ func soak(t *testing.T, d time.Duration, long bool, srv server) {
 		counts = append(counts, fmt.Sprintf("%s %d", name, r.cycles[name].Load()))
 	}
 	t.Logf("cycles: %s", strings.Join(counts, ", "))
-	r.check(samples, long)
+	r.check(samples, base, long)
 }
 
 // sample measures the server's watches, the live nodes, and the client's
@@ -338,6 +357,9 @@ func (r *run) sample(probe store.Store) sample {
 	}
 	if s.watches, err = r.srv.watches(); err != nil {
 		r.t.Errorf("counting the server's watches: %v", err)
+	}
+	if s.dataWatches, err = r.srv.dataWatches(); err != nil {
+		r.t.Errorf("counting the server's data watches: %v", err)
 	}
 	runtime.GC()
 	var ms runtime.MemStats
@@ -369,13 +391,20 @@ func count(ctx context.Context, st store.Store, p string) (int, error) {
 // check asserts the bounds over the samples: the server's watches within
 // a constant of the live nodes and sessions at every sample, and, in the
 // long soak, the heap's growth per cycle.
-func (r *run) check(samples []sample, long bool) {
+func (r *run) check(samples []sample, base int, long bool) {
 	t := r.t
 	sessions := len(r.sts)
 	for _, s := range samples {
 		if bound := watchesPerNode*s.nodes + watchesPerSession*sessions; s.watches > bound {
 			t.Errorf("at %v (%d cycles): %d server watches for %d live nodes and %d sessions; want at most %d",
 				s.at.Round(time.Second), s.cycles, s.watches, s.nodes, sessions, bound)
+		}
+		// Beside the sessions' and readers' own: each loop's, a few per
+		// wait in flight (at most one per loop), and one per client
+		// watch (zkstore serves each; at most a few per live node).
+		if bound := base + goroutinesPerLoop*len(r.loops) + watchesPerNode*s.nodes; s.goroutines > bound {
+			t.Errorf("at %v (%d cycles): %d goroutines for %d live nodes and %d loops; want at most %d",
+				s.at.Round(time.Second), s.cycles, s.goroutines, s.nodes, len(r.loops), bound)
 		}
 	}
 	if !long || len(samples) < 3 {
@@ -533,6 +562,7 @@ func (r *run) queue(ctx context.Context) {
 	}
 	c := consumer.Consume(ctx)
 	r.closers = append(r.closers, c.Close)
+	r.running = append(r.running, c.Err)
 	r.add("Queue.Consume", func(ctx context.Context, i int) error {
 		select {
 		case it, ok := <-c.Items():
@@ -630,6 +660,7 @@ func (r *run) observers(ctx context.Context) {
 	w := inspect.Watch(ctx, r.session(), r.root)
 	drain(r, "inspect.Watch", w.Reports())
 	r.closers = append(r.closers, o.Close, w.Close)
+	r.running = append(r.running, o.Err, w.Err)
 }
 
 // drain counts what ch delivers until it closes (when the soak's ctx
