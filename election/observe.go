@@ -293,12 +293,15 @@ func (e *Election) current(ctx context.Context) (l Leader, ch <-chan store.Event
 		// Watch before reading, so that a value proclaimed after the
 		// read always fires the watch.
 		p := store.Join(e.path, cs[0].Name)
-		exists, stat, ch, err := e.st.ExistsW(ctx, p)
+		stat, ch, err := store.WatchNode(ctx, e.st, p)
+		if errors.Is(err, store.ErrNoNode) {
+			continue // gone: list again
+		}
 		if err != nil {
 			return Leader{}, nil, false, err
 		}
-		if !exists || stat.Seq != cs[0].Seq {
-			continue // gone, maybe made again under its name: list again
+		if stat.Seq != cs[0].Seq {
+			continue // gone and made again under its name: list again
 		}
 		n, err := e.st.Get(ctx, p)
 		if errors.Is(err, store.ErrNoNode) || err == nil && n.Seq != cs[0].Seq {

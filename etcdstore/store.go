@@ -235,6 +235,7 @@ const DefaultAttemptTimeout = time.Second
 var (
 	_ store.Store           = (*Store)(nil)
 	_ store.ChildrenWatcher = (*Store)(nil)
+	_ store.NodeWatcher     = (*Store)(nil)
 	_ store.CreateLister    = (*Store)(nil)
 	_ store.WindowLister    = (*Store)(nil)
 	_ store.SeqDeleter      = (*Store)(nil)

@@ -47,6 +47,9 @@ type watchSpec struct {
 	// diff returns the event the difference between two reads means, if
 	// any.
 	diff func(old, cur []*mvccpb.KeyValue) (store.EventType, bool)
+	// exists, when set, says whether the read found the watched node;
+	// a missing node fails the call with ErrNoNode and keeps no watch.
+	exists func(kvs []*mvccpb.KeyValue) bool
 }
 
 // ExistsW reports whether p exists and returns a one-shot channel (capacity
@@ -69,8 +72,43 @@ func (s *Store) ExistsW(ctx context.Context, p string) (bool, store.Stat, <-chan
 		}
 		return true, store.Stat{}, out, nil
 	}
-	spec := &watchSpec{
-		op: "exists", path: p, key: p,
+	kvs, out, err := s.watch(ctx, nodeSpec("exists", p))
+	if err != nil {
+		return false, store.Stat{}, nil, err
+	}
+	if kv := find(p, kvs); kv != nil {
+		return true, node(kv).Stat(), out, nil
+	}
+	return false, store.Stat{}, out, nil
+}
+
+// NodeW returns the Stat of the node at p and a one-shot channel (capacity
+// 1) that delivers its next data change or its deletion, then is closed;
+// see [store.NodeWatcher]. The Err rules are those of ExistsW. ErrNoNode,
+// with no watch, when p does not exist: the watch opened beside the read
+// is cancelled at once.
+func (s *Store) NodeW(ctx context.Context, p string) (store.Stat, <-chan store.Event, error) {
+	if p == "/" {
+		_, stat, ev, err := s.ExistsW(ctx, p)
+		return stat, ev, err
+	}
+	if err := store.ValidatePath(p); err != nil {
+		return store.Stat{}, nil, err
+	}
+	spec := nodeSpec("watch", p)
+	spec.exists = func(kvs []*mvccpb.KeyValue) bool { return find(p, kvs) != nil }
+	kvs, out, err := s.watch(ctx, spec)
+	if err != nil {
+		return store.Stat{}, nil, err
+	}
+	return node(find(p, kvs)).Stat(), out, nil
+}
+
+// nodeSpec is the watch of the key p: its creation, deletion or data
+// change.
+func nodeSpec(op, p string) *watchSpec {
+	return &watchSpec{
+		op: op, path: p, key: p,
 		event: func(ev *clientv3.Event) (store.EventType, bool) {
 			switch {
 			case ev.Type == mvccpb.DELETE:
@@ -82,14 +120,6 @@ func (s *Store) ExistsW(ctx context.Context, p string) (bool, store.Stat, <-chan
 		},
 		diff: diffNode(p),
 	}
-	kvs, out, err := s.watch(ctx, spec)
-	if err != nil {
-		return false, store.Stat{}, nil, err
-	}
-	if kv := find(p, kvs); kv != nil {
-		return true, node(kv).Stat(), out, nil
-	}
-	return false, store.Stat{}, out, nil
 }
 
 // ChildrenW returns the children of p as Children does and a one-shot
@@ -121,6 +151,10 @@ func (s *Store) ChildrenW(ctx context.Context, p string) ([]store.Child, <-chan 
 			return store.EventChildrenChanged, ev.Type == mvccpb.DELETE || ev.IsCreate()
 		},
 		diff: diffChildren(p),
+		exists: func(kvs []*mvccpb.KeyValue) bool {
+			ok, _ := children(p, kvs)
+			return ok
+		},
 	}
 	kvs, out, err := s.watch(ctx, spec)
 	if err != nil {
@@ -267,11 +301,9 @@ func (s *Store) watch(ctx context.Context, spec *watchSpec) ([]*mvccpb.KeyValue,
 	if err != nil {
 		return nil, nil, s.fail(ctx, spec.op, spec.path, err)
 	}
-	if spec.op == "children" {
-		if exists, _ := children(spec.path, resp.Kvs); !exists {
-			w.cancel()
-			return nil, nil, fmt.Errorf("etcdstore: %s %q: %w", spec.op, spec.path, store.ErrNoNode)
-		}
+	if spec.exists != nil && !spec.exists(resp.Kvs) {
+		w.cancel()
+		return nil, nil, fmt.Errorf("etcdstore: %s %q: %w", spec.op, spec.path, store.ErrNoNode)
 	}
 	out := make(chan store.Event, 1)
 	if !s.goWatch(func() { s.serve(ctx, spec, w, resp, out) }) {

@@ -330,14 +330,13 @@ func (r *reader) children(ctx context.Context, p string) ([]store.Child, error) 
 // get reads the node at p; when watching, a change of its data fires too.
 func (r *reader) get(ctx context.Context, p string, watch bool) (store.Node, error) {
 	if r.cw != nil && watch {
-		exists, _, ev, err := r.st.ExistsW(ctx, p)
+		// No watch on a node that is gone: the listing's watch
+		// reports what comes at its name.
+		_, ev, err := store.WatchNode(ctx, r.st, p)
 		if err != nil {
 			return store.Node{}, err
 		}
 		r.evs = append(r.evs, ev)
-		if !exists {
-			return store.Node{}, fmt.Errorf("%q: %w", p, store.ErrNoNode)
-		}
 	}
 	return r.st.Get(ctx, p)
 }

@@ -8,7 +8,7 @@ import (
 )
 
 // Store is one session on a Server. It implements store.Store,
-// store.ChildrenWatcher, store.CreateLister, store.WindowLister,
+// store.ChildrenWatcher, store.NodeWatcher, store.CreateLister, store.WindowLister,
 // store.SeqDeleter and store.FrontDeleter, and is safe for concurrent use. The zero value is not usable; get one from Server.Open or New.
 type Store struct {
 	srv    *Server
@@ -29,6 +29,7 @@ type Store struct {
 var (
 	_ store.Store            = (*Store)(nil)
 	_ store.ChildrenWatcher  = (*Store)(nil)
+	_ store.NodeWatcher      = (*Store)(nil)
 	_ store.CreateLister     = (*Store)(nil)
 	_ store.WindowLister     = (*Store)(nil)
 	_ store.SeqDeleter       = (*Store)(nil)
@@ -198,6 +199,21 @@ func (st *Store) ExistsW(ctx context.Context, p string) (bool, store.Stat, <-cha
 		stat = n.public(p).Stat()
 	}
 	return n != nil, stat, st.srv.addWatch(ctx, st, st.srv.existsW, p), nil
+}
+
+// NodeW implements store.NodeWatcher: ErrNoNode, and no watch, when p
+// does not exist.
+func (st *Store) NodeW(ctx context.Context, p string) (store.Stat, <-chan store.Event, error) {
+	if err := st.begin(ctx, "watch", p); err != nil {
+		return store.Stat{}, nil, err
+	}
+	defer st.srv.mu.Unlock()
+	n := st.srv.lookup(p)
+	if n == nil {
+		return store.Stat{}, nil, fmt.Errorf("memstore: watch: %w: %q", store.ErrNoNode, p)
+	}
+	// The node exists, so an exists-watch can only see it change or go.
+	return n.public(p).Stat(), st.srv.addWatch(ctx, st, st.srv.existsW, p), nil
 }
 
 // ChildrenW implements store.ChildrenWatcher.

@@ -444,7 +444,7 @@ var invalidItemCtx = func() context.Context {
 func (it *Item) watchClaim() {
 	ctx, st, c := it.ctx, it.q.st, it.c
 	for attempt := 0; ctx.Err() == nil; {
-		exists, stat, ev, err := st.ExistsW(ctx, c.path)
+		stat, ev, err := store.WatchNode(ctx, st, c.path)
 		switch {
 		case ctx.Err() != nil:
 			return
@@ -454,11 +454,11 @@ func (it *Item) watchClaim() {
 			}
 			attempt++
 			continue
-		case err != nil:
-			return // the session ended: the item's Context ends with it
-		case !exists || stat.Owner != c.owner:
+		case errors.Is(err, store.ErrNoNode), err == nil && stat.Owner != c.owner:
 			it.lose(fmt.Errorf("%w: claim %q deleted", ErrClaimLost, c.path))
 			return
+		case err != nil:
+			return // the session ended: the item's Context ends with it
 		}
 		attempt = 0
 		select {

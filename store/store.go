@@ -119,6 +119,16 @@
 // watch call makes and the watch it sets: a change made after the check is
 // always reported.
 //
+// A watch must not outlive what it serves. A watch a caller gave up (its
+// ctx ended) may stay with the backend until it fires, and on ZooKeeper an
+// ExistsW on a missing node is a watch on the node's creation, which for a
+// sequential node's name never comes. So a wait for a node to go watches it
+// with [WatchNode] ([NodeWatcher]), which sets no watch on a missing node:
+// every such watch fires at the latest when its node goes, and the watches
+// a session holds stay within a constant of the live nodes. ExistsW on a
+// missing node is for a path whose creation the caller waits for (a
+// recipe's directory, a barrier's node): one per session and path.
+//
 // # Errors
 //
 // Every error a Store returns wraps one of the sentinels below (and, as a

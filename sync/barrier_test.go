@@ -208,7 +208,7 @@ func TestBarrierReleasesAll(t *testing.T) {
 			}()
 		}
 		// Every waiter has checked the barrier and found it set.
-		bcalls(t, sts[:sessions], "ExistsW", sessions*perSession)
+		bcalls(t, sts[:sessions], "NodeW", sessions*perSession)
 		bpending(t, errs, "Wait")
 		removed.Store(true)
 		if err := setter.Remove(ctx); err != nil {
@@ -244,7 +244,7 @@ func TestBarrierCancelledWaiter(t *testing.T) {
 				stay <- err
 			}()
 		}
-		bcalls(t, sts, "ExistsW", 3)
+		bcalls(t, sts, "NodeW", 3)
 		cancel()
 		if err := bresult(t, gone, "cancelled Wait"); !errors.Is(err, context.Canceled) {
 			t.Errorf("cancelled Wait = %v; want %v", err, context.Canceled)
@@ -281,7 +281,7 @@ func TestBarrierSessionEnds(t *testing.T) {
 				}
 				errs := make(chan error, 1)
 				go func() { errs <- sync.NewBarrier(sts[1], p).Wait(ctx) }()
-				bcalls(t, sts[1:], "ExistsW", 1)
+				bcalls(t, sts[1:], "NodeW", 1)
 				tt.end(t, b, sts[1].Unwrap())
 				if err := bresult(t, errs, "Wait"); !errors.Is(err, tt.want) {
 					t.Errorf("Wait after the session ended = %v; want %v", err, tt.want)
@@ -363,7 +363,7 @@ func TestBarrierDisconnect(t *testing.T) {
 		d.Disconnect(t, sts[1].Unwrap())
 		errs := make(chan error, 1)
 		go func() { errs <- sync.NewBarrier(sts[1], p).Wait(ctx) }()
-		bcalls(t, sts[1:], "ExistsW", 1) // it tried while disconnected
+		bcalls(t, sts[1:], "NodeW", 1) // it tried while disconnected
 		d.Reconnect(t, sts[1].Unwrap())
 		bpending(t, errs, "Wait")
 		if err := sync.NewBarrier(sts[0], p).Remove(ctx); err != nil {

@@ -49,7 +49,7 @@ func BenchmarkMutexRoundTrips(b *testing.B) {
 							// the own node; let it be sent before the
 							// unlock, as for a holder that works a while.
 							_ = m.Context()
-							watched := func(c countstore.Counts) bool { return c.Calls["ExistsW"] > i }
+							watched := func(c countstore.Counts) bool { return c.NodeWatches() > i }
 							if err := cs.Wait(ctx, watched); err != nil {
 								b.Fatal(err)
 							}

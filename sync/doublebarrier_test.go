@@ -91,7 +91,7 @@ func (p *dbParty) expire(i int) { p.b.Expire(p.t, p.sts[i].Unwrap()) }
 // before, has made one more: it is waiting on a node.
 func (p *dbParty) watching(i, calls int) {
 	p.t.Helper()
-	err := p.sts[i].Wait(bctx(p.t), func(c countstore.Counts) bool { return c.Calls["ExistsW"] > calls })
+	err := p.sts[i].Wait(bctx(p.t), func(c countstore.Counts) bool { return c.NodeWatches() > calls })
 	if err != nil {
 		p.t.Fatalf("participant #%d does not wait: %v", i, err)
 	}
@@ -273,7 +273,7 @@ func TestDoubleBarrierCancel(t *testing.T) {
 			p.want("Enter", p.enter, nil, 0, 1)
 			cctx, cancel := context.WithCancel(ctx)
 			defer cancel()
-			calls := p.sts[0].Counts().Calls["ExistsW"]
+			calls := p.sts[0].Counts().NodeWatches()
 			p.startLeave(cctx, 0, nil)
 			p.watching(0, calls) // the lowest waits for the highest
 			cancel()
@@ -376,11 +376,11 @@ func TestDoubleBarrierLeaveWakesOne(t *testing.T) {
 		// Members 1 and 2 leave and wait for the lowest; the lowest leaves
 		// and waits for the highest.
 		for _, i := range []int{1, 2} {
-			calls := p.sts[i].Counts().Calls["ExistsW"]
+			calls := p.sts[i].Counts().NodeWatches()
 			p.startLeave(ctx, i, nil)
 			p.watching(i, calls)
 		}
-		calls := p.sts[0].Counts().Calls["ExistsW"]
+		calls := p.sts[0].Counts().NodeWatches()
 		p.startLeave(ctx, 0, nil)
 		p.watching(0, calls)
 		p.members(3)
@@ -422,14 +422,14 @@ func TestDoubleBarrierDisconnect(t *testing.T) {
 			t.Skip("the backend cannot cut a connection")
 		}
 		ctx, p := bctx(t), newParty(t, b, 2, 2)
-		calls := p.sts[0].Counts().Calls["ExistsW"]
+		calls := p.sts[0].Counts().NodeWatches()
 		p.startEnter(ctx, 0, nil)
 		p.watching(0, calls)
 		d.Disconnect(t, p.sts[0].Unwrap())
 		p.startEnter(ctx, 1, nil)
 		d.Reconnect(t, p.sts[0].Unwrap())
 		p.want("Enter", p.enter, nil, 0, 1)
-		calls = p.sts[1].Counts().Calls["ExistsW"]
+		calls = p.sts[1].Counts().NodeWatches()
 		p.startLeave(ctx, 1, nil)
 		p.watching(1, calls) // waits for the lowest
 		d.Disconnect(t, p.sts[1].Unwrap())

@@ -657,7 +657,7 @@ func TestMutexNoHerd(t *testing.T) {
 			}()
 		}
 		for i, c := range cs { // every waiter is watching
-			if err := c.Wait(returned[i], func(n countstore.Counts) bool { return n.Calls["ExistsW"] > 0 }); err != nil {
+			if err := c.Wait(returned[i], func(n countstore.Counts) bool { return n.NodeWatches() > 0 }); err != nil {
 				if ctx.Err() == nil {
 					t.Fatalf("waiter %d returned before the holder unlocked (a waiter's result: %v)", i, <-got)
 				}
@@ -911,7 +911,7 @@ func TestMutexFrontHandoff(t *testing.T) {
 			ms[i] = sync.NewMutex(cs[i], p)
 			gots[i] = make(chan error, 1)
 			go func() { gots[i] <- ms[i].Lock(ctx) }()
-			if err := cs[i].Wait(ctx, func(n countstore.Counts) bool { return n.Calls["ExistsW"] > 0 }); err != nil {
+			if err := cs[i].Wait(ctx, func(n countstore.Counts) bool { return n.NodeWatches() > 0 }); err != nil {
 				t.Fatal(err)
 			}
 		}

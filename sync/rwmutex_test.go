@@ -169,7 +169,7 @@ func TestRWMutexWakesOnlyReadersBehind(t *testing.T) {
 			}
 			go func() { got[role] <- lock(ctx) }()
 			// Queue them in this order, each one watching.
-			if err := c.Wait(ctx, func(n countstore.Counts) bool { return n.Calls["ExistsW"] > 0 }); err != nil {
+			if err := c.Wait(ctx, func(n countstore.Counts) bool { return n.NodeWatches() > 0 }); err != nil {
 				t.Fatal(err)
 			}
 		}

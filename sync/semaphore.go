@@ -351,11 +351,14 @@ func semAwait(ctx context.Context, st store.Store, nodes []dbNode, moved bool) e
 	defer cancel() // drops the watches that did not fire
 	cases := make([]reflect.SelectCase, 0, len(nodes)+2)
 	for _, m := range nodes {
-		exists, stat, ev, err := st.ExistsW(wctx, m.path)
+		stat, ev, err := store.WatchNode(wctx, st, m.path)
+		if errors.Is(err, store.ErrNoNode) {
+			return nil // gone
+		}
 		if err != nil {
 			return err
 		}
-		if !exists || stat.Seq != m.seq {
+		if stat.Seq != m.seq {
 			return nil // gone, maybe made again under its name
 		}
 		cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ev)})

@@ -149,7 +149,7 @@ func TestSemaphoreNoHerd(t *testing.T) {
 			if i == 0 {
 				want = n
 			}
-			if err := sts[n+i].Wait(ctx, func(c countstore.Counts) bool { return c.Calls["ExistsW"] >= want }); err != nil {
+			if err := sts[n+i].Wait(ctx, func(c countstore.Counts) bool { return c.NodeWatches() >= want }); err != nil {
 				t.Fatalf("waiter %d does not watch: %v", i, err)
 			}
 			sts[n+i].Reset()
@@ -158,7 +158,7 @@ func TestSemaphoreNoHerd(t *testing.T) {
 		leases[1] = semGot(t, ws[0], "first waiter")
 		// The new holder hands the watch of the holders down to the next
 		// waiter, which is woken by that alone.
-		if err := sts[n+1].Wait(ctx, func(c countstore.Counts) bool { return c.Calls["ExistsW"] >= n }); err != nil {
+		if err := sts[n+1].Wait(ctx, func(c countstore.Counts) bool { return c.NodeWatches() >= n }); err != nil {
 			t.Fatalf("second waiter does not move up: %v", err)
 		}
 		semPending(t, "waiter", ws[1:]...)
@@ -190,7 +190,7 @@ func TestSemaphoreCancel(t *testing.T) {
 		defer cancel()
 		w1 := semAcquire(t, cctx, obs, sync.NewSemaphore(sts[1], p, 1))
 		w2 := semAcquire(t, ctx, obs, sync.NewSemaphore(sts[2], p, 1))
-		if err := sts[1].Wait(ctx, func(c countstore.Counts) bool { return c.Calls["ExistsW"] > 0 }); err != nil {
+		if err := sts[1].Wait(ctx, func(c countstore.Counts) bool { return c.NodeWatches() > 0 }); err != nil {
 			t.Fatalf("waiter does not watch: %v", err)
 		}
 		cancel()

@@ -466,9 +466,9 @@ func (s *StripedMutex) waitFront(ctx context.Context, own store.Node, seen *int6
 	defer cancel()
 	var ev <-chan store.Event
 	if watchOwn {
-		exists, stat, e, err := s.st.ExistsW(wctx, own.Path)
+		stat, e, err := store.WatchNode(wctx, s.st, own.Path)
 		switch {
-		case err != nil || !exists || stat.Seq != own.Seq:
+		case err != nil || stat.Seq != own.Seq:
 			// No hand-over this time; the wait for front rides out a
 			// lost connection, and the listing after it finds a node
 			// gone.

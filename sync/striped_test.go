@@ -32,7 +32,7 @@ type stripeResult struct {
 func stripeLock(t *testing.T, ctx context.Context, cs *countstore.Store, sm *sync.StripedMutex, stripes ...int) <-chan stripeResult {
 	t.Helper()
 	ch := make(chan stripeResult, 1)
-	before := cs.Counts().Calls["ExistsW"]
+	before := cs.Counts().NodeWatches()
 	go func() {
 		s, err := sm.Lock(ctx, stripes...)
 		ch <- stripeResult{s, err}
@@ -41,7 +41,7 @@ func stripeLock(t *testing.T, ctx context.Context, cs *countstore.Store, sm *syn
 	if len(stripes) == 0 && sm.Stripes() > 1 {
 		watches = 2 // and its own node, for a hand-over
 	}
-	if err := cs.Wait(ctx, func(c countstore.Counts) bool { return c.Calls["ExistsW"] >= before+watches }); err != nil {
+	if err := cs.Wait(ctx, func(c countstore.Counts) bool { return c.NodeWatches() >= before+watches }); err != nil {
 		t.Fatalf("Lock does not wait: %v", err)
 	}
 	return ch

@@ -305,13 +305,18 @@ const lostVote = "lost"
 // until the vote, and the alive nodes while joined.
 func (c *Coordinator) slot(ctx context.Context, name string) (string, []<-chan store.Event, error) {
 	p := store.Join(c.path, name)
-	exists, stat, ev, err := c.st.ExistsW(ctx, p)
+	stat, ev, err := store.WatchNode(ctx, c.st, p)
+	if errors.Is(err, store.ErrNoNode) {
+		// Not made (Begin still running, or it crashed): never commit.
+		made, ev, err := watchSlot(ctx, c.st, c.path, name)
+		if err != nil || made {
+			return "", nil, err // made meanwhile: the caller looks again
+		}
+		return "", []<-chan store.Event{ev}, nil
+	}
 	switch {
 	case err != nil:
 		return "", nil, err
-	case !exists:
-		// Not made (Begin still running, or it crashed): never commit.
-		return "", []<-chan store.Event{ev}, nil
 	case stat.Version >= versionVoted:
 		n, err := c.st.Get(ctx, p)
 		if err != nil {

@@ -135,7 +135,7 @@ func (p *Participant) waitSlot(ctx context.Context) (store.Node, error) {
 func (p *Participant) awaitSlot(ctx context.Context) error {
 	wctx, stop := context.WithCancel(ctx)
 	defer stop()
-	exists, _, sev, err := p.st.ExistsW(wctx, p.slot())
+	exists, sev, err := watchSlot(wctx, p.st, p.path, p.name)
 	if err != nil || exists {
 		return err
 	}

@@ -357,14 +357,14 @@ func await(ctx context.Context, st store.Store, path string, base header) (heade
 // its next change and the function that drops the watch.
 func watchHeader(ctx context.Context, st store.Store, path string) (header, <-chan store.Event, context.CancelFunc, error) {
 	wctx, stop := context.WithCancel(ctx)
-	exists, stat, ev, err := st.ExistsW(wctx, path)
+	stat, ev, err := store.WatchNode(wctx, st, path)
 	switch {
+	case errors.Is(err, store.ErrNoNode):
+		stop()
+		return header{}, nil, nil, ErrNoTransaction
 	case err != nil:
 		stop()
 		return header{}, nil, nil, err
-	case !exists:
-		stop()
-		return header{}, nil, nil, ErrNoTransaction
 	case stat.Version == 0:
 		// Undecided: the header is the one Begin wrote, and the watch
 		// reports the decision.
@@ -373,6 +373,35 @@ func watchHeader(ctx context.Context, st store.Store, path string) (header, <-ch
 	stop()
 	h, _, err := readHeader(ctx, st, path)
 	return h, nil, func() {}, err
+}
+
+// watchSlot reports whether the slot name of the transaction at path
+// exists and, when it does not, returns a watch that fires when a child of
+// the transaction's node is made or deleted, or the node goes: the slot's
+// creation among them. It watches the transaction's node rather than the
+// slot's name, whose creation may never come (a coordinator that crashed
+// in Begin), so that the watch ends with the transaction at the latest
+// (see store.NodeWatcher). A store without a children watch is asked for
+// the slot's creation. A missing transaction is ErrNoTransaction.
+func watchSlot(ctx context.Context, st store.Store, path, name string) (bool, <-chan store.Event, error) {
+	cw, ok := st.(store.ChildrenWatcher)
+	if !ok {
+		exists, _, ev, err := st.ExistsW(ctx, store.Join(path, name))
+		return exists, ev, err
+	}
+	kids, ev, err := cw.ChildrenW(ctx, path)
+	if errors.Is(err, store.ErrNoNode) {
+		return false, nil, ErrNoTransaction
+	}
+	if err != nil {
+		return false, nil, err
+	}
+	for _, k := range kids {
+		if k.Name == name {
+			return true, nil, nil
+		}
+	}
+	return false, ev, nil
 }
 
 // forget deletes the transaction at path when nobody needs it any more: no

@@ -54,6 +54,10 @@ func (c *client) Create(p string, data []byte, flags int32, acl []zk.ACL) (strin
 
 func (c *client) Get(p string) ([]byte, *zk.Stat, error) { return c.zk.Get(c.abs(p)) }
 
+func (c *client) GetW(p string) ([]byte, *zk.Stat, <-chan zk.Event, error) {
+	return c.zk.GetW(c.abs(p))
+}
+
 func (c *client) GetACL(p string) ([]zk.ACL, *zk.Stat, error) { return c.zk.GetACL(c.abs(p)) }
 
 func (c *client) SetACL(p string, acl []zk.ACL, version int32) (*zk.Stat, error) {

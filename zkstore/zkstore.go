@@ -179,6 +179,7 @@ import (
 var (
 	_ store.Store           = (*Store)(nil)
 	_ store.ChildrenWatcher = (*Store)(nil)
+	_ store.NodeWatcher     = (*Store)(nil)
 )
 
 // DefaultSessionTimeout is the session timeout asked of the server unless
@@ -221,6 +222,7 @@ type Store struct {
 	conn      *client
 	acl       []zk.ACL // of every node the Store creates
 	tls       *tls.Config
+	watches   watchTable      // client watches not fired yet (see watch.go)
 	events    <-chan zk.Event // closed when the client's goroutines have ended
 	id        atomic.Int64
 	ctx       context.Context

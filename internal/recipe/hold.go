@@ -216,8 +216,9 @@ func (h *Hold) report(lost error) {
 func (h *Hold) watch() {
 	for attempt := 0; ; attempt++ {
 		wctx, stop := context.WithCancel(h.ctx)
-		exists, stat, ev, err := h.st.ExistsW(wctx, h.node.Path)
-		if err != nil {
+		stat, ev, err := store.WatchNode(wctx, h.st, h.node.Path)
+		gone := errors.Is(err, store.ErrNoNode)
+		if err != nil && !gone {
 			stop()
 			if h.ctx.Err() != nil {
 				h.noticeEnd() // the session's end, say
@@ -233,7 +234,7 @@ func (h *Hold) watch() {
 			h.lose(err)
 			return
 		}
-		if !exists || stat.Seq != h.node.Seq {
+		if gone || stat.Seq != h.node.Seq {
 			// Gone, or gone and made again under its name by someone
 			// else: not ours any more.
 			stop()

@@ -35,8 +35,12 @@
 // not reach the first child is followed by the full listing. Elsewhere it
 // lists the directory ([Create]: one round trip with store.CreateLister,
 // else Create then Children). It waits on exactly the blocking node
-// ([WaitGone], an ExistsW loop that re-checks after every event), so a
-// release wakes only the waiters it unblocks. After any wait it reads its
+// ([WaitGone], a store.WatchNode loop that re-checks after every event), so
+// a release wakes only the waiters it unblocks. A node watch is set only
+// while the node exists, so it fires at the latest when the node goes: a
+// wait given up (ctx, session, connection) leaves at most a watch on a
+// node that is still there, and the watches a session holds stay within a
+// constant of the live nodes however many waits it makes. After any wait it reads its
 // view again: a predecessor that gave up was not the holder, and the own
 // node must still be there while the session lives before the grant is
 // reported. Where the store records the release of an exclusive holder
@@ -515,7 +519,8 @@ func ownGone(st store.Store, path string) error {
 func syncSession(st store.Store) { st.Disconnected() }
 
 // WaitGone blocks until the node at path with Seq seq does not exist, ctx
-// is done or the session ends. A node found at path with another Seq is
+// is done or the session ends. It watches the node with store.WatchNode,
+// which sets no watch once the node is gone. A node found at path with another Seq is
 // another node (the name was used again, as etcd's own clients do for every
 // acquisition of a session), so it counts as gone: waiting for it could close
 // a cycle with a contender that waits for us. WaitGone re-checks after every
@@ -538,7 +543,11 @@ func WaitAbsent(ctx context.Context, st store.Store, path string) error {
 func waitGone(ctx context.Context, st store.Store, path string, same func(store.Stat) bool) error {
 	for attempt := 0; ; attempt++ {
 		wctx, stop := context.WithCancel(ctx)
-		exists, stat, ev, err := st.ExistsW(wctx, path)
+		stat, ev, err := store.WatchNode(wctx, st, path)
+		if errors.Is(err, store.ErrNoNode) {
+			stop()
+			return nil
+		}
 		if err != nil {
 			stop()
 			if !errors.Is(err, store.ErrDisconnected) || ctx.Err() != nil {
@@ -549,7 +558,9 @@ func waitGone(ctx context.Context, st store.Store, path string, same func(store.
 			}
 			continue
 		}
-		if !exists || !same(stat) {
+		if !same(stat) {
+			// Another node at the name: the watch on it ends when
+			// that node changes or goes.
 			stop()
 			return nil
 		}

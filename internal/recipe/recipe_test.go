@@ -700,7 +700,7 @@ func TestFrontHandoff(t *testing.T) {
 		}()
 		watches := func(n int) {
 			t.Helper()
-			if err := waiter.Wait(ctx, func(c countstore.Counts) bool { return c.Calls["ExistsW"] >= n }); err != nil {
+			if err := waiter.Wait(ctx, func(c countstore.Counts) bool { return c.NodeWatches() >= n }); err != nil {
 				t.Fatalf("waiting for the waiter's watch #%d: %v", n, err)
 			}
 		}

@@ -319,3 +319,70 @@ func (s *suite) guardedCreate(t *testing.T) {
 	_, err = gc.CreateIf(ctx, dir+"/claims/z", nil, store.Persistent, guard)
 	wantErr(t, "CreateIf(deleted guard)", err, store.ErrNoNode)
 }
+
+// nodeWatch checks store.NodeWatcher, and store.WatchNode over a store
+// that hides it (the fallback through ExistsW): a watch on a node that
+// exists reports its data change and its deletion; a missing node fails
+// with ErrNoNode and gives no channel, so that nothing waits for a creation
+// that may never come.
+func (s *suite) nodeWatch(t *testing.T) {
+	a, b := s.open(t), s.open(t)
+	if _, ok := a.(store.NodeWatcher); !ok {
+		t.Skip("no store.NodeWatcher")
+	}
+	for _, tc := range []struct {
+		name string
+		st   store.Store
+	}{
+		{"NodeW", a},
+		{"fallback", struct{ store.Store }{a}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, dir := ctxFor(t), ns(t)
+			p := dir + "/w"
+			stat, ch, err := store.WatchNode(ctx, tc.st, p)
+			if !errors.Is(err, store.ErrNoNode) || ch != nil || stat != (store.Stat{}) {
+				t.Fatalf("WatchNode(missing) = %+v, %v, %v; want no watch and %v", stat, ch, err, store.ErrNoNode)
+			}
+			n := req(t).node(b.Create(ctx, dir+"/c-", nil, store.EphemeralSequential))
+			stat, ch, err = store.WatchNode(ctx, tc.st, n.Path)
+			req(t).ok(err)
+			if want := (store.Stat{Seq: n.Seq, Owner: b.SessionID()}); stat != want {
+				t.Errorf("WatchNode(%q) = %+v; want %+v", n.Path, stat, want)
+			}
+			req(t).node(b.Set(ctx, n.Path, []byte("x"), store.AnyVersion))
+			wantEvent(t, "set", ch, store.EventDataChanged)
+
+			stat, ch, err = store.WatchNode(ctx, tc.st, n.Path)
+			req(t).ok(err)
+			if stat.Version != 1 {
+				t.Errorf("WatchNode after Set: Version %d; want 1", stat.Version)
+			}
+			req(t).node(b.Create(ctx, p, nil, store.Persistent))
+			req(t).node(b.Create(ctx, p+"/kid", nil, store.Persistent))
+			quiet(t, "node watch after a sibling and its child were created", ch)
+			req(t).ok(b.Delete(ctx, n.Path))
+			wantEvent(t, "delete", ch, store.EventDeleted)
+
+			wctx, cancel := context.WithCancel(ctx)
+			_, ch, err = store.WatchNode(wctx, tc.st, p)
+			req(t).ok(err)
+			cancel()
+			wantErrEvent(t, "WatchNode after cancel", ch, context.Canceled)
+
+			_, _, err = store.WatchNode(ctx, tc.st, "bad")
+			wantErr(t, "WatchNode(bad)", err, store.ErrInvalidPath)
+			_, _, err = store.WatchNode(cancelled(), tc.st, p)
+			wantErr(t, "WatchNode(cancelled ctx)", err, context.Canceled)
+		})
+	}
+	// A pending watch ends with the session.
+	ctx, dir := ctxFor(t), ns(t)
+	req(t).node(b.Create(ctx, dir+"/p", nil, store.Persistent))
+	_, ch, err := store.WatchNode(ctx, a, dir+"/p")
+	req(t).ok(err)
+	_ = a.Close()
+	wantErrEvent(t, "WatchNode after Close", ch, store.ErrClosed)
+	_, _, err = store.WatchNode(ctx, a, dir+"/p")
+	wantErr(t, "WatchNode after Close", err, store.ErrClosed)
+}

@@ -19,7 +19,7 @@ const Timeout = 20 * time.Second
 
 // Run runs the whole conformance suite against b, one subtest per rule.
 // The optional interfaces ReplyLoser and Disconnector, and the optional
-// store.ChildrenWatcher, store.CreateLister, store.WindowLister,
+// store.ChildrenWatcher, store.NodeWatcher, store.CreateLister, store.WindowLister,
 // store.SeqDeleter, store.FrontDeleter, store.GetDeleter, store.ChildrenFollower,
 // store.ChildCounter, store.Leaser and store.GuardedCreator of the opened
 // sessions, are tested when present.
@@ -51,6 +51,7 @@ func Run(t *testing.T, b Backend) {
 		{"WatchClosed", s.watchClosed},
 		{"WatchExpired", s.watchExpired},
 		{"ChildrenWatch", s.childrenWatch},
+		{"NodeWatch", s.nodeWatch},
 		{"CancelledContext", s.cancelledContext},
 		{"AfterClose", s.afterClose},
 		{"AfterExpire", s.afterExpire},

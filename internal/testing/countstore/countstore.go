@@ -4,7 +4,7 @@
 // recipe's tests use it to show that a release wakes only the waiters it
 // unblocks, and its benchmarks to count round trips per operation.
 //
-// The wrapper always offers store.ChildrenWatcher, store.CreateLister,
+// The wrapper always offers store.ChildrenWatcher, store.NodeWatcher, store.CreateLister,
 // store.WindowLister, store.SeqDeleter and store.FrontDeleter. Over a
 // store without CreateLister, CreateAndList is a Create followed by a
 // Children and is counted as those two calls, which is what a recipe would
@@ -47,6 +47,10 @@ func (c Counts) Total() int {
 	return n
 }
 
+// NodeWatches returns the number of watches set on single nodes: ExistsW
+// and NodeW calls (a waiter has parked once its count grows).
+func (c Counts) NodeWatches() int { return c.Calls["ExistsW"] + c.Calls["NodeW"] }
+
 // Store is a counting store.Store. It is safe for concurrent use.
 type Store struct {
 	inner store.Store
@@ -68,6 +72,7 @@ type forwarder struct {
 var (
 	_ store.Store           = (*Store)(nil)
 	_ store.ChildrenWatcher = (*Store)(nil)
+	_ store.NodeWatcher     = (*Store)(nil)
 	_ store.CreateLister    = (*Store)(nil)
 	_ store.WindowLister    = (*Store)(nil)
 	_ store.SeqDeleter      = (*Store)(nil)
@@ -318,6 +323,17 @@ func (s *Store) ExistsW(ctx context.Context, path string) (bool, store.Stat, <-c
 		return ok, stat, nil, err
 	}
 	return ok, stat, s.forward(path, ev), nil
+}
+
+// NodeW implements store.NodeWatcher through store.WatchNode, so that
+// the wrapper keeps the wrapped store's way of watching a node.
+func (s *Store) NodeW(ctx context.Context, path string) (store.Stat, <-chan store.Event, error) {
+	s.count("NodeW")
+	stat, ev, err := store.WatchNode(ctx, s.inner, path)
+	if err != nil {
+		return store.Stat{}, nil, err
+	}
+	return stat, s.forward(path, ev), nil
 }
 
 // ChildrenW implements store.ChildrenWatcher; it fails with

@@ -602,3 +602,57 @@ func (t *tailBuffer) String() string {
 	defer t.mu.Unlock()
 	return string(t.b)
 }
+
+// Watches returns the number of watches the server at addr holds, over all
+// its sessions, children watches included (zk_watch_count of the
+// four-letter word mntr). A watch set by several sessions on one path
+// counts once per session.
+func Watches(addr string) (int, error) {
+	out, err := FourLetter(addr, "mntr")
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(out, "\n") {
+		if v, ok := strings.CutPrefix(line, "zk_watch_count\t"); ok {
+			return strconv.Atoi(strings.TrimSpace(v))
+		}
+	}
+	return 0, fmt.Errorf("zkserver: no zk_watch_count in mntr's answer %q", out)
+}
+
+// DataWatches returns the number of data and exists watches the server at
+// addr holds, over all its sessions (the "Total watches" of the
+// four-letter word wchs, which leaves children watches out).
+func DataWatches(addr string) (int, error) {
+	out, err := FourLetter(addr, "wchs")
+	if err != nil {
+		return 0, err
+	}
+	_, total, ok := strings.Cut(out, "Total watches:")
+	if !ok {
+		return 0, fmt.Errorf("zkserver: wchs answered %q", out)
+	}
+	return strconv.Atoi(strings.TrimSpace(total))
+}
+
+// SessionWatches returns the paths the server at addr holds a data or
+// exists watch on for the session with the given ID (the four-letter word
+// wchc, which leaves children watches out).
+func SessionWatches(addr string, session int64) ([]string, error) {
+	out, err := FourLetter(addr, "wchc")
+	if err != nil {
+		return nil, err
+	}
+	var paths []string
+	mine := false
+	for _, line := range strings.Split(out, "\n") {
+		switch {
+		case strings.HasPrefix(line, "0x"):
+			id, err := strconv.ParseUint(line[2:], 16, 64)
+			mine = err == nil && int64(id) == session
+		case mine && strings.HasPrefix(line, "\t"):
+			paths = append(paths, strings.TrimPrefix(line, "\t"))
+		}
+	}
+	return paths, nil
+}
