@@ -26,3 +26,6 @@ func Ended(s *Store) error {
 	defer s.mu.Unlock()
 	return s.ended
 }
+
+// Syncs returns how many syncs the Store's pacer has sent.
+func Syncs(s *Store) int64 { return s.syncs.Load() }
