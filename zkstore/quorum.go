@@ -141,7 +141,7 @@ func (s *Store) proveLocked(a ack, answered time.Time) {
 
 // keepProofLocked adds p to the proofs, or, when the one before the
 // latest is less than a grain older, puts p in the latest's place: the
-// latest answer is always kept, and two kept a grain apart at most.
+// latest answer is always kept, and at most two per grain.
 func (s *Store) keepProofLocked(p proof) {
 	n := len(s.proofs)
 	switch {

@@ -116,7 +116,7 @@ func (s *Store) expireLocked() {
 	if s.ended != nil || d == 0 || time.Since(s.base) < time.Duration(d) {
 		return
 	}
-	s.endLocked(fmt.Errorf("%w: the server has acknowledged nothing from session %#x for the negotiated session timeout (%v): it has expired the session, or will",
+	s.endLocked(fmt.Errorf("%w: the leader has counted nothing from session %#x for the negotiated session timeout (%v): it has expired the session, or will",
 		store.ErrSessionExpired, s.timedID, s.negotiated))
 }
 
