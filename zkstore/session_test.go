@@ -256,48 +256,44 @@ func TestReconnectKeepsSession(t *testing.T) {
 	}
 }
 
-// TestSyncPace measures what keeping the deadline fresh costs: an idle
-// session sends a sync every eighth of its timeout, one that writes more
-// often than that sends none (its writes pass through the leader).
+// TestSyncPace measures what keeping the deadline fresh costs, with an
+// idle session and one that writes every twentieth of its timeout side by
+// side: the idle one sends at most a sync per eighth of its timeout, and
+// some; the writing one at most half as many (its writes pass through the
+// leader; a sync goes out only when one took longer than an eighth of the
+// timeout to be answered).
 func TestSyncPace(t *testing.T) {
 	_, b := server(t)
 	const timeout = 2 * time.Second
 	ctx, dir := ctxFor(t), dirFor(t)
 	window := 2 * timeout
-	for _, tc := range []struct {
-		name     string
-		write    bool
-		min, max int64
-	}{
-		{"idle", false, 8*2 - 2, 8*2 + 2},
-		{"writing", true, 0, 1},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			st, _ := b.OpenWithProxies(t, zkstore.WithSessionTimeout(timeout))
-			node := must[store.Node](t)(st.Create(ctx, dir+"/"+tc.name, nil, store.Ephemeral))
-			end := time.NewTimer(window)
-			defer end.Stop()
-			tick := time.NewTicker(timeout / 20)
-			defer tick.Stop()
-			start, before := time.Now(), zkstore.Syncs(st)
-		loop:
-			for {
-				select {
-				case <-end.C:
-					break loop
-				case <-ctx.Done():
-					t.Fatal(ctx.Err())
-				case <-tick.C:
-					if tc.write {
-						must[store.Node](t)(st.Set(ctx, node.Path, []byte("x"), store.AnyVersion))
-					}
-				}
-			}
-			n := zkstore.Syncs(st) - before
-			t.Logf("%s session, %v timeout: %d syncs in %v (%.2f requests/s)", tc.name, timeout, n, window, float64(n)/time.Since(start).Seconds())
-			if n < tc.min || n > tc.max {
-				t.Errorf("%d syncs in %v; want %d to %d", n, window, tc.min, tc.max)
-			}
-		})
+	idle, _ := b.OpenWithProxies(t, zkstore.WithSessionTimeout(timeout))
+	writer, _ := b.OpenWithProxies(t, zkstore.WithSessionTimeout(timeout))
+	node := must[store.Node](t)(writer.Create(ctx, dir+"/w", nil, store.Ephemeral))
+	end := time.NewTimer(window)
+	defer end.Stop()
+	tick := time.NewTicker(timeout / 20)
+	defer tick.Stop()
+	start, idle0, writer0 := time.Now(), zkstore.Syncs(idle), zkstore.Syncs(writer)
+loop:
+	for {
+		select {
+		case <-end.C:
+			break loop
+		case <-ctx.Done():
+			t.Fatal(ctx.Err())
+		case <-tick.C:
+			must[store.Node](t)(writer.Set(ctx, node.Path, []byte("x"), store.AnyVersion))
+		}
+	}
+	took := time.Since(start)
+	ni, nw := zkstore.Syncs(idle)-idle0, zkstore.Syncs(writer)-writer0
+	t.Logf("%v sessions over %v: idle %d syncs (%.2f requests/s), writing %d syncs (%.2f requests/s)",
+		timeout, took.Round(time.Millisecond), ni, float64(ni)/took.Seconds(), nw, float64(nw)/took.Seconds())
+	if most := int64(took/(timeout/8)) + 1; ni < 1 || ni > most {
+		t.Errorf("idle session: %d syncs in %v; want 1 to %d", ni, took, most)
+	}
+	if nw > ni/2 {
+		t.Errorf("writing session: %d syncs in %v; want at most half the idle one's %d", nw, took, ni)
 	}
 }

@@ -351,6 +351,13 @@ func Open(ctx context.Context, servers []string, opts ...Option) (*Store, error)
 		}
 		return nil, fmt.Errorf("zkstore: open: no session with %v: %w", servers, ctx.Err())
 	}
+	// From now on only what passes through the leader keeps the session:
+	// the setting up below included.
+	if err := s.begin(); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("zkstore: open: %w", err)
+	}
+	go s.pace()
 	if _, err := call(s, ctx, func(left <-chan struct{}) (struct{}, error) {
 		return struct{}{}, s.setUp(left, o.auth)
 	}, nil); err != nil {
@@ -358,11 +365,6 @@ func Open(ctx context.Context, servers []string, opts ...Option) (*Store, error)
 		s.Close()
 		return nil, err
 	}
-	if err := s.begin(); err != nil {
-		s.Close()
-		return nil, fmt.Errorf("zkstore: open: %w", err)
-	}
-	go s.pace()
 	return s, nil
 }
 
