@@ -40,3 +40,6 @@ func StaleCreate(s *Store, name string, data []byte, mode store.Mode) func(conte
 		return s.kv.Txn(ctx).If(cmps...).Then(then...).Else(els...).Commit()
 	}
 }
+
+// Classify is the sentinel mapping of every etcd client error.
+func Classify(ctx context.Context, err error) error { return classify(ctx, err) }

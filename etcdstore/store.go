@@ -705,38 +705,61 @@ func (s *Store) fail(ctx context.Context, op, p string, err error) error {
 	return fmt.Errorf("etcdstore: %s %q: %w", op, p, err)
 }
 
-// classify wraps the sentinel an etcd client error means: ctx's error when
-// ctx ended, ErrDisconnected when the outcome is unknown because of the
-// connection or the cluster (no leader, timeout, lost reply, a proposal
-// dropped by a member between leaders).
+// classify wraps the sentinel an etcd client error means, so that every
+// error a call can meet matches one: ctx's error when ctx ended; ErrAuth or
+// ErrPermission for refused credentials or rights; ErrTooLarge for a
+// request over the server's or gRPC's size limit; ErrInvalidArgument for a
+// request the server refuses as malformed (etcd says InvalidArgument or
+// OutOfRange: a lease TTL too large); ErrSessionExpired for a lease the
+// server no longer knows. Everything else leaves the outcome unknown or
+// says the cluster cannot serve the call now, which a later attempt may
+// change, and is ErrDisconnected: lost connections, timeouts and
+// cancellations that are not ctx's, no leader, a member that is not the
+// leader or not ready (FailedPrecondition), too many requests or no space
+// (ResourceExhausted), a proposal dropped between leaders, and every code
+// etcd does not document for the call (Unknown, such as a server's own
+// "context deadline exceeded", Internal, DataLoss, Unimplemented, and
+// errors with no code at all).
 func classify(ctx context.Context, err error) error {
 	if ctx.Err() != nil {
 		return fmt.Errorf("%w (%w)", ctx.Err(), err)
 	}
-	if errors.Is(err, store.ErrDisconnected) {
+	if matchesSentinel(err) {
 		return err
 	}
 	code := codeOf(err)
 	if sentinel := authSentinel(err, code); sentinel != nil {
 		return fmt.Errorf("%w: %w", sentinel, err)
 	}
-	switch code {
-	case codes.Unavailable, codes.DeadlineExceeded, codes.Canceled, codes.Aborted:
-		return fmt.Errorf("%w: %w", store.ErrDisconnected, err)
-	case codes.Unknown:
-		// A member with no leader drops a proposal at once, and etcd
-		// has no code for it (raft.ErrProposalDropped).
-		if strings.Contains(err.Error(), "raft proposal dropped") {
-			return fmt.Errorf("%w: %w", store.ErrDisconnected, err)
+	switch {
+	case errors.Is(err, rpctypes.ErrRequestTooLarge), isGRPCTooLarge(err, code):
+		return fmt.Errorf("%w: %w", store.ErrTooLarge, err)
+	case code == codes.InvalidArgument, code == codes.OutOfRange:
+		return fmt.Errorf("%w: %w", store.ErrInvalidArgument, err)
+	case errors.Is(err, rpctypes.ErrLeaseNotFound):
+		return fmt.Errorf("%w: %w", store.ErrSessionExpired, err)
+	}
+	return fmt.Errorf("%w: %w", store.ErrDisconnected, err)
+}
+
+// matchesSentinel reports whether err already matches a sentinel of the
+// contract (an error the Store made itself).
+func matchesSentinel(err error) bool {
+	for _, s := range []error{
+		store.ErrDisconnected, store.ErrSessionExpired, store.ErrClosed,
+		store.ErrAuth, store.ErrPermission, store.ErrTooLarge, store.ErrInvalidArgument,
+	} {
+		if errors.Is(err, s) {
+			return true
 		}
 	}
-	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
-		// A deadline or cancellation that is not ctx's: the client's own
-		// (closing client, stream reset) or the attempt timeout's; the
-		// outcome is unknown.
-		return fmt.Errorf("%w: %w", store.ErrDisconnected, err)
-	}
-	return err
+	return false
+}
+
+// isGRPCTooLarge reports whether err is gRPC's own refusal of a message
+// over its size limit, on either side (it has no error value to match).
+func isGRPCTooLarge(err error, code codes.Code) bool {
+	return code == codes.ResourceExhausted && strings.Contains(err.Error(), "larger than max")
 }
 
 // codeOf returns the gRPC code of an etcd client error.

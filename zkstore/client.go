@@ -82,6 +82,11 @@ func (c *client) ChildrenW(p string) ([]string, *zk.Stat, <-chan zk.Event, error
 
 func (c *client) Delete(p string, version int32) error { return c.zk.Delete(c.abs(p), version) }
 
+func (c *client) Sync(p string) error {
+	_, err := c.zk.Sync(c.abs(p))
+	return err
+}
+
 // CreateIfExists creates the node at p unless the node at guard is
 // missing, in one multi request: the check of guard, then the create.
 func (c *client) CreateIfExists(guard, p string, data []byte, flags int32, acl []zk.ACL) ([]zk.MultiResponse, error) {

@@ -113,7 +113,7 @@ func (l *link) acked(a ack) {
 		return
 	}
 	if l.session {
-		l.s.heard(a.sent)
+		l.s.heard(a)
 	}
 }
 

@@ -30,3 +30,6 @@ func Ended(s *Store) error {
 // RearmGuarded reports whether the Store's links hold answers until the
 // client re-arms its watches (see rearm.go): true once Open returned.
 func RearmGuarded(s *Store) bool { return s.rearm.armed.Load() }
+
+// Syncs returns how many syncs the Store's pacer has sent.
+func Syncs(s *Store) int64 { return s.syncs.Load() }

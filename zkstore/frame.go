@@ -72,6 +72,7 @@ func (f *framer) feed(p []byte, start func(), check func(index, size int) error,
 type ack struct {
 	sent    time.Time
 	connect bool
+	leader  bool          // the request passed through the leader (see quorum.go)
 	session int64         // of a connect response; 0: the session is refused as expired
 	timeout time.Duration // of a connect response: the negotiated session timeout
 }
@@ -96,18 +97,36 @@ var errNotZooKeeper = errors.New("zkstore: the peer does not answer as a ZooKeep
 // A tracker is not safe for concurrent use.
 type tracker struct {
 	up, down framer
-	sent     []time.Time // when each frame not yet answered began to be sent, oldest first
+	sent     []outgoing // each frame not yet answered, oldest first
+}
+
+// outgoing is a frame we sent: when it began to be sent, and the opcode of
+// the request it carries, once its head has been written (opUnknown
+// until then, and for the connect request).
+type outgoing struct {
+	at time.Time
+	op int32
 }
 
 // wrote records p, which is about to be written at time at, and calls
 // request, if not nil, with the head of every request it completes (the
 // connect request, the first frame, excluded).
 func (t *tracker) wrote(p []byte, at time.Time, request func(head []byte)) {
-	t.up.feed(p, func() { t.sent = append(t.sent, at) }, nil, func(index int, head []byte) {
+	t.up.feed(p, func() { t.sent = append(t.sent, outgoing{at: at, op: opUnknown}) }, nil, func(index int, head []byte) {
+		t.wroteFrame(index, head)
 		if index > 0 && request != nil {
 			request(head)
 		}
 	})
+}
+
+// wroteFrame learns the opcode of the frame just written, which is the
+// last one sent: it cannot have been answered before its last byte left.
+func (t *tracker) wroteFrame(index int, head []byte) {
+	if index == 0 || len(head) < 12 || len(t.sent) == 0 {
+		return // the connect request, or too short to be a request
+	}
+	t.sent[len(t.sent)-1].op = int32(binary.BigEndian.Uint32(head[8:]))
 }
 
 // read follows p, just read, and calls acked for every answer it
@@ -136,7 +155,10 @@ func (t *tracker) read(p []byte, acked func(ack), replied func(replyHeader)) err
 		if len(t.sent) == 0 {
 			return // an answer to nothing we sent: prove nothing
 		}
-		a.sent = t.sent[0]
+		a.sent = t.sent[0].at
+		if !a.connect && len(body) >= 16 {
+			a.leader = passedLeader(t.sent[0].op, int32(binary.BigEndian.Uint32(body[12:])))
+		}
 		t.sent = t.sent[1:]
 		acked(a)
 	})

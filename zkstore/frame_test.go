@@ -143,12 +143,96 @@ func TestTrackerSplits(t *testing.T) {
 			if a.connect != (i == 0) {
 				t.Errorf("pattern %d: ack %d connect = %v", pattern, i, a.connect)
 			}
+			if a.leader != (i == 1) { // the create2 alone
+				t.Errorf("pattern %d: ack %d leader = %v", pattern, i, a.leader)
+			}
 		}
 		if got[0].session != 0x1234 || got[0].timeout != 1500*time.Millisecond {
 			t.Errorf("pattern %d: connect ack = session %#x, timeout %v; want 0x1234, 1.5s", pattern, got[0].session, got[0].timeout)
 		}
 		if len(tr.sent) != 0 {
 			t.Errorf("pattern %d: %d requests left unanswered; want 0", pattern, len(tr.sent))
+		}
+	}
+}
+
+func replyErr(xid, code int32) []byte {
+	b := binary.BigEndian.AppendUint32(nil, uint32(xid))
+	b = binary.BigEndian.AppendUint64(b, 7) // zxid
+	b = binary.BigEndian.AppendUint32(b, uint32(code))
+	return frame(b)
+}
+
+// TestTrackerLeaderAnswers checks which answers prove that their request
+// passed through the leader: those to writes, multis, syncs and closes,
+// successful or failed as a decided write fails, whatever the chunks the
+// stream comes in; not reads, pings, watch resets, nor errors a server
+// gives on its own.
+func TestTrackerLeaderAnswers(t *testing.T) {
+	cases := []struct {
+		name   string
+		op     int32
+		code   int32
+		leader bool
+	}{
+		{"create", opCreate, 0, true},
+		{"create2 exists", opCreate2, errNodeExists, true},
+		{"delete not empty", opDelete, errNotEmpty, true},
+		{"setData no node", opSetData, errNoNode, true},
+		{"setData bad version", opSetData, errBadVersion, true},
+		{"multi", opMulti, 0, true},
+		{"sync", opSync, 0, true},
+		{"close", opCloseSession, 0, true},
+		{"createContainer", opCreateContainer, 0, true},
+		{"getData", 4, 0, false},
+		{"getChildren2", 12, 0, false},
+		{"exists", 3, errNoNode, false},
+		{"ping", 11, 0, false},
+		{"setWatches", 101, 0, false},
+		{"auth", 100, 0, false},
+		{"create throttled", opCreate, -127, false},
+		{"create no auth", opCreate, -102, false},
+		{"sync session expired", opSync, -112, false},
+	}
+	up := [][]byte{connectRequest(2000, 0)}
+	down := [][]byte{connectResponse(2000, 9)}
+	for i, c := range cases {
+		xid := int32(i + 1)
+		up = append(up, request(xid, c.op, 10))
+		down = append(down, replyErr(xid, c.code), reply(-1, 3))
+	}
+	for pattern := range 5 {
+		rng := rand.New(rand.NewPCG(3, uint64(pattern)))
+		var tr tracker
+		stream := slices.Concat(up...)
+		for off, n := range chunks(splits(rng, len(stream), pattern)) {
+			tr.wrote(stream[off:off+n], time.Now(), nil)
+		}
+		var got []ack
+		stream = slices.Concat(down...)
+		for off, n := range chunks(splits(rng, len(stream), pattern)) {
+			must(t, tr.read(stream[off:off+n], func(a ack) { got = append(got, a) }, nil))
+		}
+		if len(got) != len(cases)+1 {
+			t.Fatalf("pattern %d: %d acks; want %d", pattern, len(got), len(cases)+1)
+		}
+		for i, c := range cases {
+			if a := got[i+1]; a.leader != c.leader {
+				t.Errorf("pattern %d: %s: leader = %v; want %v", pattern, c.name, a.leader, c.leader)
+			}
+		}
+	}
+}
+
+// chunks yields the offset and size of each of sizes, laid end to end.
+func chunks(sizes []int) func(func(int, int) bool) {
+	return func(yield func(int, int) bool) {
+		off := 0
+		for _, n := range sizes {
+			if !yield(off, n) {
+				return
+			}
+			off += n
 		}
 	}
 }
@@ -173,7 +257,7 @@ func TestTrackerEarlyAnswers(t *testing.T) {
 	if !slices.EqualFunc(got, want, time.Time.Equal) {
 		t.Errorf("acks = %v; want %v", got, want)
 	}
-	if len(tr.sent) != 1 || !tr.sent[0].Equal(at(30)) {
+	if len(tr.sent) != 1 || !tr.sent[0].at.Equal(at(30)) {
 		t.Errorf("unanswered = %v; want the request sent at +30ms", tr.sent)
 	}
 }

@@ -43,11 +43,12 @@ import (
 // two itself.
 const sentinelPath = "/\ue000"
 
+// The opcodes the guard recognises (ZooKeeper's errors and the opcodes
+// of writes are in quorum.go).
 const (
-	opExists     = 3
-	opSetAuth    = 100
-	opSetWatches = 101
-	errNoNode    = -101
+	opExists     int32 = 3
+	opSetAuth    int32 = 100
+	opSetWatches int32 = 101
 )
 
 // rearm is the Store's side of the guard.

@@ -29,21 +29,26 @@ func (s *Store) connectAcked(a ack) bool {
 		return false // another session: not ours to time
 	}
 	s.negotiated = a.timeout
+	s.resetProofsLocked(a.sent, time.Now())
 	s.ackLocked(a.sent)
 	return true
 }
 
-// heard records that the server received a request of this session sent
-// at sent.
-func (s *Store) heard(sent time.Time) {
+// heard records that the server answered a request of this session, and
+// moves the deadline when the answer proves that the leader counted the
+// session (see quorum.go).
+func (s *Store) heard(a ack) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.ackLocked(sent)
+	if s.ended == nil {
+		s.proveLocked(a, time.Now())
+	}
 }
 
-// ackLocked moves the session's deadline to sent + the negotiated timeout,
-// if that is later than it is, and arms the timer that ends the session at
-// the deadline. s.mu is held.
+// ackLocked moves the session's deadline to sent + the negotiated timeout
+// (less the guard), if that is later than it is, and arms the timer that
+// ends the session at the deadline. sent is when a request began to be
+// sent that the leader has counted (see quorum.go). s.mu is held.
 func (s *Store) ackLocked(sent time.Time) {
 	if s.ended != nil {
 		return
@@ -111,7 +116,7 @@ func (s *Store) expireLocked() {
 	if s.ended != nil || d == 0 || time.Since(s.base) < time.Duration(d) {
 		return
 	}
-	s.endLocked(fmt.Errorf("%w: the server has acknowledged nothing from session %#x for the negotiated session timeout (%v): it has expired the session, or will",
+	s.endLocked(fmt.Errorf("%w: the leader has counted nothing from session %#x for the negotiated session timeout (%v): it has expired the session, or will",
 		store.ErrSessionExpired, s.timedID, s.negotiated))
 }
 

@@ -20,9 +20,13 @@
 // The server expires a session once it has received nothing from the client
 // for the session timeout it granted ([Store.SessionTimeout]; it clamps the
 // one asked for with [WithSessionTimeout] to its own bounds, by default 2 to
-// 20 ticks). The Store keeps a deadline that is never later than that:
+// 20 ticks). In an ensemble only the leader expires sessions; a follower
+// cut off from it goes on answering its clients for syncLimit × tickTime,
+// whether or not the leader has already expired their sessions. The Store
+// keeps a deadline that is never later than the leader's expiry, whatever
+// syncLimit × tickTime:
 //
-//	deadline = when the latest request the server has answered began to be sent
+//	deadline = when the latest request the leader has counted began to be sent
 //	           + the negotiated session timeout
 //	           - a guard of a twentieth of that timeout (at most a second)
 //
@@ -34,13 +38,25 @@
 // every request with exactly one reply, in order, so once k replies (watch
 // notifications aside) have arrived on a connection, the server has
 // received the first k requests sent on it, the last of them no earlier than
-// when it began to be sent. A connect response that accepts the session
-// counts as the answer to its connect request, so a reconnection within the
-// deadline keeps the session and moves the deadline on. The client pings
-// every third of the timeout, so on a working connection the deadline stays
-// at least two thirds of a timeout ahead. A server restart or a change of
-// leader only extends sessions (the server counts their timeouts afresh), so
-// the rule holds through them.
+// when it began to be sent. An answer alone proves only that the server
+// is alive; the leader has counted a request once the connect response
+// that accepts the session has arrived (a follower asks the leader to
+// revalidate it), or once a request that passes through the leader (a
+// write, a sync), sent at least a third of a timeout after the answer to
+// that request, has been answered on the same connection: a follower
+// reports its sessions' activity to the leader every half tick, on the
+// stream it forwards requests on. That holds for any timeout of at least
+// 1.5 ticks (the server grants at least 2 unless its minSessionTimeout
+// says otherwise). To keep the deadline fresh the Store sends a sync
+// whenever no request of the session has passed through the leader for an
+// eighth of the timeout (8 requests per timeout on an idle session, none on
+// one that writes as often), so on a working connection the deadline stays
+// over a third of a timeout ahead. A stalled connection ends the session
+// on the client after a third to a half of the timeout, sooner than the
+// two thirds the client waits before it gives the connection up: a Store
+// that must ride out longer stalls asks for a longer timeout. A server
+// restart or a change of leader only extends sessions (the server counts
+// their timeouts afresh), so the rule holds through them.
 //
 // Once the deadline has passed the session is over: [Store.Context] is
 // cancelled with [store.ErrSessionExpired], every later call fails with it,
@@ -232,9 +248,10 @@ type Store struct {
 	log       *slog.Logger
 	requested time.Duration
 	nservers  int
-	over      atomic.Bool // the session has ended
-	wires     wires       // frames awaited on the wire (see pipeline.go)
-	rearm     rearm       // the guard of re-armed watches (see rearm.go)
+	over      atomic.Bool  // the session has ended
+	wires     wires        // frames awaited on the wire (see pipeline.go)
+	rearm     rearm        // the guard of re-armed watches (see rearm.go)
+	syncs     atomic.Int64 // syncs the pacer has sent
 
 	// The session's clock. The deadline is in nanoseconds since base (0
 	// until the first connect response), read without s.mu.
@@ -257,7 +274,9 @@ type Store struct {
 	links       map[*link]struct{}
 	timedID     int64         // the session the clock times
 	negotiated  time.Duration // the session timeout the server granted
-	acked       time.Time     // latest send the server acknowledged
+	acked       time.Time     // latest send the leader has counted (see quorum.go)
+	proofs      []proof       // recent answers on the current connection, oldest first
+	leaderSent  time.Time     // latest send of an answered request that passed through the leader
 	timer       *time.Timer   // ends the session at its deadline
 	timerAt     time.Duration // when timer fires, since base
 	noTimer     bool
@@ -353,6 +372,13 @@ func Open(ctx context.Context, servers []string, opts ...Option) (*Store, error)
 		}
 		return nil, fmt.Errorf("zkstore: open: no session with %v: %w", servers, ctx.Err())
 	}
+	// From now on only what passes through the leader keeps the session:
+	// the setting up below included.
+	if err := s.begin(); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("zkstore: open: %w", err)
+	}
+	go s.pace()
 	if _, err := call(s, ctx, func(left <-chan struct{}) (struct{}, error) {
 		if err := s.setUp(left, &o); err != nil {
 			return struct{}{}, err

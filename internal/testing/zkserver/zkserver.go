@@ -1,7 +1,8 @@
 // Package zkserver runs real ZooKeeper servers for tests: a single server or
 // an ensemble, on 127.0.0.1 with free ports, temporary data directories and
-// short ticks, and lets a test stop, kill and restart them and expire a
-// client's session.
+// short ticks, and lets a test stop, kill and restart them, partition one
+// member of an ensemble from the others (Config.QuorumProxies), and expire
+// a client's session.
 //
 // It starts the server from the Debian package zookeeper (the jars under
 // /usr/share/java, run by the java on PATH). A server can also serve clients
@@ -33,6 +34,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/corral-go/corral/internal/testing/tcpproxy"
 )
 
 // DefaultClassPath is the class path of the Debian package zookeeper.
@@ -47,6 +50,15 @@ type Config struct {
 	// TickTime is ZooKeeper's basic time unit; default 100ms. Session
 	// timeouts and the ensemble's sync limits are counted in ticks.
 	TickTime time.Duration
+	// SyncLimit is how many ticks a follower may go without hearing from
+	// its leader (and the leader from it) before it gives up; default 10.
+	// Until then a follower cut off from the ensemble answers its clients.
+	SyncLimit int
+	// QuorumProxies makes StartEnsemble route every member's links to
+	// each other member (quorum and election) through a tcpproxy of its
+	// own, so that [Ensemble.Partition] can cut one member off from the
+	// others while its clients still reach it.
+	QuorumProxies bool
 	// MinSessionTimeout and MaxSessionTimeout bound the session timeouts
 	// the server grants; defaults 2 ticks and 60s (ZooKeeper's own
 	// default, 2 to 20 ticks, is too narrow for short ticks).
@@ -101,6 +113,9 @@ ssl.clientAuth=%s
 func (c Config) withDefaults() Config {
 	if c.TickTime <= 0 {
 		c.TickTime = 100 * time.Millisecond
+	}
+	if c.SyncLimit <= 0 {
+		c.SyncLimit = 10
 	}
 	if c.MinSessionTimeout <= 0 {
 		c.MinSessionTimeout = 2 * c.TickTime
@@ -234,7 +249,7 @@ func newServer(cfg Config, dir string, port int, main, extra string) (*Server, e
 	}
 	conf := fmt.Sprintf(`tickTime=%d
 initLimit=20
-syncLimit=10
+syncLimit=%d
 clientPort=%d
 clientPortAddress=127.0.0.1
 dataDir=%s
@@ -243,7 +258,7 @@ admin.enableServer=false
 maxClientCnxns=0
 minSessionTimeout=%d
 maxSessionTimeout=%d
-%s`, cfg.TickTime.Milliseconds(), port, data,
+%s`, cfg.TickTime.Milliseconds(), cfg.SyncLimit, port, data,
 		cfg.MinSessionTimeout.Milliseconds(), cfg.MaxSessionTimeout.Milliseconds(), extra)
 	cfgFile := filepath.Join(dir, "zoo.cfg")
 	if err := os.WriteFile(cfgFile, []byte(conf), 0o644); err != nil {
@@ -443,6 +458,18 @@ type Ensemble struct {
 	Members []*Server
 	dir     string
 	ownDir  bool
+	// links[i][j] relays member i's connections to member j (its quorum
+	// and election ports), with QuorumProxies.
+	links [][]*peerLink
+}
+
+// peerLink is the pair of proxies through which one member reaches
+// another.
+type peerLink struct{ quorum, election *tcpproxy.Proxy }
+
+func (l *peerLink) close() {
+	l.quorum.Close()
+	l.election.Close()
 }
 
 // StartEnsemble starts an ensemble of n members and returns once every
@@ -458,12 +485,15 @@ func StartEnsemble(n int, cfg Config) (*Ensemble, error) {
 	if err != nil {
 		return nil, err
 	}
-	var peers strings.Builder
-	for i := range n {
-		fmt.Fprintf(&peers, "server.%d=127.0.0.1:%d:%d\n", i+1, ports[3*i+1], ports[3*i+2])
-	}
 	e := &Ensemble{dir: dir, ownDir: ownDir}
+	if cfg.QuorumProxies {
+		if err := e.proxyLinks(n, ports); err != nil {
+			e.Close()
+			return nil, err
+		}
+	}
 	for i := range n {
+		peers := e.peers(i, n, ports)
 		mcfg := cfg
 		mcfg.Dir = filepath.Join(dir, fmt.Sprintf("member%d", i+1))
 		mdir, err := makeDir(&mcfg)
@@ -476,7 +506,7 @@ func StartEnsemble(n int, cfg Config) (*Ensemble, error) {
 		var s *Server
 		if err == nil {
 			s, err = newServer(mcfg, mdir, ports[3*i], "org.apache.zookeeper.server.quorum.QuorumPeerMain",
-				"reconfigEnabled=false\nstandaloneEnabled=false\n"+peers.String())
+				"reconfigEnabled=false\nstandaloneEnabled=false\n"+peers)
 		}
 		if err == nil {
 			e.Members = append(e.Members, s)
@@ -494,6 +524,82 @@ func StartEnsemble(n int, cfg Config) (*Ensemble, error) {
 		}
 	}
 	return e, nil
+}
+
+// proxyLinks makes the proxies of every member's links to every other.
+func (e *Ensemble) proxyLinks(n int, ports []int) error {
+	e.links = make([][]*peerLink, n)
+	for i := range n {
+		e.links[i] = make([]*peerLink, n)
+		for j := range n {
+			if i == j {
+				continue
+			}
+			q, err := tcpproxy.New(net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[3*j+1])))
+			if err != nil {
+				return fmt.Errorf("zkserver: quorum proxy: %w", err)
+			}
+			el, err := tcpproxy.New(net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[3*j+2])))
+			if err != nil {
+				q.Close()
+				return fmt.Errorf("zkserver: election proxy: %w", err)
+			}
+			e.links[i][j] = &peerLink{q, el}
+		}
+	}
+	return nil
+}
+
+// peers returns the server lines of member i's configuration: its own
+// quorum and election ports, and the other members' as i reaches them
+// (through i's proxies, with QuorumProxies). The members' lines differ
+// only in the addresses, which ZooKeeper allows.
+func (e *Ensemble) peers(i, n int, ports []int) string {
+	var b strings.Builder
+	for j := range n {
+		q, el := strconv.Itoa(ports[3*j+1]), strconv.Itoa(ports[3*j+2])
+		if e.links != nil && i != j {
+			q, el = port(e.links[i][j].quorum.Addr()), port(e.links[i][j].election.Addr())
+		}
+		fmt.Fprintf(&b, "server.%d=127.0.0.1:%s:%s\n", j+1, q, el)
+	}
+	return b.String()
+}
+
+// port returns the port of addr, "host:port".
+func port(addr string) string {
+	_, p, _ := net.SplitHostPort(addr)
+	return p
+}
+
+// Partition cuts member i off from the other members, both ways, as a
+// network partition does: its links to them and theirs to it stay open but
+// carry nothing (tcpproxy's Freeze) until Heal. Its clients still reach it,
+// and it answers them until it gives up on its leader (SyncLimit ticks).
+// It needs QuorumProxies.
+func (e *Ensemble) Partition(i int) error { return e.eachLink(i, (*tcpproxy.Proxy).Freeze) }
+
+// Heal ends Partition(i): member i's links carry traffic again, bytes held
+// meanwhile included.
+func (e *Ensemble) Heal(i int) error { return e.eachLink(i, (*tcpproxy.Proxy).Restore) }
+
+func (e *Ensemble) eachLink(i int, f func(*tcpproxy.Proxy)) error {
+	if e.links == nil {
+		return errors.New("zkserver: the ensemble was started without QuorumProxies")
+	}
+	if i < 0 || i >= len(e.Members) {
+		return fmt.Errorf("zkserver: no member %d", i)
+	}
+	for j := range e.Members {
+		if j == i {
+			continue
+		}
+		for _, l := range []*peerLink{e.links[i][j], e.links[j][i]} {
+			f(l.quorum)
+			f(l.election)
+		}
+	}
+	return nil
 }
 
 // EnsembleForTest starts an ensemble of n members for t (see [Require])
@@ -536,6 +642,13 @@ func (e *Ensemble) Leader() (int, error) {
 func (e *Ensemble) Close() error {
 	for _, s := range e.Members {
 		s.Kill()
+	}
+	for _, row := range e.links {
+		for _, l := range row {
+			if l != nil {
+				l.close()
+			}
+		}
 	}
 	if e.ownDir {
 		return os.RemoveAll(e.dir)

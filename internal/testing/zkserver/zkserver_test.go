@@ -106,3 +106,54 @@ func TestTLS(t *testing.T) {
 		t.Error("handshake without a client certificate succeeded")
 	}
 }
+
+// A follower partitioned from the other members goes on serving for
+// SyncLimit ticks, then stops; the other two keep a quorum; once healed it
+// serves again as a follower.
+func TestEnsemblePartition(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts three servers")
+	}
+	const tick, syncLimit = 100 * time.Millisecond, 10
+	e := EnsembleForTest(t, 3, Config{TickTime: tick, SyncLimit: syncLimit, QuorumProxies: true})
+	leader, err := e.Leader()
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := (leader + 1) % 3
+	if err := e.Partition(f); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	// The mode has no event to wait on: poll it, bounded.
+	poll := time.NewTicker(20 * time.Millisecond)
+	defer poll.Stop()
+	bound := time.NewTimer(30 * time.Second)
+	defer bound.Stop()
+	waitMode := func(i int, want func(string, error) bool, what string) time.Duration {
+		t.Helper()
+		for !want(e.Members[i].Mode()) {
+			select {
+			case <-poll.C:
+			case <-bound.C:
+				t.Fatalf("member %d: %s: not after %v", i, what, time.Since(start))
+			}
+		}
+		return time.Since(start)
+	}
+	stopped := waitMode(f, func(_ string, err error) bool { return err != nil }, "stops serving")
+	if stopped < syncLimit*tick/2 {
+		t.Errorf("partitioned follower stopped serving %v after the partition; want about %v", stopped, syncLimit*tick)
+	}
+	t.Logf("partitioned follower stopped serving after %v (syncLimit × tickTime = %v)", stopped, syncLimit*tick)
+	if m, err := e.Members[leader].Mode(); err != nil || m != "leader" {
+		t.Errorf("leader's Mode() during the partition = %q, %v; want leader", m, err)
+	}
+	if err := e.Heal(f); err != nil {
+		t.Fatal(err)
+	}
+	waitMode(f, func(m string, err error) bool { return err == nil && m == "follower" }, "follows again")
+	if err := (&Ensemble{}).Partition(0); err == nil {
+		t.Error("Partition on an ensemble without QuorumProxies succeeded")
+	}
+}
