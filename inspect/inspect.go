@@ -357,6 +357,9 @@ func (r *reader) walk(ctx context.Context, root string, fn func(Report) error) e
 // the directories that are no node, such as the prefixes of etcd's own
 // concurrency.Mutex and "etcdctl lock"; nil on other stores.
 func ImplicitDirs(ctx context.Context, st store.Store, root string) (map[string][]string, error) {
+	if err := store.ValidatePath(root); err != nil {
+		return nil, err
+	}
 	l, ok := st.(store.ImplicitDirLister)
 	if !ok {
 		return nil, nil

@@ -3,9 +3,12 @@ package inspect
 import (
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"unicode/utf8"
+
+	"github.com/corral-go/corral/store"
 )
 
 // The JSON of a Contender and a Claim carries the session and the data as
@@ -102,8 +105,20 @@ func (c Claim) MarshalJSON() ([]byte, error) {
 	}{fields(c), w.Session, w.Data, w.DataBase64})
 }
 
-// UnmarshalJSON decodes what MarshalJSON encodes.
+// UnmarshalJSON decodes what MarshalJSON encodes. Anything else, and a nil
+// c, fail with store.ErrInvalidArgument.
 func (c *Claim) UnmarshalJSON(b []byte) error {
+	if c == nil {
+		return fmt.Errorf("inspect: claim: %w: nil *Claim", store.ErrInvalidArgument)
+	}
+	err := c.unmarshal(b)
+	if err != nil && !errors.Is(err, store.ErrInvalidArgument) {
+		err = fmt.Errorf("inspect: claim: %w: %w", store.ErrInvalidArgument, err)
+	}
+	return err
+}
+
+func (c *Claim) unmarshal(b []byte) error {
 	type fields Claim
 	var v struct {
 		fields

@@ -70,6 +70,8 @@ var misuseFuncs = map[string][]string{
 	"twophase.Collect":              {"twophase.Collect"},
 	"inspect.IdentityRecord":        {"inspect.ParseIdentity"},
 	"inspect.ParseIdentity":         {"inspect.ParseIdentity"},
+	"inspect.SessionString":         {"inspect.ParseIdentity"},
+	"inspect.ImplicitDirs":          {"inspect.ImplicitDirs"},
 	"inspect.Read":                  {"inspect.Read"},
 	"inspect.Walk":                  {"inspect.Walk"},
 	"inspect.Watch":                 {"inspect.Watch(cancelled)"},
@@ -195,6 +197,9 @@ var misuseElsewhere = map[string]string{
 	"etcdstore.Store.Client":       "TestDialLogger",
 	"etcdstore.Store.TTL":          "TestDialLogger",
 	"etcdstore.Store.Lease":        "TestLeaseRevoked",
+	"etcdstore.Store.ImplicitDirs": "TestImplicitDirs",
+	"zkstore.WithIdentityRequired": "TestIdentity",
+	"store.WatchNode":              "TestMisuseValues",
 }
 
 // TestMisuseCoverageAdapters is TestMisuseCoverage for adapterPackages.

@@ -193,9 +193,23 @@ func optionCalls(p string, data []byte) []misuseCall {
 			}
 			return nil
 		}},
+		{"inspect.ImplicitDirs", func(ctx context.Context, _ *misuseSession, st store.Store) error {
+			if st == nil {
+				return errInspectNilStore
+			}
+			_, err := inspect.ImplicitDirs(ctx, st, p)
+			return err
+		}},
 		{"inspect.ParseIdentity", func(context.Context, *misuseSession, store.Store) error {
 			inspect.ParseIdentity(data)
 			inspect.IdentityRecord(string(data))
+			inspect.SessionString(int64(len(data)) - 1)
+			var c inspect.Claim
+			if err := c.UnmarshalJSON(data); err == nil {
+				if _, err := c.MarshalJSON(); err != nil {
+					return err
+				}
+			}
 			return nil
 		}},
 	}

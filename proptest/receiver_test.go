@@ -29,7 +29,7 @@ var misuseReceivers = []any{
 	(*election.Candidate)(nil), (*election.Observer)(nil), election.Leader{},
 	(*twophase.Coordinator)(nil), (*twophase.Participant)(nil),
 	(*twophase.AbortError)(nil), twophase.Reason(0),
-	(*inspect.Watcher)(nil), inspect.Contender{}, inspect.Identity{},
+	(*inspect.Watcher)(nil), inspect.Contender{}, inspect.Identity{}, inspect.Claim{}, (*inspect.Claim)(nil),
 	inspect.Kind(0), (*inspect.Kind)(nil),
 }
 

@@ -16,6 +16,9 @@ func TestMisuseValues(t *testing.T) {
 	if err := store.ValidateData(nil); err != nil {
 		t.Errorf("ValidateData(nil) = %v; want nil", err)
 	}
+	if _, ev, err := store.WatchNode(t.Context(), nil, "/a"); !errors.Is(err, store.ErrInvalidArgument) || ev != nil {
+		t.Errorf("WatchNode(nil store) = %v, %v; want ErrInvalidArgument and no channel", ev, err)
+	}
 	kids := []store.Child{{Name: "a", Seq: 1}, {Name: "b", Seq: 2}}
 	for _, tt := range []struct {
 		kids []store.Child

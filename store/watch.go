@@ -31,6 +31,9 @@ type NodeWatcher interface {
 // the backend may keep it until a node is made at path. Every adapter of
 // this module is a NodeWatcher.
 func WatchNode(ctx context.Context, st Store, path string) (Stat, <-chan Event, error) {
+	if st == nil {
+		return Stat{}, nil, fmt.Errorf("store: watch %q: %w: nil store", path, ErrInvalidArgument)
+	}
 	if nw, ok := st.(NodeWatcher); ok {
 		return nw.NodeW(ctx, path)
 	}

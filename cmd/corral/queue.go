@@ -27,6 +27,9 @@ func runQueue(ctx context.Context, e *env, args []string) error {
 			"len: print the number of items, claimed ones included.\n"+
 			"take and consume remove an item only once it has been written out\n"+
 			"(at-least-once): an item being taken when corral is killed stays queued.\n"+
+			"Every verb uses at-least-once delivery, and a queue stores its settings at\n"+
+			"its first put or take: a queue whose programs stored other settings is\n"+
+			"refused (settings differ).\n"+
 			"--format raw (the default of take and peek) prints the data exactly as it\n"+
 			"was put, nothing added, so put and take round-trip any bytes; --format line\n"+
 			"(the default of consume, a stream) adds a newline after each item; --format\n"+
@@ -81,11 +84,10 @@ func runQueue(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer st.Close()
-	var opts []queue.Option
-	if verb == "take" || verb == "consume" {
-		opts = append(opts, queue.WithDelivery(queue.AtLeastOnce))
-	}
-	q, err := queue.New(st, pos[0], opts...)
+	// Every verb states the CLI's delivery: a queue stores its settings at
+	// its first put or take, so a put with other options would fix it
+	// at-most-once before the CLI's first take.
+	q, err := queue.New(st, pos[0], queue.WithDelivery(queue.AtLeastOnce))
 	if err != nil {
 		return err
 	}

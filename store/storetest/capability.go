@@ -327,8 +327,14 @@ func (s *suite) guardedCreate(t *testing.T) {
 // that may never come.
 func (s *suite) nodeWatch(t *testing.T) {
 	a, b := s.open(t), s.open(t)
-	if _, ok := a.(store.NodeWatcher); !ok {
+	nw, ok := a.(store.NodeWatcher)
+	if !ok {
 		t.Skip("no store.NodeWatcher")
+	}
+	for _, bad := range []string{"", "rel", "/a//b", "/a/"} {
+		if _, ch, err := nw.NodeW(ctxFor(t), bad); !errors.Is(err, store.ErrInvalidPath) || ch != nil {
+			t.Errorf("NodeW(%q) = %v, %v; want no watch and ErrInvalidPath", bad, ch, err)
+		}
 	}
 	for _, tc := range []struct {
 		name string
