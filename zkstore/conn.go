@@ -24,6 +24,7 @@ type link struct {
 	t           tracker
 	handshook   bool      // the connect response has been read
 	session     bool      // and it accepted the Store's session
+	resumed     bool      // and it resumed the session the client holds watches for, ended or not (see gate)
 	handshakeBy time.Time // read deadline of the handshake
 
 	gate *gate // nil unless the link must hold answers until the client re-arms its watches (see rearm.go)
@@ -40,7 +41,7 @@ func (l *link) Write(p []byte) (int, error) {
 			l.gate.request(head)
 		}
 	})
-	hide := l.gate != nil && l.handshook && l.session && !l.gate.isOpen()
+	hide := l.gate != nil && l.resumed && !l.gate.isOpen()
 	l.mu.Unlock()
 	if hide {
 		// Until the client has re-armed its watches here, it must not
@@ -61,18 +62,21 @@ func (l *link) Write(p []byte) (int, error) {
 }
 
 func (l *link) Read(p []byte) (int, error) {
-	if l.gate != nil && !l.gate.passing && l.inSession() {
+	if l.gate != nil && !l.gate.passing && l.resumedSession() {
 		return l.gate.read(p, l.fill)
 	}
 	return l.fill(p)
 }
 
-// inSession reports whether the link's handshake accepted the Store's
-// session.
-func (l *link) inSession() bool {
+// resumedSession reports whether the link's handshake resumed the session
+// whose watches the client will re-arm on it. It is not whether the Store
+// still counts that session: one the Store has ended (closed, or past its
+// deadline) may still be accepted by the server, and the client then
+// re-arms its watches all the same.
+func (l *link) resumedSession() bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.handshook && l.session
+	return l.resumed
 }
 
 // fill reads from the connection into p and follows what it read.
@@ -110,6 +114,7 @@ func (l *link) acked(a ack) {
 	if a.connect {
 		l.handshook = true
 		l.session = l.s.connectAcked(a)
+		l.resumed = l.s.resumes(a)
 		return
 	}
 	if l.session {

@@ -87,6 +87,16 @@ func newGate() *gate {
 	return &gate{opened: make(chan struct{}), hungUp: make(chan struct{}), owe: make(chan struct{}, 1)}
 }
 
+// resumes reports whether a, a connect response, resumes the session the
+// Store was given first: the client then re-arms the watches it holds, and
+// reads its latest zxid for them, whether or not the Store still counts
+// the session.
+func (s *Store) resumes(a ack) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return a.session != 0 && a.session == s.timedID
+}
+
 // request follows a request frame the client writes, given its head, and
 // reports whether it re-arms watches.
 func (r *rearm) request(head []byte) bool {
