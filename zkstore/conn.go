@@ -24,36 +24,15 @@ type link struct {
 	t           tracker
 	handshook   bool      // the connect response has been read
 	session     bool      // and it accepted the Store's session
-	resumed     bool      // and it resumed the session the client holds watches for, ended or not (see gate)
 	handshakeBy time.Time // read deadline of the handshake
-
-	gate *gate // nil unless the link must hold answers until the client re-arms its watches (see rearm.go)
 }
 
 func (l *link) Write(p []byte) (int, error) {
 	l.wmu.Lock()
 	defer l.wmu.Unlock()
-	rearmed := false
 	l.mu.Lock()
-	l.t.wrote(p, time.Now(), func(head []byte) {
-		rearmed = l.s.rearm.request(head) || rearmed
-		if l.gate != nil {
-			l.gate.request(head)
-		}
-	})
-	hide := l.gate != nil && l.resumed && !l.gate.isOpen()
+	l.t.wrote(p, time.Now(), nil)
 	l.mu.Unlock()
-	if hide {
-		// Until the client has re-armed its watches here, it must not
-		// learn that the link failed (see gate).
-		if l.gate.write(p, l.Conn.Write) {
-			l.s.wires.wrote(p)
-		}
-		if rearmed {
-			l.gate.open()
-		}
-		return len(p), nil
-	}
 	n, err := l.Conn.Write(p)
 	if err == nil {
 		l.s.wires.wrote(p)
@@ -62,21 +41,7 @@ func (l *link) Write(p []byte) (int, error) {
 }
 
 func (l *link) Read(p []byte) (int, error) {
-	if l.gate != nil && !l.gate.passing && l.resumedSession() {
-		return l.gate.read(p, l.fill)
-	}
 	return l.fill(p)
-}
-
-// resumedSession reports whether the link's handshake resumed the session
-// whose watches the client will re-arm on it. It is not whether the Store
-// still counts that session: one the Store has ended (closed, or past its
-// deadline) may still be accepted by the server, and the client then
-// re-arms its watches all the same.
-func (l *link) resumedSession() bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.resumed
 }
 
 // fill reads from the connection into p and follows what it read.
@@ -98,7 +63,7 @@ func (l *link) fill(p []byte) (int, error) {
 	}
 	if n > 0 {
 		l.mu.Lock()
-		perr := l.t.read(p[:n], l.acked, l.s.rearm.replied)
+		perr := l.t.read(p[:n], l.acked, nil)
 		l.mu.Unlock()
 		if perr != nil {
 			l.Conn.Close()
@@ -114,7 +79,6 @@ func (l *link) acked(a ack) {
 	if a.connect {
 		l.handshook = true
 		l.session = l.s.connectAcked(a)
-		l.resumed = l.s.resumes(a)
 		return
 	}
 	if l.session {
@@ -143,9 +107,6 @@ func (l *link) SetDeadline(t time.Time) error {
 }
 
 func (l *link) Close() error {
-	if l.gate != nil {
-		l.gate.hangUp()
-	}
 	l.s.dropLink(l)
 	return l.Conn.Close()
 }

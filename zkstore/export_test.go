@@ -27,9 +27,5 @@ func Ended(s *Store) error {
 	return s.ended
 }
 
-// RearmGuarded reports whether the Store's links hold answers until the
-// client re-arms its watches (see rearm.go): true once Open returned.
-func RearmGuarded(s *Store) bool { return s.rearm.armed.Load() }
-
 // Syncs returns how many syncs the Store's pacer has sent.
 func Syncs(s *Store) int64 { return s.syncs.Load() }

@@ -170,3 +170,23 @@ func checkDown(index, size int) error {
 	}
 	return nil
 }
+
+// replyHeader is the header of an answer: the xid of the request it
+// answers (negative for pings, notifications and other frames the client
+// sends no request for), the zxid the server had reached, and an error code.
+type replyHeader struct {
+	xid  int32
+	zxid int64
+	err  int32
+}
+
+func parseReply(body []byte) (replyHeader, bool) {
+	if len(body) < 16 {
+		return replyHeader{}, false
+	}
+	return replyHeader{
+		xid:  int32(binary.BigEndian.Uint32(body)),
+		zxid: int64(binary.BigEndian.Uint64(body[4:])),
+		err:  int32(binary.BigEndian.Uint32(body[12:])),
+	}, true
+}

@@ -167,7 +167,7 @@ func (s *Store) dial(network, addr string, timeout time.Duration) (net.Conn, err
 		conn.Close()
 		return s.standInLocked(), nil
 	}
-	l := &link{Conn: conn, s: s, handshakeBy: handshakeBy, gate: s.rearm.newGate()}
+	l := &link{Conn: conn, s: s, handshakeBy: handshakeBy}
 	s.links[l] = struct{}{}
 	// Until its answer comes, that is all there is to say.
 	s.lastConnErr = fmt.Errorf("%s accepted the connection but has not completed ZooKeeper's handshake (is it a ZooKeeper server?)", addr)

@@ -82,22 +82,6 @@
 // not completed the handshake within the session timeout divided by the
 // number of servers, as ZooKeeper's Java client does.
 //
-// # Re-armed watches (a guard against a go-zookeeper race)
-//
-// go-zookeeper v1.0.4 has a data race (go-zookeeper/zk pull request 35,
-// unmerged): after a reconnection it builds the request that re-arms its
-// watches from the latest zxid it has seen, while its receive loop already
-// updates that zxid from answers on the new connection. The Store orders
-// the two from the connection it hands the client: Open first sets one
-// watch that can never fire (an exists-watch on "/\ue000", a name ZooKeeper
-// refuses to create), so the client re-arms watches after every
-// reconnection; and a reconnected link holds back every answer that
-// carries a zxid until the client has written its re-arming request on it.
-// The server counts that one watch for each session (`wchs`). The guard
-// costs nothing on a working connection, and after a reconnection delays
-// the first answers until the re-arming request is on the wire. Remove it
-// (rearm.go) once go-zookeeper orders the two itself.
-//
 // # Cancellation and undo
 //
 // Every method takes a ctx and returns when it ends, although the client
@@ -250,7 +234,6 @@ type Store struct {
 	nservers  int
 	over      atomic.Bool  // the session has ended
 	wires     wires        // frames awaited on the wire (see pipeline.go)
-	rearm     rearm        // the guard of re-armed watches (see rearm.go)
 	syncs     atomic.Int64 // syncs the pacer has sent
 
 	// The session's clock. The deadline is in nanoseconds since base (0
@@ -380,10 +363,7 @@ func Open(ctx context.Context, servers []string, opts ...Option) (*Store, error)
 	}
 	go s.pace()
 	if _, err := call(s, ctx, func(left <-chan struct{}) (struct{}, error) {
-		if err := s.setUp(left, &o); err != nil {
-			return struct{}{}, err
-		}
-		return struct{}{}, s.armSentinel(left)
+		return struct{}{}, s.setUp(left, &o)
 	}, nil); err != nil {
 		err = s.fail("open", s.rootName(), err)
 		s.Close()
