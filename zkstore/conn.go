@@ -31,7 +31,7 @@ func (l *link) Write(p []byte) (int, error) {
 	l.wmu.Lock()
 	defer l.wmu.Unlock()
 	l.mu.Lock()
-	l.t.wrote(p, time.Now(), nil)
+	l.t.wrote(p, time.Now())
 	l.mu.Unlock()
 	n, err := l.Conn.Write(p)
 	if err == nil {
@@ -63,7 +63,7 @@ func (l *link) fill(p []byte) (int, error) {
 	}
 	if n > 0 {
 		l.mu.Lock()
-		perr := l.t.read(p[:n], l.acked, nil)
+		perr := l.t.read(p[:n], l.acked)
 		l.mu.Unlock()
 		if perr != nil {
 			l.Conn.Close()

@@ -108,16 +108,9 @@ type outgoing struct {
 	op int32
 }
 
-// wrote records p, which is about to be written at time at, and calls
-// request, if not nil, with the head of every request it completes (the
-// connect request, the first frame, excluded).
-func (t *tracker) wrote(p []byte, at time.Time, request func(head []byte)) {
-	t.up.feed(p, func() { t.sent = append(t.sent, outgoing{at: at, op: opUnknown}) }, nil, func(index int, head []byte) {
-		t.wroteFrame(index, head)
-		if index > 0 && request != nil {
-			request(head)
-		}
-	})
+// wrote records p, which is about to be written at time at.
+func (t *tracker) wrote(p []byte, at time.Time) {
+	t.up.feed(p, func() { t.sent = append(t.sent, outgoing{at: at, op: opUnknown}) }, nil, t.wroteFrame)
 }
 
 // wroteFrame learns the opcode of the frame just written, which is the
@@ -130,14 +123,10 @@ func (t *tracker) wroteFrame(index int, head []byte) {
 }
 
 // read follows p, just read, and calls acked for every answer it
-// completes, and replied, if not nil, with the header of every frame after
-// the connect response. It fails when the peer is not a ZooKeeper server.
-func (t *tracker) read(p []byte, acked func(ack), replied func(replyHeader)) error {
+// completes. It fails when the peer is not a ZooKeeper server.
+func (t *tracker) read(p []byte, acked func(ack)) error {
 	return t.down.feed(p, nil, checkDown, func(index int, head []byte) {
 		body := head[4:]
-		if h, ok := parseReply(body); ok && index > 0 && replied != nil {
-			replied(h)
-		}
 		var a ack
 		switch {
 		case index == 0:
@@ -169,24 +158,4 @@ func checkDown(index, size int) error {
 		return fmt.Errorf("%w: its first message is %d bytes long", errNotZooKeeper, size)
 	}
 	return nil
-}
-
-// replyHeader is the header of an answer: the xid of the request it
-// answers (negative for pings, notifications and other frames the client
-// sends no request for), the zxid the server had reached, and an error code.
-type replyHeader struct {
-	xid  int32
-	zxid int64
-	err  int32
-}
-
-func parseReply(body []byte) (replyHeader, bool) {
-	if len(body) < 16 {
-		return replyHeader{}, false
-	}
-	return replyHeader{
-		xid:  int32(binary.BigEndian.Uint32(body)),
-		zxid: int64(binary.BigEndian.Uint64(body[4:])),
-		err:  int32(binary.BigEndian.Uint32(body[12:])),
-	}, true
 }

@@ -121,14 +121,14 @@ func TestTrackerSplits(t *testing.T) {
 					want[f] = at
 				}
 			}
-			tr.wrote(stream[off:off+n], at, nil)
+			tr.wrote(stream[off:off+n], at)
 			off += n
 		}
 		var got []ack
 		stream = slices.Concat(down...)
 		off = 0
 		for _, n := range splits(rng, len(stream), pattern) {
-			if err := tr.read(stream[off:off+n], func(a ack) { got = append(got, a) }, nil); err != nil {
+			if err := tr.read(stream[off:off+n], func(a ack) { got = append(got, a) }); err != nil {
 				t.Fatalf("pattern %d: read = %v", pattern, err)
 			}
 			off += n
@@ -206,12 +206,12 @@ func TestTrackerLeaderAnswers(t *testing.T) {
 		var tr tracker
 		stream := slices.Concat(up...)
 		for off, n := range chunks(splits(rng, len(stream), pattern)) {
-			tr.wrote(stream[off:off+n], time.Now(), nil)
+			tr.wrote(stream[off:off+n], time.Now())
 		}
 		var got []ack
 		stream = slices.Concat(down...)
 		for off, n := range chunks(splits(rng, len(stream), pattern)) {
-			must(t, tr.read(stream[off:off+n], func(a ack) { got = append(got, a) }, nil))
+			must(t, tr.read(stream[off:off+n], func(a ack) { got = append(got, a) }))
 		}
 		if len(got) != len(cases)+1 {
 			t.Fatalf("pattern %d: %d acks; want %d", pattern, len(got), len(cases)+1)
@@ -245,14 +245,14 @@ func TestTrackerEarlyAnswers(t *testing.T) {
 	var got []time.Time
 	acked := func(a ack) { got = append(got, a.sent) }
 	at := func(ms int) time.Time { return base.Add(time.Duration(ms) * time.Millisecond) }
-	tr.wrote(connectRequest(2000, 0), at(0), nil)
-	must(t, tr.read(connectResponse(2000, 9), acked, nil))
-	tr.wrote(slices.Concat(request(1, 4, 3), request(2, 4, 3)), at(10), nil)
-	tr.wrote(request(-2, 11, 0), at(20), nil)
-	must(t, tr.read(reply(1, 0), acked, nil))
-	must(t, tr.read(reply(-1, 3), acked, nil)) // notification
-	tr.wrote(request(3, 4, 3), at(30), nil)
-	must(t, tr.read(slices.Concat(reply(2, 0), reply(-2, 0)), acked, nil))
+	tr.wrote(connectRequest(2000, 0), at(0))
+	must(t, tr.read(connectResponse(2000, 9), acked))
+	tr.wrote(slices.Concat(request(1, 4, 3), request(2, 4, 3)), at(10))
+	tr.wrote(request(-2, 11, 0), at(20))
+	must(t, tr.read(reply(1, 0), acked))
+	must(t, tr.read(reply(-1, 3), acked)) // notification
+	tr.wrote(request(3, 4, 3), at(30))
+	must(t, tr.read(slices.Concat(reply(2, 0), reply(-2, 0)), acked))
 	want := []time.Time{at(0), at(10), at(10), at(20)}
 	if !slices.EqualFunc(got, want, time.Time.Equal) {
 		t.Errorf("acks = %v; want %v", got, want)
@@ -268,11 +268,11 @@ func TestTrackerEarlyAnswers(t *testing.T) {
 func TestTrackerNotZooKeeper(t *testing.T) {
 	for _, first := range []string{"HTTP/1.1 400 Bad Request\r\n\r\n", "\x00\x00\x00\x02ab"} {
 		var tr tracker
-		tr.wrote(connectRequest(2000, 0), time.Now(), nil)
+		tr.wrote(connectRequest(2000, 0), time.Now())
 		// Byte by byte: the length is refused as soon as it is known.
 		var err error
 		for i := 0; i < len(first) && err == nil; i++ {
-			err = tr.read([]byte{first[i]}, func(ack) { t.Errorf("ack from a peer that is not ZooKeeper") }, nil)
+			err = tr.read([]byte{first[i]}, func(ack) { t.Errorf("ack from a peer that is not ZooKeeper") })
 			if err != nil && i != 3 {
 				t.Errorf("read(%q) failed at byte %d; want at byte 3, once the length is known", first, i)
 			}
@@ -291,7 +291,7 @@ func TestStandIn(t *testing.T) {
 	defer c.Close()
 	var tr tracker
 	for _, f := range [][]byte{connectRequest(1500, 0x77), request(5, 4, 10), request(-2, 11, 0), request(6, -11, 0)} {
-		tr.wrote(f, time.Now(), nil)
+		tr.wrote(f, time.Now())
 		if _, err := c.Write(f); err != nil {
 			t.Fatal(err)
 		}
@@ -307,7 +307,7 @@ func TestStandIn(t *testing.T) {
 			break
 		}
 	}
-	must(t, tr.read(all, func(a ack) { acks = append(acks, a) }, nil))
+	must(t, tr.read(all, func(a ack) { acks = append(acks, a) }))
 	for off := 4 + 4 + 4 + 8 + 4 + 16 + 4; off < len(all); off += 4 + 16 {
 		codes = append(codes, int32(binary.BigEndian.Uint32(all[off+12:])))
 	}
