@@ -19,6 +19,7 @@ type link struct {
 	s *Store
 
 	wmu sync.Mutex // serialises writes, so frames are timed in the order they are sent
+	out []byte     // what Write sends: p, with the Store's zxids in it (guarded by wmu)
 
 	mu          sync.Mutex
 	t           tracker
@@ -30,10 +31,15 @@ type link struct {
 func (l *link) Write(p []byte) (int, error) {
 	l.wmu.Lock()
 	defer l.wmu.Unlock()
+	// The caller's p must not change: the tracker edits a copy.
+	l.out = append(l.out[:0], p...)
 	l.mu.Lock()
-	l.t.wrote(p, time.Now())
+	l.t.wrote(l.out, time.Now())
 	l.mu.Unlock()
-	n, err := l.Conn.Write(p)
+	n, err := l.Conn.Write(l.out)
+	if cap(l.out) > 64<<10 {
+		l.out = nil // a large value's copy is not kept for the link's life
+	}
 	if err == nil {
 		l.s.wires.wrote(p)
 	}

@@ -22,6 +22,13 @@ type framer struct {
 	size  int // body length of the current frame, once pos >= 4
 	head  [4 + headLen]byte
 	index int // frames completed so far
+
+	// edit, when set, may rewrite the first headLen bytes of each frame's
+	// body as they pass (see zxid.go): it is called with the frame's index,
+	// its head so far (the length prefix, and the body up to b's end, as
+	// it arrived), b's offset in the body, and b, part of the stream fed,
+	// which it may change in place.
+	edit func(index int, head []byte, off int, b []byte)
 }
 
 // feed consumes p. It calls start when the first byte of a frame is
@@ -51,7 +58,10 @@ func (f *framer) feed(p []byte, start func(), check func(index, size int) error,
 		got := f.pos - 4
 		n := min(f.size-got, len(p))
 		if got < headLen {
-			copy(f.head[f.pos:4+headLen], p[:n])
+			k := copy(f.head[f.pos:4+headLen], p[:n])
+			if f.edit != nil {
+				f.edit(f.index, f.head[:f.pos+k], got, p[:k])
+			}
 		}
 		f.pos += n
 		p = p[n:]
@@ -98,6 +108,14 @@ var errNotZooKeeper = errors.New("zkstore: the peer does not answer as a ZooKeep
 type tracker struct {
 	up, down framer
 	sent     []outgoing // each frame not yet answered, oldest first
+
+	// z, when set, is the Store's record of the zxids the client has seen,
+	// which the tracker keeps and writes into the client's requests in its
+	// stead (see zxid.go).
+	z       *zxids
+	asked   int64 // the lastZxidSeen the connect request carried
+	session int64 // the session the connect request asked to resume; 0: a new one
+	rel     int64 // the relativeZxid of the SetWatches request being written
 }
 
 // outgoing is a frame we sent: when it began to be sent, and the opcode of
@@ -109,22 +127,39 @@ type outgoing struct {
 }
 
 // wrote records p, which is about to be written at time at.
+// With z set, it first writes the Store's zxids into p (see zxid.go).
 func (t *tracker) wrote(p []byte, at time.Time) {
+	t.hook()
 	t.up.feed(p, func() { t.sent = append(t.sent, outgoing{at: at, op: opUnknown}) }, nil, t.wroteFrame)
 }
 
 // wroteFrame learns the opcode of the frame just written, which is the
 // last one sent: it cannot have been answered before its last byte left.
 func (t *tracker) wroteFrame(index int, head []byte) {
-	if index == 0 || len(head) < 12 || len(t.sent) == 0 {
-		return // the connect request, or too short to be a request
+	if index == 0 {
+		if len(head) >= 28 {
+			t.session = int64(binary.BigEndian.Uint64(head[20:]))
+		}
+		return
+	}
+	if len(head) < 12 || len(t.sent) == 0 {
+		return // too short to be a request
 	}
 	t.sent[len(t.sent)-1].op = int32(binary.BigEndian.Uint32(head[8:]))
 }
 
+// hook sets the framers' edits once z is set.
+func (t *tracker) hook() {
+	if t.z != nil && t.up.edit == nil {
+		t.up.edit, t.down.edit = t.editUp, t.editDown
+	}
+}
+
 // read follows p, just read, and calls acked for every answer it
-// completes. It fails when the peer is not a ZooKeeper server.
+// completes. With z set, it zeroes in p the zxids the client would take
+// (see zxid.go). It fails when the peer is not a ZooKeeper server.
 func (t *tracker) read(p []byte, acked func(ack)) error {
+	t.hook()
 	return t.down.feed(p, nil, checkDown, func(index int, head []byte) {
 		body := head[4:]
 		var a ack
@@ -141,8 +176,19 @@ func (t *tracker) read(p []byte, acked func(ack)) error {
 		case int32(binary.BigEndian.Uint32(body)) == -1:
 			return // a watch notification answers nothing
 		}
+		if t.z != nil {
+			switch {
+			case a.connect:
+				t.z.connected(a.session, t.session != 0 && a.session == t.session, t.asked)
+			case len(body) >= 12 && int32(binary.BigEndian.Uint32(body)) >= 0:
+				t.z.answered(int64(binary.BigEndian.Uint64(body[4:])))
+			}
+		}
 		if len(t.sent) == 0 {
 			return // an answer to nothing we sent: prove nothing
+		}
+		if t.z != nil && t.sent[0].op == opSetWatches {
+			t.z.rearmed()
 		}
 		a.sent = t.sent[0].at
 		if !a.connect && len(body) >= 16 {

@@ -168,6 +168,7 @@ func (s *Store) dial(network, addr string, timeout time.Duration) (net.Conn, err
 		return s.standInLocked(), nil
 	}
 	l := &link{Conn: conn, s: s, handshakeBy: handshakeBy}
+	l.t.z = &s.zxids
 	s.links[l] = struct{}{}
 	// Until its answer comes, that is all there is to say.
 	s.lastConnErr = fmt.Errorf("%s accepted the connection but has not completed ZooKeeper's handshake (is it a ZooKeeper server?)", addr)

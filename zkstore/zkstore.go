@@ -154,6 +154,16 @@
 // TTL nodes need the server's extendedTypesEnabled, and an expired one is
 // deleted only by the server's container sweep (every minute by default).
 //
+// # go-zookeeper's lastZxid race
+//
+// go-zookeeper v1.0.4 writes the latest zxid it has seen from its receive
+// loop while, after a reconnection, another of its goroutines reads it to
+// re-arm its watches: a data race that `go test -race` reports in programs
+// whose watches outlive a reconnection (go-zookeeper/zk pull request 35).
+// The Store's connections keep that zxid in the client's stead, so the
+// client never writes it: they zero it in each answer the client reads and
+// write the right one into its connect and SetWatches requests (zxid.go).
+//
 // # Logging
 //
 // A Store logs nothing unless given a logger with [WithLogger]; the
@@ -234,6 +244,7 @@ type Store struct {
 	nservers  int
 	over      atomic.Bool  // the session has ended
 	wires     wires        // frames awaited on the wire (see pipeline.go)
+	zxids     zxids        // the zxids the client has seen, kept in its stead (see zxid.go)
 	syncs     atomic.Int64 // syncs the pacer has sent
 
 	// The session's clock. The deadline is in nanoseconds since base (0

@@ -288,8 +288,11 @@ func TestEnsembleLeaderKill(t *testing.T) {
 	}
 }
 
-// TestWatchAcrossDisconnect deletes a watched node while the watcher is
-// disconnected: the watch fires after the reconnection.
+// TestWatchAcrossDisconnect changes watched nodes while the watcher is
+// disconnected: each watch fires after the reconnection. A deleted node
+// fires whatever zxid the client re-arms its watches from; a node changed
+// in place, and a child added, fire only if that zxid is no later than
+// the changes (see zxid.go), and a node left alone does not fire.
 func TestWatchAcrossDisconnect(t *testing.T) {
 	_, b := server(t)
 	st, other := b.Open(t), b.Open(t)
@@ -304,12 +307,31 @@ func TestWatchAcrossDisconnect(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	changed := must[store.Node](t)(other.Create(ctx, dir+"/changed", nil, store.Persistent)).Path
+	quiet := must[store.Node](t)(other.Create(ctx, dir+"/quiet", nil, store.Persistent)).Path
+	sub := must[store.Node](t)(other.Create(ctx, dir+"/sub", nil, store.Persistent)).Path
+	watch := func(p string) <-chan store.Event {
+		ok, _, ch, err := st.ExistsW(ctx, p)
+		if err != nil || !ok {
+			t.Fatalf("ExistsW(%s) = %v, %v; want true", p, ok, err)
+		}
+		return ch
+	}
+	chChanged, chQuiet := watch(changed), watch(quiet)
+	_, subKids, err := cw.ChildrenW(ctx, sub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The watcher reads something newer than all of it before it goes.
+	must[store.Node](t)(st.Create(ctx, dir+"/last", nil, store.Persistent))
 	b.Disconnect(t, st)
 	if err := other.Delete(ctx, p); err != nil {
 		t.Fatal(err)
 	}
+	must[store.Node](t)(other.Set(ctx, changed, []byte("x"), -1))
+	must[store.Node](t)(other.Create(ctx, sub+"/kid", nil, store.Persistent))
 	b.Reconnect(t, st)
-	for what, ch := range map[string]<-chan store.Event{"exists": ch, "children": kids} {
+	for what, ch := range map[string]<-chan store.Event{"exists": ch, "children": kids, "data": chChanged, "sub-children": subKids} {
 		select {
 		case ev := <-ch:
 			if ev.Err != nil {
@@ -319,6 +341,14 @@ func TestWatchAcrossDisconnect(t *testing.T) {
 		case <-ctx.Done():
 			t.Fatalf("%s watch across a disconnect never fired", what)
 		}
+	}
+	// The re-armed watches are all answered by now: each call of the
+	// session is answered in order.
+	must[store.Node](t)(st.Get(ctx, quiet))
+	select {
+	case ev := <-chQuiet:
+		t.Errorf("the watch of a node left alone fired across a disconnect: %+v", ev)
+	default:
 	}
 }
 
