@@ -118,15 +118,19 @@ func (k Kind) String() string {
 // MarshalText returns the name of k, as String does.
 func (k Kind) MarshalText() ([]byte, error) { return []byte(k.String()), nil }
 
-// UnmarshalText sets k from its name, as MarshalText writes it.
+// UnmarshalText sets k from its name, as MarshalText writes it. Any other
+// text, and a nil k, fail with an error wrapping store.ErrInvalidArgument.
 func (k *Kind) UnmarshalText(b []byte) error {
+	if k == nil {
+		return fmt.Errorf("inspect: kind: %w: nil *Kind", store.ErrInvalidArgument)
+	}
 	for i, n := range kindNames {
 		if n == string(b) {
 			*k = Kind(i)
 			return nil
 		}
 	}
-	return fmt.Errorf("inspect: unknown kind %q", b)
+	return fmt.Errorf("inspect: %w: unknown kind %q", store.ErrInvalidArgument, b)
 }
 
 // Mode is what a contender asks for.
@@ -273,12 +277,12 @@ type Claim struct {
 // Read reports what the directory at path holds. It lists path once and
 // reads each contender node once; see Snapshots in the package doc. A
 // directory that holds no recipe's nodes gives a Report of Kind None. It
-// fails with an error wrapping store.ErrInvalidPath for an invalid path,
-// store.ErrNoNode when path does not exist, and the store's error (ctx's
-// when it ends first) otherwise.
+// fails with an error wrapping store.ErrInvalidArgument for a nil st,
+// store.ErrInvalidPath for an invalid path, store.ErrNoNode when path does
+// not exist, and the store's error (ctx's when it ends first) otherwise.
 func Read(ctx context.Context, st store.Store, path string) (Report, error) {
-	if err := store.ValidatePath(path); err != nil {
-		return Report{}, fmt.Errorf("inspect: %w", err)
+	if err := check(st, path); err != nil {
+		return Report{}, err
 	}
 	r := &reader{st: st}
 	kids, err := r.children(ctx, path)
@@ -296,12 +300,29 @@ func Read(ctx context.Context, st store.Store, path string) (Report, error) {
 // (Kind other than None), depth first, children in name order. It does not
 // descend into a recipe's nodes (a queue's items, say). A directory deleted
 // while Walk runs is skipped; a missing root fails with an error wrapping
-// store.ErrNoNode. An error from fn stops the walk and is returned.
+// store.ErrNoNode. An error from fn stops the walk and is returned. A nil
+// st or fn fails with an error wrapping store.ErrInvalidArgument, an
+// invalid root with store.ErrInvalidPath.
 func Walk(ctx context.Context, st store.Store, root string, fn func(Report) error) error {
-	if err := store.ValidatePath(root); err != nil {
-		return fmt.Errorf("inspect: %w", err)
+	if err := check(st, root); err != nil {
+		return err
+	}
+	if fn == nil {
+		return fmt.Errorf("inspect: walk %q: %w: nil func", root, store.ErrInvalidArgument)
 	}
 	return (&reader{st: st}).walk(ctx, root, fn)
+}
+
+// check reports what no call of this package can read: a nil store (as
+// the recipes' packages refuse it), an invalid path.
+func check(st store.Store, path string) error {
+	if st == nil {
+		return fmt.Errorf("inspect: %q: %w: nil store", path, store.ErrInvalidArgument)
+	}
+	if err := store.ValidatePath(path); err != nil {
+		return fmt.Errorf("inspect: %w", err)
+	}
+	return nil
 }
 
 // reader reads one snapshot; with cw set it also sets a watch with every
@@ -355,9 +376,11 @@ func (r *reader) walk(ctx context.Context, root string, fn func(Report) error) e
 // ImplicitDirs returns, by parent, the names of the directories below root
 // that a walk by Children would miss: on a store.ImplicitDirLister (etcd),
 // the directories that are no node, such as the prefixes of etcd's own
-// concurrency.Mutex and "etcdctl lock"; nil on other stores.
+// concurrency.Mutex and "etcdctl lock"; nil on other stores. A nil st
+// fails with an error wrapping store.ErrInvalidArgument, an invalid root
+// with store.ErrInvalidPath.
 func ImplicitDirs(ctx context.Context, st store.Store, root string) (map[string][]string, error) {
-	if err := store.ValidatePath(root); err != nil {
+	if err := check(st, root); err != nil {
 		return nil, err
 	}
 	l, ok := st.(store.ImplicitDirLister)

@@ -75,8 +75,16 @@ func (c Contender) MarshalJSON() ([]byte, error) {
 	}{fields(c), w.Session, w.Data, w.DataBase64})
 }
 
-// UnmarshalJSON decodes what MarshalJSON encodes.
+// UnmarshalJSON decodes what MarshalJSON encodes. Anything else, and a nil
+// c, fail with store.ErrInvalidArgument.
 func (c *Contender) UnmarshalJSON(b []byte) error {
+	if c == nil {
+		return fmt.Errorf("inspect: contender: %w: nil *Contender", store.ErrInvalidArgument)
+	}
+	return invalid("contender", c.unmarshal(b))
+}
+
+func (c *Contender) unmarshal(b []byte) error {
 	type fields Contender
 	var v struct {
 		fields
@@ -111,9 +119,13 @@ func (c *Claim) UnmarshalJSON(b []byte) error {
 	if c == nil {
 		return fmt.Errorf("inspect: claim: %w: nil *Claim", store.ErrInvalidArgument)
 	}
-	err := c.unmarshal(b)
+	return invalid("claim", c.unmarshal(b))
+}
+
+// invalid wraps err, a failure to decode what, in store.ErrInvalidArgument.
+func invalid(what string, err error) error {
 	if err != nil && !errors.Is(err, store.ErrInvalidArgument) {
-		err = fmt.Errorf("inspect: claim: %w: %w", store.ErrInvalidArgument, err)
+		err = fmt.Errorf("inspect: %s: %w: %w", what, store.ErrInvalidArgument, err)
 	}
 	return err
 }

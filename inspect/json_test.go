@@ -1,12 +1,16 @@
 package inspect_test
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"reflect"
 	"testing"
 	"time"
 
 	"github.com/corral-go/corral/inspect"
+	"github.com/corral-go/corral/memstore"
+	"github.com/corral-go/corral/store"
 )
 
 // TestJSON: sessions travel as strings that a float64 JSON reader keeps
@@ -46,5 +50,75 @@ func TestJSON(t *testing.T) {
 	var c inspect.Contender
 	if err := json.Unmarshal([]byte(`{"session":"zz"}`), &c); err == nil {
 		t.Errorf("a session that is no number decoded as %+v", c)
+	}
+}
+
+// TestMisuse: a nil store, a nil walk func and the zero or nil Watcher,
+// Kind and Contender give errors wrapping store.ErrInvalidArgument, never a
+// panic or a channel that never closes.
+func TestMisuse(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	if _, err := inspect.Read(ctx, nil, "/x"); !errors.Is(err, store.ErrInvalidArgument) {
+		t.Errorf("Read(nil store) = %v; want ErrInvalidArgument", err)
+	}
+	if err := inspect.Walk(ctx, nil, "/x", func(inspect.Report) error { return nil }); !errors.Is(err, store.ErrInvalidArgument) {
+		t.Errorf("Walk(nil store) = %v; want ErrInvalidArgument", err)
+	}
+	if _, err := inspect.ImplicitDirs(ctx, nil, "/x"); !errors.Is(err, store.ErrInvalidArgument) {
+		t.Errorf("ImplicitDirs(nil store) = %v; want ErrInvalidArgument", err)
+	}
+	st := memstore.New()
+	defer st.Close()
+	if _, err := st.Create(ctx, "/x/l/lock-", nil, store.EphemeralSequential); err != nil {
+		t.Fatal(err)
+	}
+	if err := inspect.Walk(ctx, st, "/x", nil); !errors.Is(err, store.ErrInvalidArgument) {
+		t.Errorf("Walk(nil func) = %v; want ErrInvalidArgument", err)
+	}
+	w := inspect.Watch(ctx, nil, "/x")
+	waitClosed(t, w)
+	if err := w.Err(); !errors.Is(err, store.ErrInvalidArgument) {
+		t.Errorf("Watch(nil store): Err = %v; want ErrInvalidArgument", err)
+	}
+	for _, w := range []*inspect.Watcher{nil, new(inspect.Watcher)} {
+		waitClosed(t, w)
+		if err := w.Err(); !errors.Is(err, store.ErrInvalidArgument) {
+			t.Errorf("%v Watcher: Err = %v; want ErrInvalidArgument", w, err)
+		}
+		if err := w.Close(); err != nil {
+			t.Errorf("%v Watcher: Close = %v; want nil", w, err)
+		}
+	}
+	var nk *inspect.Kind
+	if err := nk.UnmarshalText([]byte("lock")); !errors.Is(err, store.ErrInvalidArgument) {
+		t.Errorf("nil Kind: UnmarshalText = %v; want ErrInvalidArgument", err)
+	}
+	var k inspect.Kind
+	if err := k.UnmarshalText([]byte("lok")); !errors.Is(err, store.ErrInvalidArgument) {
+		t.Errorf("UnmarshalText(lok) = %v; want ErrInvalidArgument", err)
+	}
+	var nc *inspect.Contender
+	if err := nc.UnmarshalJSON([]byte(`{}`)); !errors.Is(err, store.ErrInvalidArgument) {
+		t.Errorf("nil Contender: UnmarshalJSON = %v; want ErrInvalidArgument", err)
+	}
+	for _, b := range []string{``, `[`, `{"session":"zz"}`, `{"data_base64":"!"}`} {
+		var c inspect.Contender
+		if err := c.UnmarshalJSON([]byte(b)); !errors.Is(err, store.ErrInvalidArgument) {
+			t.Errorf("Contender.UnmarshalJSON(%q) = %v; want ErrInvalidArgument", b, err)
+		}
+	}
+}
+
+// waitClosed fails unless w's Reports and Done channels are closed.
+func waitClosed(t *testing.T, w *inspect.Watcher) {
+	t.Helper()
+	select {
+	case <-w.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatalf("%v Watcher: Done not closed", w)
+	}
+	if _, ok := <-w.Reports(); ok {
+		t.Errorf("%v Watcher: Reports sent after Done", w)
 	}
 }

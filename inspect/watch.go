@@ -24,7 +24,9 @@ var ErrNoChildrenWatch = errors.New("inspect: store cannot watch children")
 var ErrWatcherClosed = errors.New("inspect: watcher closed")
 
 // Watcher follows the recipes at or below a path; see Watch. Its methods
-// are safe for concurrent use.
+// are safe for concurrent use. The zero Watcher (and a nil one) has
+// stopped: its Reports and Done channels are closed, and its Err wraps
+// store.ErrInvalidArgument.
 type Watcher struct {
 	ch     chan []Report
 	cancel context.CancelCauseFunc
@@ -50,14 +52,16 @@ type Watcher struct {
 // Watch returns at once; the watcher runs in a goroutine of its own until
 // ctx ends, Close is called, the session ends, or a read fails for a reason
 // other than a lost connection (which is waited out). Then Reports is closed
-// and Err says why.
+// and Err says why. A nil st, an invalid root or a store that cannot watch
+// children give a Watcher that has stopped already, with Err wrapping
+// store.ErrInvalidArgument, store.ErrInvalidPath or ErrNoChildrenWatch.
 func Watch(ctx context.Context, st store.Store, root string) *Watcher {
 	wctx, cancel := context.WithCancelCause(ctx)
 	w := &Watcher{ch: make(chan []Report), cancel: cancel, done: make(chan struct{})}
 	cw, ok := st.(store.ChildrenWatcher)
-	switch err := store.ValidatePath(root); {
+	switch err := check(st, root); {
 	case err != nil:
-		w.finish(wctx, fmt.Errorf("inspect: %w", err))
+		w.finish(wctx, err)
 	case !ok:
 		w.finish(wctx, ErrNoChildrenWatch)
 	default:
@@ -68,23 +72,53 @@ func Watch(ctx context.Context, st store.Store, root string) *Watcher {
 
 // Reports returns the channel the watcher sends each snapshot on. It is
 // closed when the watcher has stopped; Err then says why.
-func (w *Watcher) Reports() <-chan []Report { return w.ch }
+func (w *Watcher) Reports() <-chan []Report {
+	if w == nil || w.ch == nil {
+		return closedReports
+	}
+	return w.ch
+}
+
+var closedReports = func() chan []Report {
+	ch := make(chan []Report)
+	close(ch)
+	return ch
+}()
 
 // Done returns a channel that is closed when the watcher has stopped.
-func (w *Watcher) Done() <-chan struct{} { return w.done }
+func (w *Watcher) Done() <-chan struct{} {
+	if w == nil || w.done == nil {
+		return closedDone
+	}
+	return w.done
+}
+
+var closedDone = func() chan struct{} {
+	ch := make(chan struct{})
+	close(ch)
+	return ch
+}()
 
 // Err returns nil while the watcher runs and, once it stopped, why: the
 // cause of its ctx's end, ErrWatcherClosed after Close, the session's end
 // (store.ErrSessionExpired, store.ErrClosed) or the error that stopped it.
+// For the zero Watcher it returns an error wrapping
+// store.ErrInvalidArgument.
 func (w *Watcher) Err() error {
+	if w == nil || w.done == nil {
+		return fmt.Errorf("inspect: watcher: %w: not made by Watch", store.ErrInvalidArgument)
+	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.err
 }
 
 // Close stops the watcher and waits until it has stopped. It is idempotent
-// and returns nil.
+// and returns nil, on the zero Watcher too.
 func (w *Watcher) Close() error {
+	if w == nil || w.done == nil {
+		return nil
+	}
 	w.cancel(ErrWatcherClosed)
 	<-w.done
 	return nil
