@@ -2,8 +2,11 @@ package partition
 
 import (
 	"cmp"
+	"fmt"
 	"hash/fnv"
 	"slices"
+
+	"github.com/corral-go/corral/store"
 )
 
 // Assign returns the owner that the assignment gives each of shards shards
@@ -23,12 +26,22 @@ import (
 // joins or leaves moves mostly the shards whose top choice it is (about K/M
 // of them); the bound on loads moves a few more, which the tests measure.
 // A member that comes back with the same id gets the same shards back.
-func Assign(ids []string, shards int) []string {
-	owners := make([]string, max(shards, 0))
+//
+// Assign fails with an error wrapping store.ErrInvalidArgument, as Join
+// does, for shards outside [1, MaxShards] and for an empty id, which no
+// member can have ("" stands for no owner).
+func Assign(ids []string, shards int) ([]string, error) {
+	if err := checkShards(shards); err != nil {
+		return nil, fmt.Errorf("partition: assign: %w", err)
+	}
+	if slices.Contains(ids, "") {
+		return nil, fmt.Errorf("partition: assign: %w: empty member id", store.ErrInvalidArgument)
+	}
+	owners := make([]string, shards)
 	ids = slices.Compact(slices.Sorted(slices.Values(ids)))
 	m := len(ids)
-	if m == 0 || shards <= 0 {
-		return owners
+	if m == 0 {
+		return owners, nil
 	}
 	type pair struct {
 		score  uint64
@@ -68,7 +81,7 @@ func Assign(ids []string, shards int) []string {
 		owners[p.shard] = ids[p.member]
 		left--
 	}
-	return owners
+	return owners, nil
 }
 
 // score is the weight of member id for shard s.

@@ -1,12 +1,24 @@
 package partition_test
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"testing"
 
 	"github.com/corral-go/corral/partition"
+	"github.com/corral-go/corral/store"
 )
+
+// assign is partition.Assign of good input.
+func assign(t *testing.T, ids []string, k int) []string {
+	t.Helper()
+	owners, err := partition.Assign(ids, k)
+	if err != nil {
+		t.Fatalf("Assign(%d ids, %d) = %v", len(ids), k, err)
+	}
+	return owners
+}
 
 func ids(n int) []string {
 	s := make([]string, n)
@@ -44,10 +56,10 @@ func TestAssignBalanced(t *testing.T) {
 				continue // the large case at a few sizes
 			}
 			ms := ids(m)
-			owners := partition.Assign(ms, k)
+			owners := assign(t, ms, k)
 			rev := slices.Clone(ms)
 			slices.Reverse(rev)
-			if got := partition.Assign(append(rev, ms[0]), k); !slices.Equal(got, owners) {
+			if got := assign(t, append(rev, ms[0]), k); !slices.Equal(got, owners) {
 				t.Fatalf("K=%d M=%d: Assign depends on the order or repetition of ids", k, m)
 			}
 			lo, hi := k/m, (k+m-1)/m
@@ -64,7 +76,7 @@ func TestAssignBalanced(t *testing.T) {
 			}
 		}
 	}
-	if got := partition.Assign(nil, 4); !slices.Equal(got, []string{"", "", "", ""}) {
+	if got := assign(t, nil, 4); !slices.Equal(got, []string{"", "", "", ""}) {
 		t.Errorf("Assign(nil, 4) = %q; want no owners", got)
 	}
 }
@@ -76,9 +88,9 @@ func TestAssignStable(t *testing.T) {
 	for _, k := range []int{64, 1024} {
 		for _, m := range []int{2, 3, 8, 32} {
 			ms := ids(m + 1)
-			before := partition.Assign(ms[:m], k)
-			after := partition.Assign(ms, k) // ms[m] joins
-			must := k / (m + 1)              // what the newcomer must get
+			before := assign(t, ms[:m], k)
+			after := assign(t, ms, k) // ms[m] joins
+			must := k / (m + 1)       // what the newcomer must get
 			got := moved(before, after)
 			// The bound on loads moves some shards between the old
 			// members too; allow as many again as must move.
@@ -86,9 +98,32 @@ func TestAssignStable(t *testing.T) {
 				t.Errorf("K=%d M=%d->%d: %d shards moved; want about %d", k, m, m+1, got, must)
 			}
 			t.Logf("K=%d M=%d->%d: %d moved, %d must", k, m, m+1, got, must)
-			if back := partition.Assign(ms[:m], k); !slices.Equal(back, before) {
+			if back := assign(t, ms[:m], k); !slices.Equal(back, before) {
 				t.Errorf("K=%d M=%d: the assignment after a leave differs from the one before the join", k, m)
 			}
+		}
+	}
+}
+
+// TestAssignMisuse: a number of shards no partition can have, or an empty
+// id, is refused as Join refuses it, with no allocation of its size.
+func TestAssignMisuse(t *testing.T) {
+	cases := []struct {
+		name string
+		ids  []string
+		k    int
+	}{
+		{"no shards", []string{"a"}, 0},
+		{"negative", []string{"a"}, -1},
+		{"too many", []string{"a"}, partition.MaxShards + 1},
+		{"huge", ids(8), 1 << 62},
+		{"empty id", []string{"a", ""}, 4},
+		{"empty id alone", []string{""}, 4},
+	}
+	for _, c := range cases {
+		owners, err := partition.Assign(c.ids, c.k)
+		if !errors.Is(err, store.ErrInvalidArgument) || owners != nil {
+			t.Errorf("%s: Assign(%q, %d) = %q, %v; want nil, ErrInvalidArgument", c.name, c.ids, c.k, owners, err)
 		}
 	}
 }

@@ -55,7 +55,10 @@ func Example() {
 	// returns what each works on.
 	settle := func(rs map[string]*replica) map[string]map[int]int64 {
 		ids := slices.Sorted(maps.Keys(rs))
-		owners := partition.Assign(ids, k)
+		owners, err := partition.Assign(ids, k)
+		if err != nil {
+			panic(err)
+		}
 		all := map[string]map[int]int64{}
 		for _, id := range ids {
 			r := rs[id]

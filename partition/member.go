@@ -234,16 +234,20 @@ func (m *Member) stop(cause error, w *group.Watcher, workers map[int]context.Can
 // reconcile starts a worker for each shard list assigns the member that
 // has none, and ends those of the shards it no longer assigns it.
 func (m *Member) reconcile(ctx context.Context, list []group.Member, workers map[int]context.CancelCauseFunc) {
-	ids := make([]string, len(list))
-	for i, gm := range list {
-		ids[i] = string(gm.Value)
+	ids := make([]string, 0, len(list))
+	for _, gm := range list {
+		// A node with no id (another client's, or a stray one) is no
+		// member that could work a shard: it is given none.
+		if len(gm.Value) > 0 {
+			ids = append(ids, string(gm.Value))
+		}
 	}
 	if !slices.Contains(ids, m.id) {
 		// The watcher has not seen our own node yet (or it is gone,
 		// which the membership reports): assume we are in.
 		ids = append(ids, m.id)
 	}
-	owners := Assign(ids, m.shards)
+	owners, _ := Assign(ids, m.shards) // cannot fail: Join checked shards, and no id is empty
 	for i, owner := range owners {
 		cancel, running := workers[i]
 		switch {

@@ -147,25 +147,60 @@ func (o options) check(st store.Store, path string, shards int, id string) error
 	switch {
 	case st == nil:
 		return fmt.Errorf("%w: nil store", store.ErrInvalidArgument)
-	case shards < 1 || shards > MaxShards:
-		return fmt.Errorf("%w: %d shards, want 1 to %d", store.ErrInvalidArgument, shards, MaxShards)
 	case id == "":
 		return fmt.Errorf("%w: empty member id", store.ErrInvalidArgument)
 	case o.grace < 0:
 		return fmt.Errorf("%w: negative grace %v", store.ErrInvalidArgument, o.grace)
 	}
-	if err := recipe.ValidateDir(path); err != nil {
+	if err := checkShards(shards); err != nil {
+		return err
+	}
+	if err := validatePath(path); err != nil {
 		return err
 	}
 	return store.ValidateData([]byte(id))
 }
 
+// validatePath reports a path no partition can have: the directories below
+// it, the members' and every shard's, must be recipes' directories too, or
+// a path with room for a lock's nodes only would fail every shard's
+// acquisition, out of the caller's sight.
+func validatePath(path string) error {
+	if err := recipe.ValidateDir(path); err != nil {
+		return err
+	}
+	return recipe.ValidateDir(shardDir(path, MaxShards-1))
+}
+
+// checkShards reports a number of shards no partition can have.
+func checkShards(shards int) error {
+	if shards < 1 || shards > MaxShards {
+		return fmt.Errorf("%w: %d shards, want 1 to %d", store.ErrInvalidArgument, shards, MaxShards)
+	}
+	return nil
+}
+
 // MembersDir returns the group directory of the partition at path
-// ("<path>/members"), whose members' values are the member ids.
-func MembersDir(path string) string { return store.Join(path, "members") }
+// ("<path>/members"), whose members' values are the member ids, and "" (a
+// path every call refuses with store.ErrInvalidPath) when path is no
+// partition's path: an invalid one, or one Join refuses for its length or
+// depth.
+func MembersDir(path string) string { return below(path, "members") }
 
 // ShardsDir returns the directory that holds the shards' lock directories
-// of the partition at path ("<path>/shards"), each named by its number.
-func ShardsDir(path string) string { return store.Join(path, "shards") }
+// of the partition at path ("<path>/shards"), each named by its number,
+// and "" when path is no partition's path, as MembersDir does.
+func ShardsDir(path string) string { return below(path, "shards") }
 
-func shardDir(path string, i int) string { return store.Join(ShardsDir(path), fmt.Sprint(i)) }
+// below returns the directory name below the partition at path, or "" when
+// path is no partition's path.
+func below(path, name string) string {
+	if validatePath(path) != nil {
+		return ""
+	}
+	return store.Join(path, name)
+}
+
+func shardDir(path string, i int) string {
+	return store.Join(store.Join(path, "shards"), fmt.Sprint(i))
+}

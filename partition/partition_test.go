@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/corral-go/corral/group"
+	"github.com/corral-go/corral/internal/recipe"
 	"github.com/corral-go/corral/internal/testing/backends"
 	"github.com/corral-go/corral/memstore"
 	"github.com/corral-go/corral/partition"
@@ -217,6 +220,10 @@ func TestMisuse(t *testing.T) {
 		{"too many shards", st, "/p", partition.MaxShards + 1, "a", nil, store.ErrInvalidArgument},
 		{"empty id", st, "/p", 4, "", nil, store.ErrInvalidArgument},
 		{"negative grace", st, "/p", 4, "a", []partition.Option{partition.WithGrace(-1)}, store.ErrInvalidArgument},
+		{"id too large", st, "/p", 4, strings.Repeat("x", store.MaxDataSize+1), nil, store.ErrTooLarge},
+		// Room for a lock's nodes, not for the shards' directories.
+		{"too long", st, "/" + strings.Repeat("p", store.MaxPathSize-recipe.NameRoom-2), 4, "a", nil, store.ErrInvalidPath},
+		{"too deep", st, strings.Repeat("/p", store.MaxPathDepth-recipe.DepthRoom-1), 4, "a", nil, store.ErrInvalidPath},
 	}
 	for _, c := range cases {
 		m, err := partition.Join(ctx, c.st, c.path, c.shards, c.id, c.opts...)
@@ -226,6 +233,20 @@ func TestMisuse(t *testing.T) {
 	}
 	if kids, _ := st.Children(ctx, "/p"); len(kids) != 0 {
 		t.Errorf("failed Joins left %v", kids)
+	}
+	for _, c := range cases {
+		if c.want != store.ErrInvalidPath {
+			continue
+		}
+		if d := partition.MembersDir(c.path); d != "" {
+			t.Errorf("%s: MembersDir = %q; want \"\"", c.name, d)
+		}
+		if d := partition.ShardsDir(c.path); d != "" {
+			t.Errorf("%s: ShardsDir = %q; want \"\"", c.name, d)
+		}
+	}
+	if d := partition.MembersDir("/p"); d != "/p/members" {
+		t.Errorf("MembersDir(/p) = %q; want /p/members", d)
 	}
 	var zm partition.Member
 	var nm *partition.Member
@@ -254,4 +275,22 @@ func TestMisuse(t *testing.T) {
 			t.Errorf("zero Shard Token = %d; want -1", s.Token())
 		}
 	}
+}
+
+// TestMemberWithoutID: a node in the members' group with no id (another
+// client's, a stray one) is given no shards, which nobody would work: the
+// one member works on all of them.
+func TestMemberWithoutID(t *testing.T) {
+	st := memstore.New()
+	defer st.Close()
+	ctx := ctxFor(t)
+	path := dir(t)
+	stray, err := group.Join(ctx, st, partition.MembersDir(path), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stray.Leave(ctx)
+	tick := make(chan struct{}, 1)
+	w := work(join(t, st, path, 4, "a"), newFence(), tick)
+	waitBalanced(t, tick, []*worker{w}, 4)
 }

@@ -224,7 +224,10 @@ func (pm *partMachine) quiesce(t *rapid.T) {
 			ids = append(ids, pm.ms[i].id)
 		}
 	}
-	owners := partition.Assign(ids, pm.shards)
+	owners, err := partition.Assign(ids, pm.shards)
+	if err != nil {
+		t.Fatalf("Assign(%q, %d) = %v", ids, pm.shards, err)
+	}
 	timer := time.NewTimer(partTimeout)
 	defer timer.Stop()
 	for {
