@@ -17,12 +17,13 @@
 //
 // Member nodes are named "group-" followed by the store's unique suffix (on
 // ZooKeeper, with the protected "_c_<uuid>-" prefix zkstore adds). A Watcher
-// lists every child of the group's path that is not another recipe's node,
-// so it also sees the members of Curator's GroupMember (an ephemeral node
-// named by the member's id) and of kazoo's Party (an ephemeral node named by
-// a UUID, or "<uuid>-<identifier>" for a ShallowParty), with their data as
-// the value, and those clients see corral's members in their listings, under
-// corral's node names. Two things do not carry over: Curator and kazoo name
+// lists every child of the group's path that is a session's (ephemeral)
+// node and not another recipe's (a directory below the group is no
+// member), so it also sees the members of Curator's GroupMember (an
+// ephemeral node named by the member's id) and of kazoo's Party (an
+// ephemeral node named by a UUID, or "<uuid>-<identifier>" for a
+// ShallowParty), with their data as the value, and those clients see
+// corral's members in their listings, under corral's node names. Two things do not carry over: Curator and kazoo name
 // members by id, not by sequence, so on ZooKeeper their members have no
 // order of creation (store Seq 0) and are listed first, and their ids are
 // node names where corral's identity is the value; a corral member is a

@@ -349,3 +349,32 @@ func TestDisconnectPolicy(t *testing.T) {
 		t.Errorf("KeepOnDisconnect membership ended: %v", cause)
 	}
 }
+
+// TestWatchSkipsDirectories: a persistent node under a group's path (a
+// directory: a partition's shards, another group below it) is no member;
+// only sessions' nodes are, as every client's members are ephemeral.
+func TestWatchSkipsDirectories(t *testing.T) {
+	backends.Run(t, func(t *testing.T, b storetest.Backend) {
+		st := b.Open(t)
+		ctx := ctxFor(t)
+		path := dir(t)
+		if _, err := st.Create(ctx, path+"/sub", []byte("not a member"), store.Persistent); err != nil {
+			t.Fatal(err)
+		}
+		join(t, st, path+"/sub/inner", "b")
+		join(t, st, path, "a")
+		w := group.Watch(ctx, st, path)
+		defer w.Close()
+		select {
+		case ms, ok := <-w.Members():
+			if !ok {
+				t.Fatalf("watcher stopped: %v", w.Err())
+			}
+			if !slices.Equal(values(ms), []string{"a"}) {
+				t.Errorf("Members = %q; want [a]", values(ms))
+			}
+		case <-time.After(timeout):
+			t.Fatalf("no members after %v", timeout)
+		}
+	})
+}

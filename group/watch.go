@@ -155,6 +155,7 @@ type watch struct {
 	path  string
 	log   *slog.Logger
 	known map[string]Member // by path: the members of the last read
+	dirs  map[string]int64  // by path: the Seq of the directories of the last read
 }
 
 // run sends the members on out as they change, until ctx or the session
@@ -270,15 +271,22 @@ func (g *watch) current(ctx context.Context) (ms []Member, ch <-chan store.Event
 
 // read reads the members among kids, the values of members it knew from
 // its last read. A member that went since the listing is left out: the
-// watch set before the reads fires for it.
+// watch set before the reads fires for it. A persistent node is no member
+// (every client's members are its session's nodes) but a directory below
+// the group, which read remembers as one too.
 func (g *watch) read(ctx context.Context, kids []store.Child) ([]Member, error) {
 	ms := make([]Member, 0, len(kids))
 	known := make(map[string]Member, len(kids))
+	dirs := make(map[string]int64)
 	for _, k := range kids {
 		p := store.Join(g.path, k.Name)
 		if m, ok := g.known[p]; ok && m.Token == k.Seq {
 			ms = append(ms, m)
 			known[p] = m
+			continue
+		}
+		if seq, ok := g.dirs[p]; ok && seq == k.Seq {
+			dirs[p] = seq
 			continue
 		}
 		n, err := g.st.Get(ctx, p)
@@ -288,10 +296,14 @@ func (g *watch) read(ctx context.Context, kids []store.Child) ([]Member, error) 
 		if err != nil {
 			return nil, err
 		}
+		if n.Owner == 0 {
+			dirs[p] = n.Seq
+			continue
+		}
 		m := Member{Path: p, Value: n.Data, Token: n.Seq}
 		ms = append(ms, m)
 		known[p] = m
 	}
-	g.known = known // only the members listed now: nothing grows
+	g.known, g.dirs = known, dirs // only the nodes listed now: nothing grows
 	return ms, nil
 }

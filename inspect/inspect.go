@@ -625,14 +625,19 @@ func (r *reader) semaphore(ctx context.Context, rep *Report, kids []store.Child)
 }
 
 // group fills in a group: its members, corral's and other clients' (any
-// child of no other recipe), all holders.
+// session's node of no other recipe, as group.Watch lists them: a
+// persistent one is a directory), all holders.
 func (r *reader) group(ctx context.Context, rep *Report, kids []store.Child) error {
 	for _, k := range kids {
 		if f := recipe.FamilyOf(k.Name); f != recipe.Groups && f != recipe.Foreign && f != recipe.NoFamily {
 			continue
 		}
-		if err := r.add(ctx, rep, store.Join(rep.Path, k.Name), k.Seq, Joined, true); err != nil {
+		n, ok, err := r.node(ctx, store.Join(rep.Path, k.Name), k.Seq)
+		if err != nil {
 			return err
+		}
+		if ok && n.Owner != 0 {
+			rep.add(contender(n, Joined), true)
 		}
 	}
 	return nil

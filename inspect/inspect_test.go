@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/corral-go/corral/election"
+	"github.com/corral-go/corral/group"
 	"github.com/corral-go/corral/inspect"
 	"github.com/corral-go/corral/internal/testing/backends"
 	"github.com/corral-go/corral/store"
@@ -423,12 +424,22 @@ func TestWalk(t *testing.T) {
 		if _, err := st.Create(ctx, root+"/f/q/config", []byte("corral queue 1\ndelivery: at-least-once\n"), store.Persistent); err != nil {
 			t.Fatal(err)
 		}
+		// A group's members are its sessions' nodes; a directory
+		// below it is none.
+		gm, err := group.Join(ctx, st, root+"/g", []byte("a"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer gm.Leave(ctx)
+		if _, err := st.Create(ctx, root+"/g/sub/x", nil, store.Persistent); err != nil {
+			t.Fatal(err)
+		}
 		var got []string
 		err = inspect.Walk(ctx, st, root, func(r inspect.Report) error {
 			got = append(got, fmt.Sprintf("%s %v %d", strings.TrimPrefix(r.Path, root), r.Kind, len(r.Holders)))
 			return nil
 		})
-		if w := []string{"/a/sem semaphore 1", "/b/lock lock 1", "/c/q queue 0", "/f/q queue 0"}; err != nil || !slices.Equal(got, w) {
+		if w := []string{"/a/sem semaphore 1", "/b/lock lock 1", "/c/q queue 0", "/f/q queue 0", "/g group 1"}; err != nil || !slices.Equal(got, w) {
 			t.Errorf("Walk = %q, %v; want %q", got, err, w)
 		}
 		stop := errors.New("stop")

@@ -16,7 +16,7 @@ import (
 
 // coveredPackages are the shipped packages of primitives whose every
 // exported function and method must have a misuse case here.
-var coveredPackages = []string{"sync", "queue", "election", "twophase", "inspect"}
+var coveredPackages = []string{"sync", "queue", "election", "twophase", "inspect", "group", "partition"}
 
 // adapterPackages are the store contract and its adapters: a method of
 // store.Store is covered by the generator's "Store.<M>" calls (storeCalls),
@@ -74,7 +74,19 @@ var misuseFuncs = map[string][]string{
 	"inspect.ImplicitDirs":          {"inspect.ImplicitDirs"},
 	"inspect.Read":                  {"inspect.Read"},
 	"inspect.Walk":                  {"inspect.Walk"},
-	"inspect.Watch":                 {"inspect.Watch(cancelled)"},
+	"inspect.Watch":                 {"inspect.Watch", "inspect.Watch(cancelled)"},
+	"group.Join":                    {"group.Join", "Membership.Leave"},
+	"group.Watch":                   {"group.Watch", "group.Watch(cancelled)"},
+	"group.WithDisconnectPolicy":    {"group.Join", "group options(zero)"}, // drawGroupOptions: good, unknown, nil
+	"group.WithLogger":              {"group options(zero)"},
+	"group.WithMeterProvider":       {"group options(zero)"},
+	"partition.Join":                {"partition.Join", "partition.Member.Leave"},
+	"partition.WithGrace":           {"partition.Join", "partition options(zero)"}, // drawPartitionOptions: zero, negative, nil
+	"partition.WithLogger":          {"partition options(zero)"},
+	"partition.WithMeterProvider":   {"partition options(zero)"},
+	"partition.MembersDir":          {"partition.Dirs"},
+	"partition.ShardsDir":           {"partition.Dirs"},
+	"partition.Assign":              {"partition.Assign"},
 }
 
 // exportedAPI lists the exported functions ("pkg.F") and methods

@@ -182,6 +182,20 @@ func optionCalls(p string, data []byte) []misuseCall {
 			}
 			return nil
 		}},
+		{"inspect.Watch", func(ctx context.Context, _ *misuseSession, st store.Store) error {
+			w := inspect.Watch(ctx, st, p)
+			defer w.Close()
+			select {
+			case _, ok := <-w.Reports():
+				if ok {
+					return nil
+				}
+			case <-time.After(misuseCallTimeout + misuseOverrun):
+				return fmt.Errorf("inspect.Watch(%q) neither sent a report nor stopped", p)
+			}
+			<-w.Done()
+			return w.Err()
+		}},
 		{"inspect.ImplicitDirs", func(ctx context.Context, _ *misuseSession, st store.Store) error {
 			_, err := inspect.ImplicitDirs(ctx, st, p)
 			return err

@@ -12,7 +12,9 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/corral-go/corral/election"
+	"github.com/corral-go/corral/group"
 	"github.com/corral-go/corral/internal/testing/backends"
+	"github.com/corral-go/corral/partition"
 	"github.com/corral-go/corral/queue"
 	"github.com/corral-go/corral/store"
 	"github.com/corral-go/corral/store/storetest"
@@ -99,6 +101,10 @@ type misuseSession struct {
 	stripe []*sync.Stripe // granted, or nil from a TryLock that got none
 	coord  []*twophase.Coordinator
 	part   []*twophase.Participant
+	// memberships and members are the group memberships and partition
+	// members that calls made and no call has left yet.
+	memberships []*group.Membership
+	members     []*partition.Member
 }
 
 // misuseCall is one call, drawn once and made on every store.
@@ -303,6 +309,7 @@ func misuseCalls(t *rapid.T, dir, p string, n int, data []byte) []misuseCall {
 		}},
 	)
 	calls = append(calls, newerCalls(t, dir, p, n)...)
+	calls = append(calls, groupCalls(t, p, data)...)
 	calls = append(calls, storeCalls(t, p, data)...)
 	return append(calls, optionCalls(p, data)...)
 }
@@ -401,7 +408,9 @@ func (s *misuseSession) doubleAt(st store.Store, p string, n int) *sync.DoubleBa
 // disagree with the settings stored, items settled twice, peeked or zero,
 // multi-path and striped locks, the nil stripe of a TryLock that got none,
 // two-phase transactions with bad participants and deadlines and their
-// coordinators and participants, zero options, inspect, and store.Store's
+// coordinators and participants, group memberships and watches, partition
+// members with bad numbers of shards and ids, the shard assignment, zero
+// options, inspect, and store.Store's
 // own methods), on memstore, ZooKeeper and etcd in lockstep. No call may panic or outlive its ctx by more than the
 // cleanup grace; every error must match a documented sentinel; and the
 // three stores must answer every call with the same sentinel.
@@ -434,6 +443,12 @@ func TestMisuseAcrossStores(t *testing.T) {
 		}
 		defer func() {
 			for _, s := range sessions {
+				ctx, cancel := context.WithTimeout(context.Background(), misuseCallTimeout)
+				err := s.leaveAll(ctx)
+				cancel()
+				if err != nil {
+					rt.Errorf("%s: leaving the groups and partitions at the end = %v", s.name, err)
+				}
 				s.live.Close()
 			}
 		}()

@@ -8,7 +8,9 @@ import (
 	"time"
 
 	"github.com/corral-go/corral/election"
+	"github.com/corral-go/corral/group"
 	"github.com/corral-go/corral/inspect"
+	"github.com/corral-go/corral/partition"
 	"github.com/corral-go/corral/queue"
 	"github.com/corral-go/corral/sync"
 	"github.com/corral-go/corral/twophase"
@@ -31,6 +33,8 @@ var misuseReceivers = []any{
 	(*twophase.AbortError)(nil), twophase.Reason(0),
 	(*inspect.Watcher)(nil), inspect.Contender{}, (*inspect.Contender)(nil), inspect.Identity{}, inspect.Claim{}, (*inspect.Claim)(nil),
 	inspect.Kind(0), (*inspect.Kind)(nil),
+	(*group.Membership)(nil), (*group.Watcher)(nil), group.Member{},
+	(*partition.Member)(nil), (*partition.Shard)(nil),
 }
 
 // receiverCallTimeout bounds the ctx of a call on a nil or zero receiver:
