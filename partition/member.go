@@ -54,8 +54,9 @@ type Member struct {
 // Leave or its session's end, whatever becomes of ctx) and fails, leaving
 // nothing behind, with an error wrapping store.ErrInvalidArgument (a nil
 // st, shards outside [1, MaxShards], an empty id, a negative grace),
-// store.ErrInvalidPath, store.ErrTooLarge (an id over store.MaxDataSize),
-// ctx.Err(), or the session's cause.
+// store.ErrInvalidPath (a path no partition can have: invalid, the root, or
+// too long or deep for its shards' directories), store.ErrTooLarge (an id
+// over store.MaxDataSize), ctx.Err(), or the session's cause.
 //
 // Two members with the same id are assigned the same shards: each shard is
 // then held by one of them at a time, and the other waits.

@@ -75,12 +75,12 @@ var misuseFuncs = map[string][]string{
 	"inspect.Read":                  {"inspect.Read"},
 	"inspect.Walk":                  {"inspect.Walk"},
 	"inspect.Watch":                 {"inspect.Watch", "inspect.Watch(cancelled)"},
-	"group.Join":                    {"group.Join", "Membership.Leave"},
+	"group.Join":                    {"group.Join", "group.Join(cancelled)", "Membership.Leave"},
 	"group.Watch":                   {"group.Watch", "group.Watch(cancelled)"},
 	"group.WithDisconnectPolicy":    {"group.Join", "group options(zero)"}, // drawGroupOptions: good, unknown, nil
 	"group.WithLogger":              {"group options(zero)"},
 	"group.WithMeterProvider":       {"group options(zero)"},
-	"partition.Join":                {"partition.Join", "partition.Member.Leave"},
+	"partition.Join":                {"partition.Join", "partition.Join(cancelled)", "partition.Member.Leave"},
 	"partition.WithGrace":           {"partition.Join", "partition options(zero)"}, // drawPartitionOptions: zero, negative, nil
 	"partition.WithLogger":          {"partition options(zero)"},
 	"partition.WithMeterProvider":   {"partition options(zero)"},

@@ -34,6 +34,13 @@ func groupCalls(t *rapid.T, p string, data []byte) []misuseCall {
 			}
 			return err
 		}},
+		{"group.Join(cancelled)", func(ctx context.Context, _ *misuseSession, st store.Store) error {
+			m, err := group.Join(cancelled(ctx), st, p, data, gopts...)
+			if err == nil {
+				return fmt.Errorf("group.Join with a cancelled ctx made %s", m.Path())
+			}
+			return err
+		}},
 		{"Membership.Leave", func(ctx context.Context, s *misuseSession, _ store.Store) error {
 			m := new(group.Membership)
 			if len(s.memberships) > 0 {
@@ -58,6 +65,13 @@ func groupCalls(t *rapid.T, p string, data []byte) []misuseCall {
 			m, err := partition.Join(ctx, st, p, shards, id, popts...)
 			if err == nil {
 				s.members = append(s.members, m)
+			}
+			return err
+		}},
+		{"partition.Join(cancelled)", func(ctx context.Context, _ *misuseSession, st store.Store) error {
+			m, err := partition.Join(cancelled(ctx), st, p, shards, id, popts...)
+			if err == nil {
+				return fmt.Errorf("partition.Join with a cancelled ctx made member %q", m.ID())
 			}
 			return err
 		}},
