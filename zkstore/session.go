@@ -145,7 +145,7 @@ func (s *Store) dial(network, addr string, timeout time.Duration) (net.Conn, err
 		bound = s.negotiated
 	}
 	s.mu.Unlock()
-	handshakeBy := time.Now().Add(bound / time.Duration(s.nservers))
+	handshakeBy := s.handshakeBound(time.Now(), bound)
 	d := net.Dialer{Timeout: timeout}
 	conn, err := d.DialContext(s.ctx, network, addr)
 	if err == nil && s.tls != nil {
@@ -173,6 +173,31 @@ func (s *Store) dial(network, addr string, timeout time.Duration) (net.Conn, err
 	// Until its answer comes, that is all there is to say.
 	s.lastConnErr = fmt.Errorf("%s accepted the connection but has not completed ZooKeeper's handshake (is it a ZooKeeper server?)", addr)
 	return l, nil
+}
+
+// handshakeBound returns when a handshake begun at now is given up: after
+// the session timeout divided by the number of servers, as ZooKeeper's Java
+// client does, and, once the session has a deadline, after half the time
+// left to it at most. A server may accept a connection and never answer
+// its handshake (ZooKeeper 3.8, starting up, leaves open a connection it
+// failed to close: TestServerRestart met it), and with one server the
+// Java client's bound is the whole session: the client would wait on
+// that connection until the session ended, however soon the server could
+// have taken another.
+func (s *Store) handshakeBound(now time.Time, timeout time.Duration) time.Time {
+	by := now.Add(timeout / time.Duration(s.nservers))
+	if d := s.deadline.Load(); d != 0 {
+		left := time.Duration(d) - now.Sub(s.base)
+		by = minTime(by, now.Add(left/2))
+	}
+	return by
+}
+
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
 }
 
 func (s *Store) standInIfEnded() net.Conn {

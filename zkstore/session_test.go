@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -255,6 +257,50 @@ func TestReconnectKeepsSession(t *testing.T) {
 			t.Errorf("%s: owner %#x, session %#x; want %#x", fault, n.Owner, st.SessionID(), id)
 		}
 		must[store.Node](t)(st.Get(ctx, e.Path))
+	}
+}
+
+// TestUnansweredHandshake reconnects a session through a server that
+// takes the connection and never answers the handshake on it (the proxy
+// drops the connect request; a ZooKeeper starting up does that, see
+// handshakeBound): the Store gives that connection up in time to reconnect
+// on the next one, within the session. With one server, a handshake
+// allowed the whole session timeout (the Java client's bound) outlasts it.
+func TestUnansweredHandshake(t *testing.T) {
+	_, b := server(t)
+	const timeout = 4 * time.Second
+	st, proxies := b.OpenWithProxies(t, zkstore.WithSessionTimeout(timeout))
+	ctx, dir := ctxFor(t), dirFor(t)
+	e := must[store.Node](t)(st.Create(ctx, dir+"/e", nil, store.Ephemeral))
+	id := st.SessionID()
+	var hung atomic.Uint64 // the connection whose handshake is dropped
+	hung.Store(math.MaxUint64)
+	proxies[0].SetHook(tcpproxy.LengthPrefixed, func(m tcpproxy.Message) tcpproxy.Action {
+		if m.Dir == tcpproxy.Upstream && m.Index == 0 && hung.CompareAndSwap(0, m.Conn) {
+			return tcpproxy.Drop
+		}
+		if m.Conn == hung.Load() {
+			return tcpproxy.Drop // nothing more from that one either
+		}
+		return tcpproxy.Forward
+	})
+	disc := st.Disconnected()
+	hung.Store(0) // the next connection's connect request goes nowhere
+	proxies[0].Cut()
+	select {
+	case <-disc:
+	case <-ctx.Done():
+		t.Fatal("client never noticed the cut")
+	}
+	zkbackend.WaitConnected(t, ctx, st)
+	if err := st.Context().Err(); err != nil {
+		t.Fatalf("session ended waiting on a handshake the server never answered: %v", context.Cause(st.Context()))
+	}
+	if h := hung.Load(); h == 0 || h == math.MaxUint64 {
+		t.Fatalf("no handshake was dropped (hung = %d): the test proves nothing", h)
+	}
+	if n := must[store.Node](t)(st.Get(ctx, e.Path)); n.Owner != id {
+		t.Errorf("owner %#x after the reconnection; want %#x", n.Owner, id)
 	}
 }
 

@@ -80,7 +80,9 @@
 // [store.ErrDisconnected]. The client tries the servers in turn, pausing
 // between rounds (50 ms, doubling up to 1 s); it gives up a server that has
 // not completed the handshake within the session timeout divided by the
-// number of servers, as ZooKeeper's Java client does.
+// number of servers, as ZooKeeper's Java client does, or within half the
+// time left to the session, if that comes first: a server may accept a
+// connection and never answer it.
 //
 // # Cancellation and undo
 //
