@@ -21,6 +21,11 @@ type link struct {
 	wmu sync.Mutex // serialises writes, so frames are timed in the order they are sent
 	out []byte     // what Write sends: p, with the Store's zxids in it (guarded by wmu)
 
+	// The read buffer: the client reads on one goroutine at a time.
+	rbuf       []byte
+	rpos, rend int   // rbuf[rpos:rend] is read and not yet handed over
+	rerr       error // the read's error, once what came with it is handed over
+
 	mu          sync.Mutex
 	t           tracker
 	handshook   bool      // the connect response has been read
@@ -46,11 +51,42 @@ func (l *link) Write(p []byte) (int, error) {
 	return n, err
 }
 
+// readBuf is the size of a link's read buffer. The client reads each
+// frame in two calls, its length and then its body; through the buffer one
+// read from the connection serves both, and every frame that arrived with
+// them. A longer read than this goes straight to the connection.
+const readBuf = 16 << 10
+
+// Read serves the client from the link's buffer, refilled by one read from
+// the connection when empty, and follows what it hands over: the client
+// has read what the tracker has (see zxid.go).
 func (l *link) Read(p []byte) (int, error) {
-	return l.fill(p)
+	if l.rpos == l.rend {
+		if l.rerr != nil {
+			err := l.rerr
+			l.rerr = nil
+			return 0, err
+		}
+		if len(p) >= readBuf {
+			n, err := l.fill(p)
+			return l.deliver(p[:n], err)
+		}
+		if l.rbuf == nil {
+			l.rbuf = make([]byte, readBuf)
+		}
+		n, err := l.fill(l.rbuf)
+		l.rpos, l.rend = 0, n
+		if n == 0 {
+			return 0, err
+		}
+		l.rerr = err // after what came with it
+	}
+	n := copy(p, l.rbuf[l.rpos:l.rend])
+	l.rpos += n
+	return l.deliver(p[:n], nil)
 }
 
-// fill reads from the connection into p and follows what it read.
+// fill reads from the connection into p.
 func (l *link) fill(p []byte) (int, error) {
 	n, err := l.Conn.Read(p)
 	if err != nil {
@@ -67,17 +103,23 @@ func (l *link) fill(p []byte) (int, error) {
 			l.s.noteConnErr(fmt.Errorf("zkstore: session handshake with %s: %w%s", l.RemoteAddr(), err, hint))
 		}
 	}
-	if n > 0 {
+	return n, err
+}
+
+// deliver follows p, about to be handed to the client with err.
+func (l *link) deliver(p []byte, err error) (int, error) {
+	if len(p) > 0 {
 		l.mu.Lock()
-		perr := l.t.read(p[:n], l.acked)
+		perr := l.t.read(p, l.acked)
 		l.mu.Unlock()
 		if perr != nil {
 			l.Conn.Close()
 			l.s.noteConnErr(fmt.Errorf("%s: %w", l.RemoteAddr(), perr))
+			l.rpos, l.rend, l.rerr = 0, 0, perr
 			return 0, perr
 		}
 	}
-	return n, err
+	return len(p), err
 }
 
 // acked passes an acknowledgement on to the Store. l.mu is held.

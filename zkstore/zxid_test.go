@@ -3,6 +3,7 @@ package zkstore
 import (
 	"bytes"
 	"encoding/binary"
+	"io"
 	"math/rand/v2"
 	"net"
 	"slices"
@@ -167,4 +168,79 @@ func TestLinkLeavesTheClientsBufferAlone(t *testing.T) {
 	if sent := <-got; sent == nil || field(sent, 4) != 77 {
 		t.Errorf("the connect request went out as %x; want lastZxidSeen 77", sent)
 	}
+}
+
+// countingConn counts the reads of the connection under a link.
+type countingConn struct {
+	net.Conn
+	reads int
+}
+
+func (c *countingConn) Read(p []byte) (int, error) {
+	c.reads++
+	return c.Conn.Read(p)
+}
+
+// TestLinkReadsFramesTogether sends a link many answers at once and one
+// larger than its buffer, and reads them as go-zookeeper does, the length
+// and then the body of each: every frame arrives whole, with its zxid
+// zeroed (the tracker follows what the client is handed), and the small
+// ones take far fewer reads of the connection than the client makes.
+func TestLinkReadsFramesTogether(t *testing.T) {
+	client, server := net.Pipe()
+	defer client.Close()
+	defer server.Close()
+	s := &Store{}
+	cc := &countingConn{Conn: client}
+	l := &link{Conn: cc, s: s}
+	l.t.z = &s.zxids
+	var want [][]byte
+	stream := connectResponse(4000, 5)
+	for i := range 20 {
+		f := answerAt(int32(i+1), int64(100+i), 30)
+		stream = append(stream, f...)
+		want = append(want, f)
+	}
+	big := answerAt(99, 500, 3*readBuf)
+	stream = append(stream, big...)
+	want = append(want, big)
+	go func() {
+		server.Write(stream)
+		server.Close()
+	}()
+	if _, err := readFrame(l); err != nil { // the connect response
+		t.Fatal(err)
+	}
+	for i, w := range want {
+		got, err := readFrame(l)
+		if err != nil {
+			t.Fatalf("frame %d: %v", i, err)
+		}
+		if field(got, 4) != 0 || !bytes.Equal(got[16:], w[16:]) || !bytes.Equal(got[:8], w[:8]) {
+			t.Fatalf("frame %d read as %x...; want %x... with its zxid zeroed", i, got[:min(len(got), 24)], w[:min(len(w), 24)])
+		}
+	}
+	if got := s.zxids.lastSeen(); got != 500 {
+		t.Errorf("seen zxid %d after the last answer; want 500", got)
+	}
+	// 22 frames, 44 reads by the client; a pipe hands over one write in
+	// pieces no larger than each read asks for.
+	t.Logf("%d reads of the connection", cc.reads)
+	if cc.reads > 8 {
+		t.Errorf("%d reads of the connection for 22 frames; want the buffer to serve most of the client's 44", cc.reads)
+	}
+}
+
+// readFrame reads one frame the way go-zookeeper's receive loop does: the
+// length, then the body.
+func readFrame(r io.Reader) ([]byte, error) {
+	head := make([]byte, 4)
+	if _, err := io.ReadFull(r, head); err != nil {
+		return nil, err
+	}
+	body := make([]byte, binary.BigEndian.Uint32(head))
+	if _, err := io.ReadFull(r, body); err != nil {
+		return nil, err
+	}
+	return append(head, body...), nil
 }
