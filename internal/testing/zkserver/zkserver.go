@@ -180,9 +180,26 @@ type Server struct {
 	out    *tailBuffer
 }
 
+// errPortTaken is why a server exited while starting when another process
+// took one of its ports between freePorts and the server's bind (tests of
+// other packages run beside this one).
+var errPortTaken = errors.New("zkserver: a port was taken before the server bound it")
+
+// portTries bounds the starts on fresh ports after errPortTaken.
+const portTries = 5
+
 // Start starts a standalone server and returns once it serves clients.
-// Close stops it.
+// Close stops it. A port taken meanwhile by another process is replaced.
 func Start(cfg Config) (*Server, error) {
+	for attempt := 1; ; attempt++ {
+		s, err := start(cfg)
+		if !errors.Is(err, errPortTaken) || attempt == portTries {
+			return s, err
+		}
+	}
+}
+
+func start(cfg Config) (*Server, error) {
 	cfg = cfg.withDefaults()
 	dir, err := makeDir(&cfg)
 	if err != nil {
@@ -347,7 +364,11 @@ func (s *Server) WaitServing(timeout time.Duration) error {
 		}
 		select {
 		case <-exited:
-			return fmt.Errorf("zkserver: server on %s exited while starting:\n%s", s.Addr(), out)
+			err := fmt.Errorf("zkserver: server on %s exited while starting:\n%s", s.Addr(), out)
+			if strings.Contains(out.String(), "Address already in use") {
+				err = fmt.Errorf("%w: %w", errPortTaken, err)
+			}
+			return err
 		case <-time.After(50 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
@@ -473,8 +494,18 @@ func (l *peerLink) close() {
 }
 
 // StartEnsemble starts an ensemble of n members and returns once every
-// member serves clients (a quorum has formed). Close stops it.
+// member serves clients (a quorum has formed). Close stops it. A port
+// taken meanwhile by another process is replaced.
 func StartEnsemble(n int, cfg Config) (*Ensemble, error) {
+	for attempt := 1; ; attempt++ {
+		e, err := startEnsemble(n, cfg)
+		if !errors.Is(err, errPortTaken) || attempt == portTries {
+			return e, err
+		}
+	}
+}
+
+func startEnsemble(n int, cfg Config) (*Ensemble, error) {
 	cfg = cfg.withDefaults()
 	ownDir := cfg.Dir == ""
 	dir, err := makeDir(&cfg)
