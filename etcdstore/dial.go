@@ -81,8 +81,8 @@ func Dial(ctx context.Context, cfg clientv3.Config, opts ...Option) (*Store, err
 	refusal, fired := probe.stop()
 	switch {
 	case err == nil && fired:
-		// The probe was refused just as the session opened (on an
-		// endpoint that accepted it): the client is cancelled.
+		// Every endpoint refused, or could not be reached, just as the
+		// session opened: the client is cancelled.
 		s.Close()
 	case err == nil:
 		s.closeClient = ccancel

@@ -23,8 +23,9 @@ import (
 // alert that gRPC often never reads (its first write meets the closed
 // connection, and all it reports is a broken pipe). A probe completes the
 // handshake and then reads without writing anything, which yields the
-// server's alert; a server that accepted the certificate says nothing, and
-// the probe waits until it is stopped.
+// server's alert; a server that took the certificate says nothing (or
+// hangs up on a client that sends nothing), and the probe waits until it
+// is stopped.
 type tlsProbe struct {
 	cancel context.CancelFunc
 	wg     gosync.WaitGroup
@@ -32,16 +33,17 @@ type tlsProbe struct {
 	mu       gosync.Mutex
 	left     int     // probes still running
 	refusals []error // each wraps store.ErrAuth
+	accepted bool    // an endpoint took the certificate
+	stopped  bool    // stop was called: what ends now proves nothing
 	fired    bool    // refused was called
 }
 
 // startProbe starts a probe of each endpoint with cfg, bounded by ctx.
-// When every probe has ended and at least one endpoint refused a
-// certificate, none can be used: it calls refused once, from a probe's
-// goroutine, with the refusals. An endpoint that cannot be reached is no
-// refusal, and one that accepts the certificate keeps the probe waiting,
-// so neither makes refused be called. A nil cfg starts nothing and returns
-// nil, a probe that never refuses.
+// When every probe has ended, at least one endpoint refused a certificate
+// and none accepted it, none can be used: it calls refused once, from a
+// probe's goroutine, with the refusals. An endpoint that cannot be reached
+// is no refusal, and one that takes the certificate rules refused out.
+// A nil cfg starts nothing and returns nil, a probe that never refuses.
 func startProbe(ctx context.Context, cfg *tls.Config, endpoints []string, refused func(error)) *tlsProbe {
 	if cfg == nil {
 		return nil
@@ -59,15 +61,16 @@ func startProbe(ctx context.Context, cfg *tls.Config, endpoints []string, refuse
 }
 
 // ended records one probe's result. It returns the refusals when this was
-// the last probe and there are some, else nil.
-func (p *tlsProbe) ended(refusal error) error {
+// the last probe, there are some and no endpoint accepted, else nil.
+func (p *tlsProbe) ended(refusal error, accepted bool) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if refusal != nil {
 		p.refusals = append(p.refusals, refusal)
 	}
+	p.accepted = p.accepted || accepted
 	p.left--
-	if p.left > 0 || len(p.refusals) == 0 {
+	if p.left > 0 || len(p.refusals) == 0 || p.accepted || p.stopped {
 		return nil
 	}
 	p.fired = true
@@ -80,6 +83,9 @@ func (p *tlsProbe) stop() (refusals error, fired bool) {
 	if p == nil {
 		return nil, false
 	}
+	p.mu.Lock()
+	p.stopped = true
+	p.mu.Unlock()
 	p.cancel()
 	p.wg.Wait()
 	p.mu.Lock()
@@ -90,8 +96,9 @@ func (p *tlsProbe) stop() (refusals error, fired bool) {
 // handshake makes one TLS connection to endpoint ep with cfg and reads
 // from it until the server says something, closes it, or ctx ends. It
 // returns an error wrapping store.ErrAuth that names the endpoint when
-// either side refused a certificate, else nil.
-func handshake(ctx context.Context, cfg *tls.Config, ep string) error {
+// either side refused a certificate, and whether the handshake was done
+// and no refusal followed it (the server took the certificate).
+func handshake(ctx context.Context, cfg *tls.Config, ep string) (refusal error, accepted bool) {
 	host := ep
 	if u, err := url.Parse(ep); err == nil && u.Host != "" {
 		host = u.Host
@@ -116,16 +123,19 @@ func handshake(ctx context.Context, cfg *tls.Config, ep string) error {
 		_, err = conn.Read(make([]byte, 1))
 		stop()
 		conn.Close()
+		if err == nil || !isCertRefusal(err) {
+			// The server took the certificate: it spoke, or
+			// hung up without an alert.
+			return nil, true
+		}
 	}
 	switch {
-	case err == nil:
-		return nil
 	case isCertRefusal(err):
-		return fmt.Errorf("%w: the TLS handshake with %s failed on a certificate: %w", store.ErrAuth, host, err)
+		return fmt.Errorf("%w: the TLS handshake with %s failed on a certificate: %w", store.ErrAuth, host, err), false
 	case asked && sentNone && strings.Contains(err.Error(), "tls: handshake failure"):
-		return fmt.Errorf("%w: the TLS handshake with %s failed: it asked for a client certificate and the client had none its CAs signed: %w", store.ErrAuth, host, err)
+		return fmt.Errorf("%w: the TLS handshake with %s failed: it asked for a client certificate and the client had none its CAs signed: %w", store.ErrAuth, host, err), false
 	}
-	return nil
+	return nil, false
 }
 
 // clientCertificate returns how crypto/tls chooses cfg's client

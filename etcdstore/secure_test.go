@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -247,6 +248,37 @@ func TestTLS(t *testing.T) {
 				})
 			}
 		}
+		// An endpoint that refuses beside one that accepts: the
+		// client uses the one that accepts.
+		t.Run("one endpoint of two refuses", func(t *testing.T) {
+			t.Parallel()
+			l, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{stranger.MustServer(t, "stranger-server").Cert}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var wg sync.WaitGroup
+			wg.Go(func() {
+				for {
+					conn, err := l.Accept()
+					if err != nil {
+						return
+					}
+					conn.(*tls.Conn).HandshakeContext(t.Context())
+					conn.Close()
+				}
+			})
+			defer wg.Wait()
+			defer l.Close()
+			cfg := c.ClientConfig()
+			cfg.Endpoints = append(cfg.Endpoints, "https://"+l.Addr().String())
+			ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+			defer cancel()
+			st, err := etcdstore.Dial(ctx, cfg)
+			if err != nil {
+				t.Fatalf("Dial(%v) = %v; want a session on the endpoint that accepts", cfg.Endpoints, err)
+			}
+			st.Close()
+		})
 		// A connection that does not speak TLS is only unreachable.
 		t.Run("no TLS", func(t *testing.T) {
 			t.Parallel()

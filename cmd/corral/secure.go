@@ -104,8 +104,8 @@ func (sf *secureFlags) resolve(e *env, urlUser string, wantTLS bool) (credential
 			return c, fmt.Errorf("%w: --cert/--key: %v", errUsage, err)
 		}
 		// Said here, before dialing: a server refuses an expired
-		// certificate with an alert that does not say why (etcd's
-		// client, only after its whole dial timeout).
+		// certificate with an alert that does not say when it
+		// expired.
 		switch now := time.Now(); {
 		case pair.Leaf == nil:
 		case now.After(pair.Leaf.NotAfter):
