@@ -320,22 +320,23 @@ func WithLogger(l *slog.Logger) Option {
 // one more until its event is delivered, and each abandoned create one
 // until it is undone. Close waits for all of them.
 type Store struct {
-	cli       *clientv3.Client
-	kv        clientv3.KV      // cli's, below the chroot if any
-	watcher   clientv3.Watcher // cli's, below the chroot if any
-	chroot    string
-	ownKeys   string // the prefix of the adapter's own keys; see keys.go
-	anchorKey string
-	ownClient bool
+	cli        *clientv3.Client
+	kv         clientv3.KV      // cli's, below the chroot if any
+	watcher    clientv3.Watcher // cli's, below the chroot if any
+	chroot     string
+	ownKeys    string // the prefix of the adapter's own keys; see keys.go
+	anchorKey  string
+	ownClient  bool
+	lease      clientv3.LeaseID
+	ttl        time.Duration // as granted by the server
+	attempt    time.Duration // bound of one request
+	log        *slog.Logger
+	fenceKey   string
+	expiryHook func()
+
 	// closeClient, when Dial made the client, frees the context it
 	// gave the client (see tlsProbe).
 	closeClient context.CancelFunc
-	lease       clientv3.LeaseID
-	ttl         time.Duration // as granted by the server
-	attempt     time.Duration // bound of one request
-	log         *slog.Logger
-	fenceKey    string
-	expiryHook  func()
 
 	// ctx is the session's lifetime; its cause says how it ended.
 	ctx    context.Context
