@@ -2,12 +2,9 @@ package etcdstore
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
-	"net/url"
 	"slices"
 	"sync/atomic"
 	"time"
@@ -27,10 +24,17 @@ import (
 // and Password are how a Store reaches a cluster that requires them; a
 // wrong password or an unknown user fails with [store.ErrAuth].
 //
-// With credentials, clientv3.New authenticates before Dial can send
-// anything, waiting up to cfg.DialTimeout (lowered to what is left of
-// ctx) for a connection; a certificate refused meanwhile fails Dial with
-// [store.ErrAuth] once that time is up.
+// With cfg.TLS, Dial makes one TLS connection of its own to each endpoint
+// beside the client's: when every endpoint has either refused a
+// certificate (the client's, or the server's that cfg.TLS does not trust)
+// or could not be reached, and at least one refused, Dial fails at once
+// with [store.ErrAuth], naming each refusing endpoint and why, however
+// long cfg.DialTimeout or ctx. gRPC alone would report the refusal only
+// when a request's time is up (clientv3.New's authentication, with
+// credentials, waits up to cfg.DialTimeout, lowered to what is left of
+// ctx), and under TLS 1.3 often only as a broken pipe. An endpoint that
+// cannot be reached is never a refusal: it is retried until ctx ends, as
+// without TLS.
 //
 // Unless cfg sets Logger or LogConfig, the client logs through the logger
 // of [WithLogger] (at debug level), or not at all: clientv3's default
@@ -38,10 +42,8 @@ import (
 // caller. An empty cfg.Endpoints fails with [store.ErrInvalidArgument].
 // When ctx ends before a lease is granted, the error wraps ctx's error and
 // says which endpoints were tried and why they did not answer (connection
-// refused, name not found, connected but no reply, ...); with cfg.TLS, Dial
-// then spends up to a second more on one TLS connection to each endpoint,
-// to tell a certificate the servers refuse ([store.ErrAuth]; under TLS 1.3
-// gRPC often sees only a broken pipe) from an unreachable cluster.
+// refused, name not found, connected but no reply, ...), and any
+// certificate refusal seen ([store.ErrAuth]).
 func Dial(ctx context.Context, cfg clientv3.Config, opts ...Option) (*Store, error) {
 	o, err := newOptions(opts)
 	if err != nil {
@@ -60,6 +62,47 @@ func Dial(ctx context.Context, cfg clientv3.Config, opts ...Option) (*Store, err
 	}
 	diag := new(dialDiag)
 	cfg.DialOptions = append(slices.Clip(cfg.DialOptions), grpc.WithChainUnaryInterceptor(diag.intercept))
+	// A probe that finds the certificate refused ends the client's dial
+	// (and authentication, which takes no ctx but cfg.Context) and the
+	// session's opening at once.
+	octx, ocancel := context.WithCancel(ctx)
+	defer ocancel()
+	base := cfg.Context
+	if base == nil {
+		base = context.Background()
+	}
+	cctx, ccancel := context.WithCancel(base)
+	cfg.Context = cctx
+	probe := startProbe(ctx, cfg.TLS, cfg.Endpoints, func(error) {
+		ocancel()
+		ccancel()
+	})
+	s, err := dial(octx, cfg, o, diag)
+	refusal, fired := probe.stop()
+	switch {
+	case err == nil && fired:
+		// Every endpoint refused, or could not be reached, just as the
+		// session opened: the client is cancelled.
+		s.Close()
+	case err == nil:
+		s.closeClient = ccancel
+		return s, nil
+	case fired:
+	case refusal != nil && !errors.Is(err, store.ErrAuth) && !errors.Is(err, store.ErrPermission):
+		// Some endpoint refused the certificate and none was usable.
+		ccancel()
+		return nil, fmt.Errorf("etcdstore: dial %v: %w (%w)", cfg.Endpoints, refusal, err)
+	default:
+		ccancel()
+		return nil, err
+	}
+	ccancel()
+	return nil, fmt.Errorf("etcdstore: dial %v: %w", cfg.Endpoints, refusal)
+}
+
+// dial creates a client from cfg and opens a session on it; the Store owns
+// the client.
+func dial(ctx context.Context, cfg clientv3.Config, o options, diag *dialDiag) (*Store, error) {
 	cli, err := clientv3.New(cfg)
 	if err != nil {
 		// With credentials, New authenticates at once, waiting up to
@@ -70,9 +113,6 @@ func Dial(ctx context.Context, cfg clientv3.Config, opts ...Option) (*Store, err
 		if refusal := tlsRefusal(err, diag); refusal != nil {
 			return nil, fmt.Errorf("etcdstore: dial %v: %w", cfg.Endpoints, refusal)
 		}
-		if refusal := probeTLS(cfg.TLS, cfg.Endpoints); refusal != nil {
-			return nil, fmt.Errorf("etcdstore: dial %v: %w", cfg.Endpoints, refusal)
-		}
 		if p := diag.last.Load(); p != nil {
 			return nil, fmt.Errorf("etcdstore: dial %v: %w (last error: %v)", cfg.Endpoints, err, *p)
 		}
@@ -81,53 +121,10 @@ func Dial(ctx context.Context, cfg clientv3.Config, opts ...Option) (*Store, err
 	s, err := open(ctx, cli, o, diag)
 	if err != nil {
 		cli.Close()
-		if ctx.Err() != nil && !errors.Is(err, store.ErrAuth) {
-			if refusal := probeTLS(cfg.TLS, cfg.Endpoints); refusal != nil {
-				return nil, fmt.Errorf("etcdstore: dial %v: %w (%w)", cfg.Endpoints, refusal, err)
-			}
-		}
 		return nil, err
 	}
 	s.ownClient = true
 	return s, nil
-}
-
-// probeWait bounds probeTLS.
-const probeWait = time.Second
-
-// probeTLS finds out, once Dial has failed, whether the servers refuse the
-// client's certificate. Under TLS 1.3 a server refuses it after the
-// client's side of the handshake is done, with an alert that gRPC often
-// never reads: its first write meets the closed connection, and all it
-// reports is a broken pipe. So probeTLS makes one TLS connection to each
-// endpoint with cfg and reads without writing anything, which yields the
-// server's alert. It returns the refusal wrapping store.ErrAuth, or nil
-// (no TLS, nothing refused, or no answer within probeWait in all).
-func probeTLS(cfg *tls.Config, endpoints []string) error {
-	if cfg == nil {
-		return nil
-	}
-	deadline := time.Now().Add(probeWait)
-	for _, ep := range endpoints {
-		host := ep
-		if u, err := url.Parse(ep); err == nil && u.Host != "" {
-			host = u.Host
-		}
-		c := cfg.Clone()
-		if h, _, err := net.SplitHostPort(host); err == nil && c.ServerName == "" {
-			c.ServerName = h
-		}
-		conn, err := tls.DialWithDialer(&net.Dialer{Deadline: deadline}, "tcp", host, c)
-		if err == nil {
-			conn.SetReadDeadline(deadline)
-			_, err = conn.Read(make([]byte, 1))
-			conn.Close()
-		}
-		if err != nil && isCertRefusal(err) {
-			return fmt.Errorf("%w: the TLS handshake with %s failed on a certificate: %w", store.ErrAuth, host, err)
-		}
-	}
-	return nil
 }
 
 // dialDiag keeps the last error of a request of a client made by Dial, as

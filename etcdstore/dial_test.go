@@ -2,6 +2,7 @@ package etcdstore_test
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"log/slog"
 	"net"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/corral-go/corral/etcdstore"
 	"github.com/corral-go/corral/internal/testing/etcdserver"
+	"github.com/corral-go/corral/internal/testing/testcert"
 	"github.com/corral-go/corral/store"
 )
 
@@ -60,26 +62,32 @@ func TestDialUnreachable(t *testing.T) {
 		})
 		return l.Addr().String()
 	}
+	// With TLS, Dial's probe of the endpoints meets the same failures,
+	// which are no certificate refusal.
+	ca := testcert.ForTest(t, "unreachable")
 	for _, tc := range []struct {
 		name     string
 		endpoint func(*testing.T) string
+		tls      *tls.Config
 		why      string
 	}{
-		{"refused", refused, "connection refused"},
-		{"silent", silent, "timed out"},
+		{"refused", refused, nil, "connection refused"},
+		{"silent", silent, nil, "timed out"},
+		{"refused TLS", refused, ca.ClientTLS(ca.MustClient(t, "alice")), "connection refused"},
+		{"silent TLS", silent, ca.ClientTLS(ca.MustClient(t, "alice")), "timed out"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			ep := tc.endpoint(t)
 			ctx, cancel := context.WithTimeout(t.Context(), time.Second)
 			defer cancel()
-			s, err := etcdstore.Dial(ctx, clientv3.Config{Endpoints: []string{ep}})
+			s, err := etcdstore.Dial(ctx, clientv3.Config{Endpoints: []string{ep}, TLS: tc.tls})
 			if err == nil {
 				s.Close()
 				t.Fatalf("Dial(%s) = nil error", ep)
 			}
-			if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), ep) || !strings.Contains(err.Error(), tc.why) {
-				t.Errorf("Dial(%s) = %v; want DeadlineExceeded, naming %s and saying %q", ep, err, ep, tc.why)
+			if !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, store.ErrAuth) || !strings.Contains(err.Error(), ep) || !strings.Contains(err.Error(), tc.why) {
+				t.Errorf("Dial(%s) = %v; want DeadlineExceeded, not ErrAuth, naming %s and saying %q", ep, err, ep, tc.why)
 			}
 			t.Logf("Dial(%s): %v", tc.name, err)
 		})

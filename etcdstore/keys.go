@@ -2,6 +2,8 @@ package etcdstore
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"strings"
@@ -160,6 +162,15 @@ var certTexts = []string{
 }
 
 func isCertRefusal(err error) bool {
+	var (
+		verify    *tls.CertificateVerificationError
+		authority x509.UnknownAuthorityError
+		invalid   x509.CertificateInvalidError
+		hostname  x509.HostnameError
+	)
+	if errors.As(err, &verify) || errors.As(err, &authority) || errors.As(err, &invalid) || errors.As(err, &hostname) {
+		return true
+	}
 	msg := err.Error()
 	for _, t := range certTexts {
 		if strings.Contains(msg, t) {

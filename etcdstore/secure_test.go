@@ -4,11 +4,15 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/corral-go/corral/etcdstore"
 	"github.com/corral-go/corral/internal/testing/etcdbackend"
@@ -198,48 +202,101 @@ func TestTLS(t *testing.T) {
 	})
 	t.Run("refused", func(t *testing.T) {
 		stranger := testcert.ForTest(t, "stranger")
+		tls12 := &tls.Config{RootCAs: ca.Pool(), Certificates: []tls.Certificate{stranger.MustClient(t, "alice").Cert}, MaxVersion: tls.VersionTLS12}
 		for _, tc := range []struct {
 			name string
 			tls  *tls.Config
-			want error
 			says string
 		}{
-			{"no client certificate", ca.ClientTLS(), store.ErrAuth, "certificate required"},
-			// crypto/tls sends no certificate the server's CAs did not sign.
-			{"certificate of another CA", &tls.Config{RootCAs: ca.Pool(), Certificates: []tls.Certificate{stranger.MustClient(t, "alice").Cert}}, store.ErrAuth, "certificate required"},
-			{"server not trusted", stranger.ClientTLS(ca.MustClient(t, "alice")), store.ErrAuth, "unknown authority"},
-			{"no TLS", nil, context.DeadlineExceeded, "server preface: EOF"},
+			{"no client certificate", ca.ClientTLS(), "certificate required"},
+			// crypto/tls sends no certificate the server's CAs did not
+			// sign; under TLS 1.3 the server says so after the
+			// client's side of the handshake is done.
+			{"certificate of another CA", &tls.Config{RootCAs: ca.Pool(), Certificates: []tls.Certificate{stranger.MustClient(t, "alice").Cert}}, "certificate required"},
+			{"certificate of another CA, TLS 1.2", tls12, "had none its CAs signed"},
+			{"expired certificate", ca.ClientTLS(ca.MustExpiredClient(t, "alice")), "expired certificate"},
+			{"server not trusted", stranger.ClientTLS(ca.MustClient(t, "alice")), "unknown authority"},
 		} {
-			t.Run(tc.name, func(t *testing.T) {
-				t.Parallel()
-				cfg := c.ClientConfig()
-				cfg.TLS = tc.tls
-				if tc.tls == nil {
-					for i, ep := range cfg.Endpoints {
-						cfg.Endpoints[i] = strings.Replace(ep, "https://", "http://", 1)
+			// With a password, clientv3.New authenticates before Dial
+			// sends anything, and waits up to DialTimeout; without,
+			// the first request waits up to the attempt timeout. A
+			// refusal fails Dial at once either way.
+			for _, password := range []string{"", "secret"} {
+				t.Run(fmt.Sprintf("%s/password=%q", tc.name, password), func(t *testing.T) {
+					t.Parallel()
+					cfg := c.ClientConfig()
+					cfg.TLS = tc.tls
+					cfg.Username, cfg.Password = "alice", password
+					cfg.DialTimeout = 20 * time.Second
+					ctx, cancel := context.WithTimeout(t.Context(), 2*cfg.DialTimeout)
+					defer cancel()
+					begun := time.Now()
+					st, err := etcdstore.Dial(ctx, cfg)
+					took := time.Since(begun)
+					if err == nil {
+						st.Close()
+						t.Fatal("Dial succeeded")
 					}
-				}
-				// A refused certificate fails after the first
-				// attempt, or once ctx ends when gRPC saw only a
-				// broken pipe; a connection that does not speak TLS
-				// is only unreachable.
-				timeout := 5 * time.Second
-				if tc.want == context.DeadlineExceeded {
-					timeout = 2 * time.Second
-				}
-				ctx, cancel := context.WithTimeout(t.Context(), timeout)
-				defer cancel()
-				begun := time.Now()
-				st, err := etcdstore.Dial(ctx, cfg)
-				if err == nil {
-					st.Close()
-					t.Fatal("Dial succeeded")
-				}
-				if !errors.Is(err, tc.want) || !strings.Contains(err.Error(), tc.says) {
-					t.Errorf("Dial = %v; want %v, saying %q", err, tc.want, tc.says)
-				}
-				t.Logf("Dial after %v: %v", time.Since(begun).Round(time.Millisecond), err)
-			})
+					host := strings.TrimPrefix(cfg.Endpoints[0], "https://")
+					if !errors.Is(err, store.ErrAuth) || !strings.Contains(err.Error(), tc.says) || !strings.Contains(err.Error(), host) {
+						t.Errorf("Dial = %v; want ErrAuth, naming %s and saying %q", err, host, tc.says)
+					}
+					if errors.Is(err, context.DeadlineExceeded) || status.Code(err) == codes.DeadlineExceeded || took >= cfg.DialTimeout {
+						t.Errorf("Dial = %v after %v; want a refusal, not a timeout", err, took)
+					}
+					t.Logf("Dial after %v: %v", took.Round(time.Millisecond), err)
+				})
+			}
 		}
+		// An endpoint that refuses beside one that accepts: the
+		// client uses the one that accepts.
+		t.Run("one endpoint of two refuses", func(t *testing.T) {
+			t.Parallel()
+			l, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{stranger.MustServer(t, "stranger-server").Cert}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var wg sync.WaitGroup
+			wg.Go(func() {
+				for {
+					conn, err := l.Accept()
+					if err != nil {
+						return
+					}
+					conn.(*tls.Conn).HandshakeContext(t.Context())
+					conn.Close()
+				}
+			})
+			defer wg.Wait()
+			defer l.Close()
+			cfg := c.ClientConfig()
+			cfg.Endpoints = append(cfg.Endpoints, "https://"+l.Addr().String())
+			ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+			defer cancel()
+			st, err := etcdstore.Dial(ctx, cfg)
+			if err != nil {
+				t.Fatalf("Dial(%v) = %v; want a session on the endpoint that accepts", cfg.Endpoints, err)
+			}
+			st.Close()
+		})
+		// A connection that does not speak TLS is only unreachable.
+		t.Run("no TLS", func(t *testing.T) {
+			t.Parallel()
+			cfg := c.ClientConfig()
+			cfg.TLS = nil
+			for i, ep := range cfg.Endpoints {
+				cfg.Endpoints[i] = strings.Replace(ep, "https://", "http://", 1)
+			}
+			ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
+			defer cancel()
+			st, err := etcdstore.Dial(ctx, cfg)
+			if err == nil {
+				st.Close()
+				t.Fatal("Dial succeeded")
+			}
+			if !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, store.ErrAuth) || !strings.Contains(err.Error(), "server preface: EOF") {
+				t.Errorf("Dial = %v; want DeadlineExceeded, not ErrAuth, saying %q", err, "server preface: EOF")
+			}
+		})
 	})
 }

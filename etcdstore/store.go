@@ -161,8 +161,10 @@
 // that what would fail every call fails Open instead, with a sentinel:
 // [store.ErrAuth] for no credentials where the cluster requires them
 // (Dial fails with it too for a wrong password or an unknown user,
-// which clientv3.New reports, and when a TLS handshake fails on a
-// certificate, after its first attempt rather than when ctx ends), and
+// which clientv3.New reports, and at once, from a TLS handshake of its
+// own with each endpoint, when a certificate is refused; Open on a client
+// made elsewhere sees the refusal only when its first attempt is given
+// up), and
 // [store.ErrPermission] when the user's roles do not let it read there.
 // Later calls that a role does not allow fail with [store.ErrPermission]
 // and change nothing.
@@ -331,6 +333,10 @@ type Store struct {
 	log        *slog.Logger
 	fenceKey   string
 	expiryHook func()
+
+	// closeClient, when Dial made the client, frees the context it
+	// gave the client (see tlsProbe).
+	closeClient context.CancelFunc
 
 	// ctx is the session's lifetime; its cause says how it ended.
 	ctx    context.Context
@@ -562,6 +568,9 @@ func (s *Store) Close() error {
 		s.wg.Wait()
 		if s.ownClient {
 			s.cli.Close()
+		}
+		if s.closeClient != nil {
+			s.closeClient()
 		}
 	})
 	return err

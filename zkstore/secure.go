@@ -237,7 +237,9 @@ var ErrNoIdentity = errors.New("zkstore: the session holds no identity")
 // server authenticated (one it did not ask for, with ssl.clientAuth=none,
 // is no identity). Without it such a session opens, and the nodes it
 // creates are open to everyone unless [WithACL] says otherwise; Open then
-// says so on the Store's logger, at Warn.
+// says so on the Store's logger, at Warn, in a record whose "cause"
+// attribute is an error wrapping ErrNoIdentity that says why (so that a
+// handler can tell it from the rest, as the corral command does).
 func WithIdentityRequired() Option {
 	return func(o *options) { o.needIdentity = true }
 }
@@ -265,7 +267,7 @@ func (s *Store) chooseACL(left <-chan struct{}, o *options) error {
 			why = "the server did not authenticate a client certificate (none given, or ssl.clientAuth is not need or want)"
 		}
 		s.log.Warn("zkstore: the session holds no identity: the nodes it creates are open to everyone (world:anyone:cdrwa); give WithDigestAuth, a client certificate, WithACL, or WithIdentityRequired to refuse such sessions",
-			"why", why)
+			"cause", fmt.Errorf("%w: %s", ErrNoIdentity, why))
 	}
 	return nil
 }

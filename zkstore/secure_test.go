@@ -493,6 +493,16 @@ func TestIdentity(t *testing.T) {
 			for _, r := range logs.records() {
 				if r.Level == slog.LevelWarn && strings.Contains(r.Message, "open to everyone") {
 					warned++
+					var cause error
+					r.Attrs(func(a slog.Attr) bool {
+						if a.Key == "cause" {
+							cause, _ = a.Value.Any().(error)
+						}
+						return true
+					})
+					if !errors.Is(cause, zkstore.ErrNoIdentity) {
+						t.Errorf("the Warn's cause = %v; want an error wrapping ErrNoIdentity", cause)
+					}
 				}
 			}
 			if warned != 1 {

@@ -75,6 +75,9 @@ Credentials and TLS (flags of every command that talks to a store):
   --cacert FILE         CA bundle to verify the servers by; talks TLS ($CORRAL_CACERT)
   --cert FILE --key FILE  client certificate and key ($CORRAL_CERT, $CORRAL_KEY)
   ?tls=true             TLS with the system's CAs, when there is no --cacert
+  --require-identity    ZooKeeper: refuse a session that holds no identity (no --user, and no
+                        --cert the server authenticated), exit 6, instead of warning on standard
+                        error that the nodes it creates are open to everyone ($CORRAL_REQUIRE_IDENTITY)
 
 Exit codes of lock, elect and barrier enter, which run CMD (as timeout(1)):
   CMD's own exit status, passed through (128+N when a signal N ended CMD)
@@ -90,7 +93,8 @@ Exit codes of the other commands:
   2    bad command line
   3    --timeout passed before the barrier or item came; peek of an empty queue
   5    the store could not be reached, or the session ended
-  6    the store refused the credentials, the certificate or the permission
+  6    the store refused the credentials, the certificate or the permission;
+       a ZooKeeper session without identity under --require-identity
 
 Signals, for every command: SIGINT, SIGTERM and SIGHUP stop CMD (SIGTERM, then
 SIGKILL after --grace), remove the nodes corral created, and exit 128+N:
@@ -324,7 +328,7 @@ func (sf *storeFlags) open(ctx context.Context) (store.Store, error) {
 	}
 	cctx, cancel := context.WithTimeout(ctx, sf.connect)
 	defer cancel()
-	st, err := su.open(cctx, creds)
+	st, err := su.open(cctx, creds, sf.e.stderr)
 	switch {
 	case err == nil:
 		return st, nil

@@ -2,17 +2,21 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/corral-go/corral/store"
+	"github.com/corral-go/corral/zkstore"
 )
 
 // secureFlags are the credential and TLS flags of every command that talks
@@ -23,6 +27,11 @@ type secureFlags struct {
 	passwordFile string
 	cacert       string
 	cert, key    string
+	// requireIdentity refuses a ZooKeeper session without an identity;
+	// its default is $CORRAL_REQUIRE_IDENTITY, kept in requireEnv for
+	// resolve to check.
+	requireIdentity bool
+	requireEnv      string
 }
 
 func (sf *secureFlags) register(fs *flag.FlagSet, getenv func(string) string) {
@@ -31,13 +40,17 @@ func (sf *secureFlags) register(fs *flag.FlagSet, getenv func(string) string) {
 	fs.StringVar(&sf.cacert, "cacert", getenv("CORRAL_CACERT"), "verify the servers' certificates with the CA bundle in `FILE`, and talk TLS (default $CORRAL_CACERT)")
 	fs.StringVar(&sf.cert, "cert", getenv("CORRAL_CERT"), "present the client certificate in `FILE` over TLS (default $CORRAL_CERT)")
 	fs.StringVar(&sf.key, "key", getenv("CORRAL_KEY"), "the key of --cert, in `FILE` (default $CORRAL_KEY)")
+	sf.requireEnv = getenv("CORRAL_REQUIRE_IDENTITY")
+	def, _ := strconv.ParseBool(sf.requireEnv)
+	fs.BoolVar(&sf.requireIdentity, "require-identity", def, "ZooKeeper: refuse a session that holds no identity (no --user, and no --cert the server authenticated), whose nodes anyone could change or delete, instead of warning (default $CORRAL_REQUIRE_IDENTITY)")
 }
 
 // credentials are what a store is reached with, resolved from the flags,
 // the environment and the store URL.
 type credentials struct {
-	user, password string
-	tls            *tls.Config // nil: plain TCP
+	user, password  string
+	tls             *tls.Config // nil: plain TCP
+	requireIdentity bool        // refuse a ZooKeeper session without one
 }
 
 // resolve reads the password and the certificates the flags name. urlUser
@@ -45,6 +58,12 @@ type credentials struct {
 // asked for TLS.
 func (sf *secureFlags) resolve(e *env, urlUser string, wantTLS bool) (credentials, error) {
 	var c credentials
+	if sf.requireEnv != "" {
+		if _, err := strconv.ParseBool(sf.requireEnv); err != nil {
+			return c, fmt.Errorf("%w: $CORRAL_REQUIRE_IDENTITY=%q: want true or false", errUsage, sf.requireEnv)
+		}
+	}
+	c.requireIdentity = sf.requireIdentity
 	c.user = sf.user
 	switch {
 	case urlUser != "" && c.user != "" && urlUser != c.user:
@@ -85,8 +104,8 @@ func (sf *secureFlags) resolve(e *env, urlUser string, wantTLS bool) (credential
 			return c, fmt.Errorf("%w: --cert/--key: %v", errUsage, err)
 		}
 		// Said here, before dialing: a server refuses an expired
-		// certificate with an alert that does not say why (etcd's
-		// client, only after its whole dial timeout).
+		// certificate with an alert that does not say when it
+		// expired.
 		switch now := time.Now(); {
 		case pair.Leaf == nil:
 		case now.After(pair.Leaf.NotAfter):
@@ -162,3 +181,30 @@ func prompt(question string) (string, error) {
 	}
 	return strings.TrimRight(line, "\r\n"), nil
 }
+
+// identityWarning is the log handler of a ZooKeeper session: it shows on w
+// zkstore's warning that the session holds no identity (the record whose
+// cause wraps zkstore.ErrNoIdentity), in the command line's terms, and
+// nothing else: what else goes wrong, the command reports as its error.
+type identityWarning struct{ w io.Writer }
+
+func (h identityWarning) Enabled(_ context.Context, l slog.Level) bool { return l >= slog.LevelWarn }
+
+func (h identityWarning) Handle(_ context.Context, r slog.Record) error {
+	var cause error
+	r.Attrs(func(a slog.Attr) bool {
+		if err, ok := a.Value.Any().(error); ok && errors.Is(err, zkstore.ErrNoIdentity) {
+			cause = err
+			return false
+		}
+		return true
+	})
+	if cause == nil {
+		return nil
+	}
+	_, err := fmt.Fprintf(h.w, "corral: warning: %v: the nodes this session creates are open to everyone (world:anyone:cdrwa), who may change or delete them; give --user, or a --cert the server authenticates; --require-identity refuses such sessions\n", cause)
+	return err
+}
+
+func (h identityWarning) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h identityWarning) WithGroup(string) slog.Handler      { return h }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"net/url"
 	"strconv"
 	"strings"
@@ -101,11 +103,15 @@ func parseStoreURL(raw string) (storeURL, error) {
 	return su, nil
 }
 
-// open opens one session on the store, with creds.
-func (su storeURL) open(ctx context.Context, creds credentials) (store.Store, error) {
+// open opens one session on the store, with creds; a warning about the
+// session goes to warn.
+func (su storeURL) open(ctx context.Context, creds credentials, warn io.Writer) (store.Store, error) {
+	if creds.requireIdentity && su.scheme != "zk" {
+		return nil, fmt.Errorf("%w: --require-identity ($CORRAL_REQUIRE_IDENTITY) is for zk:// stores, whose nodes' ACLs name identities; %s:// has none", errUsage, su.scheme)
+	}
 	switch su.scheme {
 	case "zk":
-		var opts []zkstore.Option
+		opts := []zkstore.Option{zkstore.WithLogger(slog.New(identityWarning{w: warn}))}
 		if su.session > 0 {
 			opts = append(opts, zkstore.WithSessionTimeout(su.session))
 		}
@@ -118,7 +124,17 @@ func (su storeURL) open(ctx context.Context, creds credentials) (store.Store, er
 		if creds.tls != nil {
 			opts = append(opts, zkstore.WithTLS(creds.tls))
 		}
-		return zkstore.Open(ctx, su.servers, opts...)
+		if creds.requireIdentity {
+			opts = append(opts, zkstore.WithIdentityRequired())
+		}
+		st, err := zkstore.Open(ctx, su.servers, opts...)
+		switch {
+		case errors.Is(err, zkstore.ErrNoIdentity):
+			return nil, fmt.Errorf("%w (--require-identity: give --user, or a --cert the server authenticates)", err)
+		case err != nil:
+			return nil, err
+		}
+		return st, nil
 	case "etcd":
 		var opts []etcdstore.Option
 		if su.session > 0 {
