@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"math/rand/v2"
+	"os"
 	"slices"
 	"strings"
 	gosync "sync"
@@ -16,7 +17,12 @@ import (
 	"github.com/corral-go/corral/store"
 )
 
-func TestMain(m *testing.M) { backends.Main(m) }
+func TestMain(m *testing.M) {
+	if env := os.Getenv(chaosChildEnv); env != "" {
+		os.Exit(chaosChild(env)) // a member process of TestChaos
+	}
+	backends.Main(m)
+}
 
 // timeout bounds every wait of the tests.
 const timeout = 30 * time.Second
