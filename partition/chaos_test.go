@@ -1,6 +1,7 @@
 package partition_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -48,8 +49,13 @@ type chaosConfig struct {
 }
 
 // writeEvery is how often a member process writes to each shard it works
-// on.
-const writeEvery = 20 * time.Millisecond
+// on; after it is told to hand a shard over, it writes drainWrites more
+// times, writeEvery apart, before it releases the shard: work that takes a
+// while to stop, as the grace allows.
+const (
+	writeEvery  = 20 * time.Millisecond
+	drainWrites = 2
+)
 
 // TestChaos: members of one partition run as separate processes on a real
 // ZooKeeper and a real etcd, each working on its shards by writing to a
@@ -133,16 +139,18 @@ func chaos(t *testing.T, name string) {
 		t.Errorf("member stopped past its session exited with %v; want exit status 3 (member stopped)", err)
 	}
 
+	// The others leave; their sessions live on until they exit.
 	for _, id := range ids[2:] {
-		procs[id].leave()
-	}
-	for _, id := range ids[2:] {
-		if err := procs[id].wait(t); err != nil {
-			t.Errorf("member %s exited with %v after Leave; want success", id, err)
-		}
+		procs[id].leave(t)
 	}
 	if left := ownedNodes(t, b.Open(t), cfg.Path); len(left) > 0 {
 		t.Errorf("nodes left under %s after every member left or died: %q", cfg.Path, left)
+	}
+	for _, id := range ids[2:] {
+		procs[id].exit()
+		if err := procs[id].wait(t); err != nil {
+			t.Errorf("member %s exited with %v after Leave; want success", id, err)
+		}
 	}
 	t.Logf("%d writes accepted, %d refused as stale", rec.accepted, rec.refused)
 }
@@ -199,6 +207,7 @@ type member struct {
 	id     string
 	cmd    *exec.Cmd
 	stdin  io.WriteCloser
+	stdout *bufio.Reader
 	stderr bytes.Buffer // written until done is closed
 	done   chan struct{}
 	err    error // set before done is closed
@@ -219,6 +228,11 @@ func startMember(t *testing.T, rec *recorder, c chaosConfig) *member {
 	if m.stdin, err = m.cmd.StdinPipe(); err != nil {
 		t.Fatal(err)
 	}
+	out, err := m.cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.stdout = bufio.NewReader(out)
 	rec.mark(c.ID, running)
 	if err := m.cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -250,8 +264,29 @@ func (m *member) signal(t *testing.T, sig syscall.Signal) {
 	}
 }
 
-// leave tells the member to leave and exit.
-func (m *member) leave() { _ = m.stdin.Close() }
+// leave tells the member to leave, and waits until it has.
+func (m *member) leave(t *testing.T) {
+	t.Helper()
+	if _, err := io.WriteString(m.stdin, "leave\n"); err != nil {
+		t.Fatalf("member %s: %v", m.id, err)
+	}
+	line := make(chan string, 1)
+	go func() {
+		l, _ := m.stdout.ReadString('\n')
+		line <- l
+	}()
+	select {
+	case l := <-line:
+		if l != "left\n" {
+			t.Fatalf("member %s answered %q to leave; want left", m.id, l)
+		}
+	case <-time.After(timeout):
+		t.Fatalf("member %s has not left %v later", m.id, timeout)
+	}
+}
+
+// exit tells the member to exit (to leave first if it has not).
+func (m *member) exit() { _ = m.stdin.Close() }
 
 // wait waits for the member's process to exit, and returns how.
 func (m *member) wait(t *testing.T) error {
@@ -475,9 +510,10 @@ func (r *recorder) waitBalanced(t *testing.T, ids []string, bound time.Duration)
 
 // chaosChild is the member process: it joins the partition, works on each
 // shard it owns by writing to the recorder until the shard's context ends,
-// then releases it, and leaves when its stdin closes (exit status 0); when
-// the member stops by itself it exits with status 3, and with 2 on any
-// other failure.
+// then releases it; it leaves on a line or the end of its stdin, says
+// "left" on stdout, and exits with status 0 (closing its session) when its
+// stdin ends. When the member stops by itself it exits with status 3, and
+// with 2 on any other failure.
 func chaosChild(env string) int {
 	var c chaosConfig
 	if err := json.Unmarshal([]byte(env), &c); err != nil {
@@ -510,25 +546,31 @@ func chaosChild(env string) int {
 			}
 		}
 	})
-	stdin := make(chan struct{})
+	// Any line on stdin, or its end, says leave; "left" on stdout says
+	// done, and the session lives until stdin ends.
+	in := bufio.NewReader(os.Stdin)
+	leave := make(chan struct{})
 	go func() {
-		_, _ = io.Copy(io.Discard, os.Stdin)
-		close(stdin)
+		_, _ = in.ReadString('\n')
+		close(leave)
 	}()
 	code := 0
 	select {
-	case <-stdin:
+	case <-leave:
 		lctx, cancel := context.WithTimeout(context.Background(), timeout)
 		defer cancel()
 		if err := m.Leave(lctx); err != nil {
 			fmt.Fprintln(os.Stderr, "leave:", err)
 			code = 2
 		}
+		wg.Wait()
+		fmt.Println("left")
+		_, _ = io.Copy(io.Discard, in)
 	case <-m.Done():
 		fmt.Fprintln(os.Stderr, "member stopped:", m.Err())
 		code = 3
+		wg.Wait()
 	}
-	wg.Wait()
 	return code
 }
 
@@ -560,6 +602,14 @@ func (w *childWorker) work(s *partition.Shard) {
 		}
 	}
 	if op == "write" {
+		if c := context.Cause(s.Context()); errors.Is(c, partition.ErrReassigned) || errors.Is(c, partition.ErrLeft) {
+			// Told to hand the shard over: its work takes a while
+			// to stop, and nobody else may begin before Release.
+			for range drainWrites {
+				time.Sleep(writeEvery)
+				w.post("write", s, time.Now())
+			}
+		}
 		w.post("end", s, time.Now())
 	}
 }
