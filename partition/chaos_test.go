@@ -13,7 +13,6 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
-	"slices"
 	"strconv"
 	"strings"
 	gosync "sync"
@@ -462,27 +461,20 @@ func (r *recorder) fence(id string, s int, tok int64) bool {
 	return true
 }
 
-// balanced reports whether every shard is worked on by exactly one of ids,
-// all running, each with ⌊k/M⌋ or ⌈k/M⌉ shards.
+// balanced reports whether every shard is worked on by one running
+// process alone, the one of ids that Assign gives it (so each has ⌊k/M⌋
+// or ⌈k/M⌉ shards).
 func (r *recorder) balanced(ids []string) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	load := map[string]int{}
-	for _, o := range r.open {
+	for s, owner := range partition.Assign(ids, r.k) {
 		var owners []string
-		for id := range o {
+		for id := range r.open[s] {
 			if r.state[id] == running {
 				owners = append(owners, id)
 			}
 		}
-		if len(owners) != 1 || !slices.Contains(ids, owners[0]) {
-			return false
-		}
-		load[owners[0]]++
-	}
-	lo, hi := r.k/len(ids), (r.k+len(ids)-1)/len(ids)
-	for _, id := range ids {
-		if load[id] < lo || load[id] > hi {
+		if len(owners) != 1 || owners[0] != owner {
 			return false
 		}
 	}
