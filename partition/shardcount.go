@@ -33,8 +33,18 @@ func ShardCountDir(path string) string { return store.Join(path, "shardcount") }
 // Comparing with every earlier node, not only the oldest, means two
 // members with different counts are never both admitted, however their
 // joins interleave; a joiner may be refused while a mismatched joiner
-// before it is still being refused.
+// before it is still being refused. A lost connection is ridden out, as
+// group.Join does.
 func claimCount(ctx context.Context, st store.Store, path string, shards int, id string) (store.Node, error) {
+	for attempt := 0; ; attempt++ {
+		n, err := tryClaimCount(ctx, st, path, shards, id)
+		if err == nil || errors.Is(err, ErrMismatch) || !recipe.RideOut(ctx, st, err, attempt) {
+			return n, err
+		}
+	}
+}
+
+func tryClaimCount(ctx context.Context, st store.Store, path string, shards int, id string) (store.Node, error) {
 	dir := ShardCountDir(path)
 	n, _, err := recipe.Create(ctx, st, dir, fmt.Sprintf("%s%d-", countMarker, shards), []byte(id))
 	if err != nil {
