@@ -34,7 +34,11 @@
 //
 // Memberships record the OpenTelemetry metrics of the sync package's locks
 // with corral.kind "group" (see [WithMeterProvider]): a join is an
-// acquisition, a membership a hold, a lost membership a loss by cause.
+// acquisition, a membership a hold, a lost membership a loss by cause. A
+// [Watcher] counts the changes of the member list it learns in
+// corral.group.changes (a list replaced before it was received counts too;
+// the first list is no change) and records the size of the latest in the
+// gauge corral.group.members.
 // [WithLogger] receives debug events; nothing is logged by default.
 package group
 
@@ -101,8 +105,8 @@ func WithDisconnectPolicy(p DisconnectPolicy) Option {
 	return func(o *options) { o.policy = p }
 }
 
-// WithMeterProvider records the metrics of Join (see the package doc) with
-// mp instead of the global MeterProvider (otel.GetMeterProvider).
+// WithMeterProvider records the metrics of Join and Watch (see the package
+// doc) with mp instead of the global MeterProvider (otel.GetMeterProvider).
 func WithMeterProvider(mp metric.MeterProvider) Option {
 	return func(o *options) { o.tel.MeterProvider = mp }
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/corral-go/corral/internal/recipe"
+	"github.com/corral-go/corral/internal/telemetry"
 	"github.com/corral-go/corral/store"
 )
 
@@ -64,7 +65,7 @@ func Watch(ctx context.Context, st store.Store, path string, opts ...Option) *Wa
 		w.finish(wctx, fmt.Errorf("group: watch %q: %w", path, err))
 		return w
 	}
-	g := &watch{st: st, path: path, log: o.tel.Logger}
+	g := &watch{st: st, path: path, log: o.tel.Logger, rec: telemetry.New(o.tel, telemetry.KindGroup, path, ErrNodeDeleted)}
 	go func() { w.finish(wctx, g.run(wctx, w.ch)) }()
 	return w
 }
@@ -154,6 +155,7 @@ type watch struct {
 	st    store.Store
 	path  string
 	log   *slog.Logger
+	rec   *telemetry.Recorder
 	known map[string]Member // by path: the members of the last read
 	dirs  map[string]int64  // by path: the Seq of the directories of the last read
 }
@@ -164,6 +166,9 @@ func (g *watch) run(ctx context.Context, out chan<- []Member) error {
 	var (
 		last []Member
 		sent bool
+		// learned is the last list the metrics know of, sent or not.
+		learned []Member
+		seen    bool
 	)
 	for attempt := 0; ; {
 		if err := alive(ctx, g.st); err != nil {
@@ -186,6 +191,10 @@ func (g *watch) run(ctx context.Context, out chan<- []Member) error {
 		var tick <-chan time.Time
 		if poll {
 			tick = time.After(pollInterval)
+		}
+		if !seen || !equal(cur, learned) {
+			g.rec.GroupSeen(ctx, len(cur), seen)
+			learned, seen = cur, true
 		}
 		if !sent || !equal(cur, last) {
 			if g.log != nil {

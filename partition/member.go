@@ -31,6 +31,7 @@ type Member struct {
 	opts   options
 	rec    *telemetry.Recorder
 	ms     *group.Membership
+	count  store.Node // the member's node in ShardCountDir
 
 	out     chan []*Shard
 	changed chan struct{} // cap 1: the owned set changed
@@ -56,7 +57,9 @@ type Member struct {
 // st, shards outside [1, MaxShards], an empty id, a negative grace),
 // store.ErrInvalidPath (a path no partition can have: invalid, the root, or
 // too long or deep for its shards' directories), store.ErrTooLarge (an id
-// over store.MaxDataSize), ctx.Err(), or the session's cause.
+// over store.MaxDataSize), ctx.Err(), or the session's cause, and with
+// ErrMismatch when a member already there was given another number of
+// shards: every member of a partition must be given the same.
 //
 // Two members with the same id are assigned the same shards: each shard is
 // then held by one of them at a time, and the other waits.
@@ -65,14 +68,19 @@ func Join(ctx context.Context, st store.Store, path string, shards int, id strin
 	if err := o.check(st, path, shards, id); err != nil {
 		return nil, fmt.Errorf("partition: join %q: %w", path, err)
 	}
-	gopts := []group.Option{group.WithDisconnectPolicy(group.KeepOnDisconnect), group.WithLogger(o.tel.Logger)}
-	ms, err := group.Join(ctx, st, MembersDir(path), []byte(id), gopts...)
+	count, err := claimCount(ctx, st, path, shards, id)
 	if err != nil {
 		return nil, fmt.Errorf("partition: join %q: %w", path, err)
 	}
+	gopts := []group.Option{group.WithLogger(o.tel.Logger), group.WithMeterProvider(o.tel.MeterProvider)}
+	jopts := append([]group.Option{group.WithDisconnectPolicy(group.KeepOnDisconnect)}, gopts...)
+	ms, err := group.Join(ctx, st, MembersDir(path), []byte(id), jopts...)
+	if err != nil {
+		return nil, fmt.Errorf("partition: join %q: %w", path, errors.Join(err, recipe.Remove(ctx, st, count)))
+	}
 	lctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
 	m := &Member{
-		st: st, path: path, id: id, shards: shards, opts: o, ms: ms,
+		st: st, path: path, id: id, shards: shards, opts: o, ms: ms, count: count,
 		rec:     telemetry.New(o.tel, telemetry.KindShard, path, ErrNodeDeleted),
 		out:     make(chan []*Shard),
 		changed: make(chan struct{}, 1),
@@ -81,7 +89,7 @@ func Join(ctx context.Context, st store.Store, path string, shards int, id strin
 		hurry:   make(chan struct{}),
 		owned:   map[int]*Shard{},
 	}
-	w := group.Watch(lctx, st, MembersDir(path), group.WithLogger(o.tel.Logger))
+	w := group.Watch(lctx, st, MembersDir(path), gopts...)
 	go m.run(lctx, w)
 	return m, nil
 }
@@ -161,10 +169,17 @@ func (m *Member) Leave(ctx context.Context) error {
 		m.hurryOnce.Do(func() { close(m.hurry) })
 		<-m.done
 	}
-	if err := m.ms.Leave(ctx); err != nil {
+	if err := m.leaveNodes(ctx); err != nil {
 		return fmt.Errorf("partition: leave %q: %w", m.path, err)
 	}
 	return nil
+}
+
+// leaveNodes removes the member's group node, and then its shard-count
+// node, so that no member counts while its count is gone.
+func (m *Member) leaveNodes(ctx context.Context) error {
+	err := m.ms.Leave(ctx)
+	return errors.Join(err, recipe.Remove(telemetry.NewContext(ctx, m.rec), m.st, m.count))
 }
 
 // run follows the group and keeps one worker for each shard the
@@ -223,7 +238,7 @@ func (m *Member) stop(cause error, w *group.Watcher, workers map[int]context.Can
 		// waits for that).
 		ended, cancel := context.WithCancel(context.Background())
 		cancel()
-		_ = m.ms.Leave(ended)
+		_ = m.leaveNodes(ended)
 	}
 	m.mu.Lock()
 	m.err = cause

@@ -50,10 +50,17 @@
 // Under the partition's path: "members", a group (package group) whose
 // members' values are the member ids, and "shards/<i>" for i in [0, K), each
 // a lock directory whose contender nodes ("lock-…", the sync.Mutex layout)
-// hold the id of the member that contends. A shard costs one directory, and
-// one ephemeral node while it is owned (two during a hand-over: the owner's
-// and the next owner's). Every member must be given the same number of
-// shards.
+// hold the id of the member that contends, and "shardcount" ([ShardCountDir]),
+// where each member keeps an ephemeral node named by its number of shards
+// ("group-k16-…") and holding its id. A shard costs one directory, and one
+// ephemeral node while it is owned (two during a hand-over: the owner's and
+// the next owner's); a member costs its group node and its shard-count
+// node. When all members have left, the directories stay (the store never
+// removes a parent; see package store) and no other node does.
+//
+// Every member must be given the same number of shards: Join compares the
+// joiner's with the shard-count nodes of the members that joined before it
+// and refuses a mismatch with [ErrMismatch], leaving the others alone.
 package partition
 
 import (

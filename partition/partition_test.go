@@ -35,6 +35,7 @@ func TestSpread(t *testing.T) {
 		waitBalanced(t, tick, ws, k)
 		before := ws[2].shards()
 
+		f.gone("m2")
 		b.Expire(t, sts[2])
 		select {
 		case <-ws[2].m.Done():

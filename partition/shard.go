@@ -60,11 +60,15 @@ var notOwner = func() context.Context {
 
 // Context returns a context that is cancelled when the member must stop
 // working on the shard, with the reason as its cause. Derive the contexts
-// of the shard's work from it.
+// of the shard's work from it. Like a lock's, it first asks the store
+// whether the session is still live: a member that ran again after a pause
+// longer than its session (a stopped process, a frozen machine) finds the
+// context cancelled already, before anything could have told it.
 func (s *Shard) Context() context.Context {
 	if s == nil || s.hold == nil {
 		return notOwner
 	}
+	s.hold.Context()
 	return s.ctx
 }
 

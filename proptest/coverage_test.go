@@ -86,6 +86,7 @@ var misuseFuncs = map[string][]string{
 	"partition.WithMeterProvider":   {"partition options(zero)"},
 	"partition.MembersDir":          {"partition.Dirs"},
 	"partition.ShardsDir":           {"partition.Dirs"},
+	"partition.ShardCountDir":       {"partition.Dirs"},
 	"partition.Assign":              {"partition.Assign"},
 }
 

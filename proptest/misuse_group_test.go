@@ -110,6 +110,9 @@ func groupCalls(t *rapid.T, p string, data []byte) []misuseCall {
 			if err := watchGroup(ctx, st, partition.MembersDir(p), nil); err != nil {
 				return err
 			}
+			if _, err := st.Children(ctx, partition.ShardCountDir(p)); err != nil && !errors.Is(err, store.ErrNoNode) {
+				return err
+			}
 			err := inspect.Walk(ctx, st, partition.ShardsDir(p), func(inspect.Report) error { return nil })
 			if errors.Is(err, store.ErrNoNode) {
 				return nil // no shard taken yet

@@ -29,13 +29,15 @@
 //	corral.lost              counter        holds lost; corral.cause = session_expired,
 //	                                        session_closed, disconnected, node_deleted, error
 //	corral.election.leader_changes counter  changes of leader an Observer saw
+//	corral.group.changes     counter        changes of a group's member list a Watcher saw
+//	corral.group.members     gauge          members in the latest list a Watcher saw
 //	corral.queue.puts        counter        items put
 //	corral.queue.takes       counter        items taken (deleted or claimed)
 //	corral.queue.acks        counter        items acknowledged
 //	corral.queue.nacks       counter        items handed back by Nack
 //	corral.queue.redeliveries counter       items taken again after a claim ended
 //
-// It ships: sync, election, queue and internal/recipe record through it. Tests read
+// It ships: sync, election, queue, group, partition and internal/recipe record through it. Tests read
 // what it recorded with internal/testing/metrictest.
 package telemetry
 
@@ -98,6 +100,8 @@ type instruments struct {
 	waiters, holders               metric.Int64UpDownCounter
 	grants, lost                   metric.Int64Counter
 	leaderChanges                  metric.Int64Counter
+	groupChanges                   metric.Int64Counter
+	groupMembers                   metric.Int64Gauge
 	puts, takes, acks, nacks, redo metric.Int64Counter
 }
 
@@ -151,6 +155,13 @@ func newInstruments(m metric.Meter) *instruments {
 		}
 		return c
 	}
+	gauge := func(name, unit, desc string) metric.Int64Gauge {
+		g, err := m.Int64Gauge(name, metric.WithUnit(unit), metric.WithDescription(desc))
+		if err != nil || g == nil {
+			g, _ = nop.Int64Gauge(name)
+		}
+		return g
+	}
 	return &instruments{
 		acquire:       hist("corral.acquire.duration", "Time from the start of an acquisition to its outcome."),
 		hold:          hist("corral.hold.duration", "Time from a grant to the end of the hold."),
@@ -159,6 +170,8 @@ func newInstruments(m metric.Meter) *instruments {
 		grants:        counter("corral.grants", "{grant}", "Acquisitions granted."),
 		lost:          counter("corral.lost", "{hold}", "Holds lost before their release, by cause."),
 		leaderChanges: counter("corral.election.leader_changes", "{change}", "Changes of leader seen by observers."),
+		groupChanges:  counter("corral.group.changes", "{change}", "Changes of a group's member list seen by watchers."),
+		groupMembers:  gauge("corral.group.members", "{member}", "Members in the latest list a watcher saw."),
 		puts:          counter("corral.queue.puts", "{item}", "Items put."),
 		takes:         counter("corral.queue.takes", "{item}", "Items taken."),
 		acks:          counter("corral.queue.acks", "{item}", "Items acknowledged."),
@@ -350,6 +363,19 @@ func (r *Recorder) LeaderChanged(ctx context.Context, leader string, token int64
 	if r.logging(ctx) {
 		r.log.LogAttrs(ctx, slog.LevelDebug, "corral: leader changed", r.logAttrs(
 			slog.String("leader", leader), slog.Int64("token", token))...)
+	}
+}
+
+// GroupSeen records the member list of a group a watcher learned: its
+// size, and, when changed is set, that it differs from the list the
+// watcher knew before.
+func (r *Recorder) GroupSeen(ctx context.Context, members int, changed bool) {
+	if r == nil {
+		return
+	}
+	r.in.groupMembers.Record(ctx, int64(members), r.base)
+	if changed {
+		r.in.groupChanges.Add(ctx, 1, r.base)
 	}
 }
 

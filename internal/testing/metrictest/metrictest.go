@@ -76,6 +76,18 @@ func (s Snapshot) Int(name string, attrs ...attribute.KeyValue) int64 {
 	return n
 }
 
+// Gauge returns the last value of the int64 gauge named name among the data
+// points that have attrs, and whether there was one.
+func (s Snapshot) Gauge(name string, attrs ...attribute.KeyValue) (int64, bool) {
+	g, _ := s[name].Data.(metricdata.Gauge[int64])
+	for _, dp := range g.DataPoints {
+		if has(dp.Attributes, attrs) {
+			return dp.Value, true
+		}
+	}
+	return 0, false
+}
+
 // Hist returns the count and the largest value of the float64 histogram
 // named name over the data points that have attrs.
 func (s Snapshot) Hist(name string, attrs ...attribute.KeyValue) (count uint64, maxValue float64) {

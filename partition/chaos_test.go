@@ -1,0 +1,625 @@
+package partition_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	gosync "sync"
+	"syscall"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/corral-go/corral/etcdstore"
+	"github.com/corral-go/corral/internal/testing/backends"
+	"github.com/corral-go/corral/internal/testing/etcdbackend"
+	"github.com/corral-go/corral/internal/testing/zkbackend"
+	"github.com/corral-go/corral/partition"
+	"github.com/corral-go/corral/store"
+	"github.com/corral-go/corral/zkstore"
+)
+
+// chaosChildEnv makes the test binary a member process of TestChaos, with
+// the chaosConfig (JSON) it holds.
+const chaosChildEnv = "CORRAL_PARTITION_CHAOS_CHILD"
+
+// chaosConfig is what a member process is told.
+type chaosConfig struct {
+	Store    string   // "zk" or "etcd"
+	Addrs    []string // the servers
+	Session  time.Duration
+	Path     string
+	Shards   int
+	ID       string
+	Grace    time.Duration
+	Recorder string // the URL of the fenced resource
+}
+
+// writeEvery is how often a member process writes to each shard it works
+// on; after it is told to hand a shard over, it writes drainWrites more
+// times, writeEvery apart, before it releases the shard: work that takes a
+// while to stop, as the grace allows.
+const (
+	writeEvery  = 20 * time.Millisecond
+	drainWrites = 2
+)
+
+// TestChaos: members of one partition run as separate processes on a real
+// ZooKeeper and a real etcd, each working on its shards by writing to a
+// shared fenced resource (the recorder) while the test kills one with
+// SIGKILL and stops another with SIGSTOP past its session, then lets it go
+// on with SIGCONT. The recorder finds no two running processes working on
+// one shard, no write of a running owner refused as stale (so tokens grow
+// with every owner), no two owners with one token, and no more than the one
+// request in flight per shard from a process after it was killed or woke
+// (its shards end before it runs again); every shard is owned again, evenly,
+// within twice the session plus the grace after each fault; the stopped
+// member stops by itself when it wakes; and once the others have left, no
+// node of any member is left in the store.
+func TestChaos(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts member processes and waits out two sessions per store")
+	}
+	for _, name := range []string{"zk", "etcd"} {
+		t.Run(name, func(t *testing.T) {
+			if !backends.Selected(name) {
+				t.Skipf("%s not in CORRAL_STORES", name)
+			}
+			chaos(t, name)
+		})
+	}
+}
+
+func chaos(t *testing.T, name string) {
+	const (
+		k       = 8
+		session = 2 * time.Second
+		grace   = 500 * time.Millisecond
+		// bound is how soon every shard must be owned again after a
+		// fault: the server ends the dead member's session within
+		// the session timeout (etcd checks leases twice a second,
+		// ZooKeeper every tick), the others see its node go and take
+		// its shards within a few round trips, and a shard that moves
+		// between live members waits at most the grace; the second
+		// session's worth is room for a loaded machine.
+		bound = 2*session + grace
+	)
+	b := backends.Get(t, name)
+	cfg := chaosConfig{Store: name, Session: session, Path: dir(t), Shards: k, Grace: grace}
+	switch b := b.(type) {
+	case *zkbackend.Backend:
+		cfg.Addrs = b.Servers()
+	case *etcdbackend.Backend:
+		cfg.Addrs = b.Cluster().Endpoints()
+	}
+	rec := newRecorder(k)
+	srv := httptest.NewServer(rec)
+	t.Cleanup(srv.Close) // after the processes are gone: cleanups run last first
+	cfg.Recorder = srv.URL
+	defer rec.check(t)
+
+	ids := []string{"a", "b", "c", "d"}
+	procs := map[string]*member{}
+	for _, id := range ids {
+		c := cfg
+		c.ID = id
+		procs[id] = startMember(t, rec, c)
+	}
+	rec.waitBalanced(t, ids, timeout)
+
+	// a is killed: its shards are taken once its session ends.
+	rec.mark("a", dead)
+	procs["a"].signal(t, syscall.SIGKILL)
+	t.Logf("kill -9: every shard owned again after %v", rec.waitBalanced(t, ids[1:], bound))
+	if err := procs["a"].wait(t); !signalled(err, syscall.SIGKILL) {
+		t.Errorf("killed member exited with %v; want killed", err)
+	}
+
+	// b is stopped past its session: the others take its shards, and
+	// when it goes on it has none and stops.
+	rec.mark("b", frozen)
+	procs["b"].signal(t, syscall.SIGSTOP)
+	t.Logf("SIGSTOP: every shard owned again after %v", rec.waitBalanced(t, ids[2:], bound))
+	rec.mark("b", woken)
+	procs["b"].signal(t, syscall.SIGCONT)
+	if err := procs["b"].wait(t); exitCode(err) != 3 {
+		t.Errorf("member stopped past its session exited with %v; want exit status 3 (member stopped)", err)
+	}
+
+	// The others leave; their sessions live on until they exit.
+	for _, id := range ids[2:] {
+		procs[id].leave(t)
+	}
+	if left := ownedNodes(t, b.Open(t), cfg.Path); len(left) > 0 {
+		t.Errorf("nodes left under %s after every member left or died: %q", cfg.Path, left)
+	}
+	for _, id := range ids[2:] {
+		procs[id].exit()
+		if err := procs[id].wait(t); err != nil {
+			t.Errorf("member %s exited with %v after Leave; want success", id, err)
+		}
+	}
+	t.Logf("%d writes accepted, %d refused as stale", rec.accepted, rec.refused)
+}
+
+// ownedNodes returns the nodes under root (root included) that belong to a
+// session: those of a member that never went.
+func ownedNodes(t *testing.T, st store.Store, root string) []string {
+	t.Helper()
+	ctx := ctxFor(t)
+	var left []string
+	var walk func(p string)
+	walk = func(p string) {
+		n, err := st.Get(ctx, p)
+		if err == nil && n.Owner != 0 {
+			left = append(left, p)
+		}
+		if err != nil && !errors.Is(err, store.ErrNoNode) {
+			t.Errorf("Get(%s) = %v", p, err)
+		}
+		kids, err := st.Children(ctx, p)
+		if err != nil && !errors.Is(err, store.ErrNoNode) {
+			t.Errorf("Children(%s) = %v", p, err)
+		}
+		for _, c := range kids {
+			walk(store.Join(p, c.Name))
+		}
+	}
+	walk(root)
+	return left
+}
+
+func signalled(err error, sig syscall.Signal) bool {
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) {
+		return false
+	}
+	ws, ok := ee.Sys().(syscall.WaitStatus)
+	return ok && ws.Signaled() && ws.Signal() == sig
+}
+
+func exitCode(err error) int {
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return ee.ExitCode()
+	}
+	if err == nil {
+		return 0
+	}
+	return -1
+}
+
+// member is one member process.
+type member struct {
+	id     string
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	stdout *bufio.Reader
+	stderr bytes.Buffer // written until done is closed
+	done   chan struct{}
+	err    error // set before done is closed
+}
+
+// startMember starts the test binary as the member process c describes;
+// it is killed, if it still runs, when the test ends.
+func startMember(t *testing.T, rec *recorder, c chaosConfig) *member {
+	t.Helper()
+	env, err := json.Marshal(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &member{id: c.ID, done: make(chan struct{})}
+	m.cmd = exec.Command(os.Args[0], "-test.run=^$")
+	m.cmd.Env = append(os.Environ(), chaosChildEnv+"="+string(env))
+	m.cmd.Stderr = &m.stderr
+	if m.stdin, err = m.cmd.StdinPipe(); err != nil {
+		t.Fatal(err)
+	}
+	out, err := m.cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.stdout = bufio.NewReader(out)
+	rec.mark(c.ID, running)
+	if err := m.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		m.err = m.cmd.Wait()
+		close(m.done)
+	}()
+	t.Cleanup(func() {
+		select {
+		case <-m.done:
+		default:
+			// SIGKILL ends a stopped process too.
+			_ = m.cmd.Process.Signal(syscall.SIGKILL)
+			<-m.done
+		}
+		if t.Failed() && m.stderr.Len() > 0 {
+			t.Logf("member %s stderr:\n%s", m.id, m.stderr.String())
+		}
+	})
+	return m
+}
+
+// signal sends sig to the member's process, by its pid.
+func (m *member) signal(t *testing.T, sig syscall.Signal) {
+	t.Helper()
+	if err := m.cmd.Process.Signal(sig); err != nil {
+		t.Fatalf("signal %v to member %s: %v", sig, m.id, err)
+	}
+}
+
+// leave tells the member to leave, and waits until it has.
+func (m *member) leave(t *testing.T) {
+	t.Helper()
+	if _, err := io.WriteString(m.stdin, "leave\n"); err != nil {
+		t.Fatalf("member %s: %v", m.id, err)
+	}
+	line := make(chan string, 1)
+	go func() {
+		l, _ := m.stdout.ReadString('\n')
+		line <- l
+	}()
+	select {
+	case l := <-line:
+		if l != "left\n" {
+			t.Fatalf("member %s answered %q to leave; want left", m.id, l)
+		}
+	case <-time.After(timeout):
+		t.Fatalf("member %s has not left %v later", m.id, timeout)
+	}
+}
+
+// exit tells the member to exit (to leave first if it has not).
+func (m *member) exit() { _ = m.stdin.Close() }
+
+// wait waits for the member's process to exit, and returns how.
+func (m *member) wait(t *testing.T) error {
+	t.Helper()
+	select {
+	case <-m.done:
+		return m.err
+	case <-time.After(timeout):
+		t.Fatalf("member %s still running %v later", m.id, timeout)
+	}
+	return nil
+}
+
+// A procState is what the test has done to a member process.
+type procState int
+
+const (
+	running procState = iota
+	frozen            // stopped by SIGSTOP
+	woken             // continued by SIGCONT after a stop past its session
+	dead              // killed by SIGKILL
+)
+
+// recorder is the shared resource the member processes work on: it takes
+// a write for a shard only with a token at least the last it took for that
+// shard (fencing), and checks, from the begin and end of each owner's work
+// and the test's signals, that no two running processes work on one shard.
+type recorder struct {
+	k    int
+	tick chan struct{} // cap 1: ownership changed
+
+	mu       gosync.Mutex
+	state    map[string]procState
+	open     []map[string]int64 // by shard: process -> token it works under
+	begun    []int64            // by shard: the greatest token work began under
+	last     []int64            // by shard: the token of the last write taken
+	lastBy   []string           // by shard: who wrote it
+	late     map[string]int     // "id/shard": requests after a kill or a wake
+	woke     map[string]time.Time
+	accepted int
+	refused  int
+	errs     []string
+}
+
+func newRecorder(k int) *recorder {
+	r := &recorder{k: k, tick: make(chan struct{}, 1), state: map[string]procState{},
+		open: make([]map[string]int64, k), begun: make([]int64, k), last: make([]int64, k),
+		lastBy: make([]string, k), late: map[string]int{}, woke: map[string]time.Time{}}
+	for i := range r.open {
+		r.open[i] = map[string]int64{}
+		r.begun[i], r.last[i] = -1, -1
+	}
+	return r
+}
+
+func (r *recorder) fail(format string, args ...any) {
+	r.errs = append(r.errs, fmt.Sprintf(format, args...))
+}
+
+func (r *recorder) check(t *testing.T) {
+	t.Helper()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, e := range r.errs {
+		t.Error(e)
+	}
+}
+
+// mark records what the test is about to do to process id. A process
+// killed, or woken after a stop past its session, owns nothing from then
+// on: its shards' contexts end before it runs again, so a woken process
+// that finds one live (a request whose check came after the wake) is a
+// failure, and it sends at most the request it had in flight.
+func (r *recorder) mark(id string, s procState) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.state[id] = s
+	if s == woken {
+		r.woke[id] = time.Now()
+	}
+	if s == dead || s == woken {
+		for _, o := range r.open {
+			delete(o, id)
+		}
+	}
+}
+
+// ServeHTTP takes a member's request: op begin, write or end, for shard
+// under token. A write refused as stale gets 409.
+func (r *recorder) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	q := req.URL.Query()
+	id, op := q.Get("id"), q.Get("op")
+	s, err1 := strconv.Atoi(q.Get("shard"))
+	tok, err2 := strconv.ParseInt(q.Get("token"), 10, 64)
+	if err1 != nil || err2 != nil || s < 0 || s >= r.k {
+		http.Error(w, "bad request", http.StatusBadRequest)
+		return
+	}
+	checked, err := strconv.ParseInt(q.Get("checked"), 10, 64)
+	if err != nil {
+		http.Error(w, "bad request", http.StatusBadRequest)
+		return
+	}
+	r.mu.Lock()
+	if t, ok := r.woke[id]; ok && op != "end" && checked > t.UnixNano() {
+		r.fail("shard %d: %s found its shard's context live (%s, token %d) %v after it woke past its session",
+			s, id, op, tok, time.Duration(checked-t.UnixNano()))
+	}
+	ok := r.apply(op, id, s, tok)
+	r.mu.Unlock()
+	select {
+	case r.tick <- struct{}{}:
+	default:
+	}
+	if !ok {
+		http.Error(w, "stale token", http.StatusConflict)
+	}
+}
+
+func (r *recorder) apply(op, id string, s int, tok int64) bool {
+	st := r.state[id]
+	if (st == dead || st == woken) && op != "end" {
+		// Its shards ended while it could not run: at most the
+		// request it was making then may come.
+		key := fmt.Sprintf("%s/%d", id, s)
+		if r.late[key]++; r.late[key] > 1 {
+			r.fail("shard %d: %s %d requests (%s, token %d) after it was killed or woke past its session; want at most the one in flight", s, id, r.late[key], op, tok)
+		}
+		if op == "write" {
+			return r.fence(id, s, tok)
+		}
+		return true
+	}
+	switch op {
+	case "begin":
+		for q, qt := range r.open[s] {
+			if q != id && r.state[q] == running {
+				r.fail("shard %d: %s begins (token %d) while %s works on it (token %d)", s, id, tok, q, qt)
+			}
+			delete(r.open[s], q) // a stopped owner's work is over
+		}
+		if tok <= r.begun[s] {
+			r.fail("shard %d: %s begins with token %d, not above %d", s, id, tok, r.begun[s])
+		}
+		r.open[s][id], r.begun[s] = tok, max(r.begun[s], tok)
+	case "write":
+		if qt, ok := r.open[s][id]; !ok || qt != tok {
+			r.fail("shard %d: %s writes with token %d and has not begun work under it", s, id, tok)
+		}
+		if !r.fence(id, s, tok) {
+			r.fail("shard %d: write of %s, working on it, refused: token %d below %d of %s", s, id, tok, r.last[s], r.lastBy[s])
+			return false
+		}
+	case "end":
+		if r.open[s][id] == tok {
+			delete(r.open[s], id)
+		}
+	}
+	return true
+}
+
+// fence takes or refuses a write.
+func (r *recorder) fence(id string, s int, tok int64) bool {
+	switch {
+	case tok < r.last[s]:
+		r.refused++
+		return false
+	case tok == r.last[s] && id != r.lastBy[s]:
+		r.fail("shard %d: %s and %s both write with token %d", s, r.lastBy[s], id, tok)
+	}
+	r.last[s], r.lastBy[s] = tok, id
+	r.accepted++
+	return true
+}
+
+// balanced reports whether every shard is worked on by one running
+// process alone, the one of ids that Assign gives it (so each has ⌊k/M⌋
+// or ⌈k/M⌉ shards).
+func (r *recorder) balanced(ids []string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	owners, err := partition.Assign(ids, r.k)
+	if err != nil {
+		return false
+	}
+	for s, owner := range owners {
+		var owners []string
+		for id := range r.open[s] {
+			if r.state[id] == running {
+				owners = append(owners, id)
+			}
+		}
+		if len(owners) != 1 || owners[0] != owner {
+			return false
+		}
+	}
+	return true
+}
+
+// waitBalanced waits until the shards are balanced over ids, for at most
+// bound, and returns how long that took.
+func (r *recorder) waitBalanced(t *testing.T, ids []string, bound time.Duration) time.Duration {
+	t.Helper()
+	start := time.Now()
+	timer := time.NewTimer(bound)
+	defer timer.Stop()
+	for !r.balanced(ids) {
+		select {
+		case <-r.tick:
+		case <-timer.C:
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			t.Fatalf("shards not owned evenly by %v within %v: %v", ids, bound, r.open)
+		}
+	}
+	return time.Since(start)
+}
+
+// chaosChild is the member process: it joins the partition, works on each
+// shard it owns by writing to the recorder until the shard's context ends,
+// then releases it; it leaves on a line or the end of its stdin, says
+// "left" on stdout, and exits with status 0 (closing its session) when its
+// stdin ends. When the member stops by itself it exits with status 3, and
+// with 2 on any other failure.
+func chaosChild(env string) int {
+	var c chaosConfig
+	if err := json.Unmarshal([]byte(env), &c); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	st, err := openChild(ctx, c)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	defer st.Close()
+	m, err := partition.Join(ctx, st, c.Path, c.Shards, c.ID, partition.WithGrace(c.Grace))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	w := &childWorker{cfg: c, cli: &http.Client{Timeout: timeout}}
+	var wg gosync.WaitGroup
+	wg.Go(func() {
+		started := map[*partition.Shard]bool{}
+		for set := range m.Shards() {
+			for _, s := range set {
+				if !started[s] {
+					started[s] = true
+					wg.Go(func() { w.work(s) })
+				}
+			}
+		}
+	})
+	// Any line on stdin, or its end, says leave; "left" on stdout says
+	// done, and the session lives until stdin ends.
+	in := bufio.NewReader(os.Stdin)
+	leave := make(chan struct{})
+	go func() {
+		_, _ = in.ReadString('\n')
+		close(leave)
+	}()
+	code := 0
+	select {
+	case <-leave:
+		lctx, cancel := context.WithTimeout(context.Background(), timeout)
+		defer cancel()
+		if err := m.Leave(lctx); err != nil {
+			fmt.Fprintln(os.Stderr, "leave:", err)
+			code = 2
+		}
+		wg.Wait()
+		fmt.Println("left")
+		_, _ = io.Copy(io.Discard, in)
+	case <-m.Done():
+		fmt.Fprintln(os.Stderr, "member stopped:", m.Err())
+		code = 3
+		wg.Wait()
+	}
+	return code
+}
+
+func openChild(ctx context.Context, c chaosConfig) (store.Store, error) {
+	if c.Store == "zk" {
+		return zkstore.Open(ctx, c.Addrs, zkstore.WithSessionTimeout(c.Session))
+	}
+	return etcdstore.Dial(ctx, clientv3.Config{Endpoints: c.Addrs, DialTimeout: 5 * time.Second}, etcdstore.WithTTL(c.Session))
+}
+
+// childWorker works on a member process's shards.
+type childWorker struct {
+	cfg chaosConfig
+	cli *http.Client
+}
+
+// work tells the recorder it begins work on s, writes until s's context
+// ends, says it ended, and releases s. Each request completes before the
+// next step, so that the release comes after the last write.
+func (w *childWorker) work(s *partition.Shard) {
+	defer func() { _ = s.Release(context.Background()) }()
+	op := "begin"
+	for s.Context().Err() == nil {
+		w.post(op, s, time.Now())
+		op = "write"
+		select {
+		case <-s.Done():
+		case <-time.After(writeEvery):
+		}
+	}
+	if op == "write" {
+		if c := context.Cause(s.Context()); errors.Is(c, partition.ErrReassigned) || errors.Is(c, partition.ErrLeft) {
+			// Told to hand the shard over: its work takes a while
+			// to stop, and nobody else may begin before Release.
+			for range drainWrites {
+				time.Sleep(writeEvery)
+				w.post("write", s, time.Now())
+			}
+		}
+		w.post("end", s, time.Now())
+	}
+}
+
+// post makes a request of the recorder; checked is when the shard's
+// context was last found live.
+func (w *childWorker) post(op string, s *partition.Shard, checked time.Time) {
+	q := url.Values{"op": {op}, "id": {w.cfg.ID}, "shard": {strconv.Itoa(s.ID())},
+		"token": {strconv.FormatInt(s.Token(), 10)}, "checked": {strconv.FormatInt(checked.UnixNano(), 10)}}
+	resp, err := w.cli.Post(w.cfg.Recorder+"?"+q.Encode(), "text/plain", strings.NewReader(""))
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "%s %v: %v\n", op, s, err)
+		return
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+}
