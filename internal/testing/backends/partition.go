@@ -10,15 +10,21 @@ import (
 	"testing"
 	"time"
 
+	"github.com/corral-go/corral/etcdstore"
+	"github.com/corral-go/corral/internal/testing/etcdbackend"
+	"github.com/corral-go/corral/internal/testing/etcdserver"
 	"github.com/corral-go/corral/internal/testing/zkbackend"
 	"github.com/corral-go/corral/internal/testing/zkserver"
 	"github.com/corral-go/corral/store"
+	"github.com/corral-go/corral/store/storetest"
 	"github.com/corral-go/corral/zkstore"
 )
 
 // The ZooKeeper configuration of PartitionRace, the issue's own: a follower
 // cut off from its leader answers its clients for PartitionSyncLimit ×
-// PartitionTick (5 s), well past the holders' PartitionSession.
+// PartitionTick (5 s), well past the holders' PartitionSession. On etcd
+// PartitionSession is the holders' lease TTL (etcd's least at its default
+// election timeout).
 const (
 	PartitionTick      = 500 * time.Millisecond
 	PartitionSyncLimit = 10
@@ -38,37 +44,82 @@ func PartitionRuns(t testing.TB) int {
 	return 10
 }
 
-// PartitionEnsemble starts a 3-member ZooKeeper ensemble whose members
-// reach each other through proxies, so that PartitionRace can cut one off.
-func PartitionEnsemble(t testing.TB) *zkserver.Ensemble {
+// Partitioner sets a 3-member cluster up for one PartitionRace: it picks a
+// follower to cut off, and returns backends for sessions on it alone and
+// on the others, with the means to cut it off and to heal it.
+type Partitioner func(t testing.TB) PartitionTarget
+
+// PartitionTarget is a follower of a cluster that PartitionRace cuts off.
+type PartitionTarget struct {
+	// Holders opens sessions of PartitionSession on the follower alone,
+	// Others sessions on the other members.
+	Holders, Others storetest.Backend
+	// Partition cuts the follower off from the other members.
+	Partition func() error
+	// Heal ends the partition and returns once the follower serves again.
+	Heal func(t testing.TB)
+}
+
+// PartitionZK starts a 3-member ZooKeeper ensemble whose members reach
+// each other through proxies, so that PartitionRace can cut one off.
+func PartitionZK(t testing.TB) Partitioner {
 	t.Helper()
-	return zkserver.EnsembleForTest(t, 3, zkserver.Config{
+	e := zkserver.EnsembleForTest(t, 3, zkserver.Config{
 		TickTime: PartitionTick, SyncLimit: PartitionSyncLimit, QuorumProxies: true,
 	})
+	return func(t testing.TB) PartitionTarget {
+		t.Helper()
+		leader, err := e.Leader()
+		if err != nil {
+			t.Fatal(err)
+		}
+		f := (leader + 1) % len(e.Members)
+		return PartitionTarget{
+			Holders:   zkbackend.New([]string{e.Members[f].Addr()}, zkstore.WithSessionTimeout(PartitionSession)),
+			Others:    zkbackend.New(slices.Delete(e.Addrs(), f, f+1)),
+			Partition: func() error { return e.Partition(f) },
+			Heal:      func(t testing.TB) { healZK(t, e, f) },
+		}
+	}
+}
+
+// PartitionEtcd starts a 3-member etcd cluster whose members can be cut
+// off from each other (etcdserver.WithPartitions).
+func PartitionEtcd(t testing.TB) Partitioner {
+	t.Helper()
+	c := etcdserver.Start(t, 3, etcdserver.WithPartitions())
+	return func(t testing.TB) PartitionTarget {
+		t.Helper()
+		leader := c.Leader()
+		if leader == nil {
+			t.Fatal("backends: the etcd cluster has no leader")
+		}
+		f := (slices.Index(c.Members, leader) + 1) % len(c.Members)
+		return PartitionTarget{
+			Holders:   etcdbackend.NewOn(c, c.Members[f:f+1], etcdstore.WithTTL(PartitionSession)),
+			Others:    etcdbackend.NewOn(c, slices.Delete(slices.Clone(c.Members), f, f+1)),
+			Partition: func() error { return c.Partition(f) },
+			Heal:      func(t testing.TB) { healEtcd(t, c, f) },
+		}
+	}
 }
 
 // PartitionRace is ExpiryRace with the fault the session's own connection
 // cannot see: runs holders, each with a session of PartitionSession on a
-// follower of e alone, take h's hold on paths of their own, a contender in
-// a session on the other members queues behind each, and the follower is
-// partitioned from the other two members. The follower answers the holders
-// for syncLimit × tickTime, long after the leader has expired their
-// sessions and granted their holds to the contenders. It returns, per
+// follower alone, take h's hold on paths of their own, a contender in a
+// session on the other members queues behind each, and the follower is
+// partitioned from the other two members. A ZooKeeper follower answers the
+// holders for syncLimit × tickTime, long after the leader has expired
+// their sessions and granted their holds to the contenders; an etcd one
+// answers them too, but cannot renew their leases. It returns, per
 // holder, by how much its hold's context was cancelled before the next
 // grant (negative: two live holders at once), and heals the partition,
 // returning once the follower serves again.
-func PartitionRace(t testing.TB, e *zkserver.Ensemble, runs int, h func(p string) Handover) []time.Duration {
+func PartitionRace(t testing.TB, target PartitionTarget, runs int, h func(p string) Handover) []time.Duration {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), WaitTimeout)
 	defer cancel()
-	leader, err := e.Leader()
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := (leader + 1) % len(e.Members)
-	others := slices.Delete(e.Addrs(), f, f+1)
-	hb := zkbackend.New([]string{e.Members[f].Addr()}, zkstore.WithSessionTimeout(PartitionSession))
-	nb := zkbackend.New(others)
+	hb, nb := target.Holders, target.Others
 	type race struct {
 		held        context.Context
 		lost, grant chan time.Time
@@ -109,11 +160,11 @@ func PartitionRace(t testing.TB, e *zkserver.Ensemble, runs int, h func(p string
 	case <-ctx.Done():
 		t.Fatal(ctx.Err())
 	}
-	if err := e.Partition(f); err != nil {
+	if err := target.Partition(); err != nil {
 		t.Fatal(err)
 	}
 	parted := time.Now()
-	defer heal(t, e, f)
+	defer target.Heal(t)
 	margins := make([]time.Duration, runs)
 	for i, r := range races {
 		var lost, granted time.Time
@@ -139,8 +190,8 @@ func PartitionRace(t testing.TB, e *zkserver.Ensemble, runs int, h func(p string
 	return margins
 }
 
-// heal ends the partition of member f and waits until it serves again.
-func heal(t testing.TB, e *zkserver.Ensemble, f int) {
+// healZK ends the partition of member f and waits until it serves again.
+func healZK(t testing.TB, e *zkserver.Ensemble, f int) {
 	t.Helper()
 	if err := e.Heal(f); err != nil {
 		t.Fatal(err)
@@ -158,6 +209,30 @@ func heal(t testing.TB, e *zkserver.Ensemble, f int) {
 		case <-poll.C:
 		case <-bound.C:
 			t.Fatalf("member %d does not follow again %v after the partition healed", f, WaitTimeout)
+		}
+	}
+}
+
+// healEtcd ends the partition of member f and waits until it follows the
+// leader again.
+func healEtcd(t testing.TB, c *etcdserver.Cluster, f int) {
+	t.Helper()
+	if err := c.Heal(f); err != nil {
+		t.Fatal(err)
+	}
+	// A member's leader has no event to wait on: poll it, bounded.
+	poll := time.NewTicker(50 * time.Millisecond)
+	defer poll.Stop()
+	bound := time.NewTimer(WaitTimeout)
+	defer bound.Stop()
+	for {
+		if l := c.Leader(); l != nil && c.Members[f].Leader() == l.ID() {
+			return
+		}
+		select {
+		case <-poll.C:
+		case <-bound.C:
+			t.Fatalf("member %d does not follow the leader again %v after the partition healed", f, WaitTimeout)
 		}
 	}
 }

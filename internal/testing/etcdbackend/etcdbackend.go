@@ -58,6 +58,7 @@ var (
 // concurrent use.
 type Backend struct {
 	cluster *etcdserver.Cluster
+	members []*etcdserver.Member // the members sessions reach; nil: all
 	opts    []etcdstore.Option
 	// user and password replace the cluster's own credentials, if set.
 	user, password string
@@ -93,6 +94,14 @@ func New(c *etcdserver.Cluster, opts ...etcdstore.Option) *Backend {
 		opts:    append([]etcdstore.Option{etcdstore.WithTTL(TTL)}, opts...),
 		conns:   map[*etcdstore.Store]*conn{},
 	}
+}
+
+// NewOn is New for sessions whose clients reach members alone: the test
+// of a member cut off from the others pins its holders' sessions on it.
+func NewOn(c *etcdserver.Cluster, members []*etcdserver.Member, opts ...etcdstore.Option) *Backend {
+	b := New(c, opts...)
+	b.members = members
+	return b
 }
 
 // NewAs is New for sessions authenticated as user with password, on a
@@ -147,8 +156,12 @@ func (b *Backend) OpenHooked(t testing.TB, hooks Hooks, opts ...etcdstore.Option
 
 func (b *Backend) open(hooks Hooks, opts []etcdstore.Option) (*etcdstore.Store, error) {
 	c := &conn{hooks: hooks}
+	members := b.members
+	if members == nil {
+		members = b.cluster.Members
+	}
 	var eps []string
-	for _, m := range b.cluster.Members {
+	for _, m := range members {
 		u, err := url.Parse(m.ClientURL)
 		if err != nil {
 			return nil, err

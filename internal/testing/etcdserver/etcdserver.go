@@ -12,6 +12,9 @@
 // own client configuration ([Cluster.ClientConfig]) then carries the root
 // user's certificate and credentials.
 //
+// A cluster started [WithPartitions] can cut one member off from the
+// others ([Cluster.Partition]) while its clients still reach it.
+//
 // It is test-only, like every package under internal/testing: _test.go
 // files and the other internal/testing packages import it; code that ships
 // never does (test.sh checks).
@@ -51,7 +54,8 @@ type Cluster struct {
 	// Members are the cluster's members, in the order they were started.
 	Members []*Member
 
-	tls *clientTLS // nil: plain HTTP
+	tls   *clientTLS // nil: plain HTTP
+	links *links     // nil: not started WithPartitions
 
 	mu           sync.Mutex
 	rootPassword string // set once auth is enabled
@@ -63,7 +67,8 @@ type Cluster struct {
 type Option func(*config)
 
 type config struct {
-	tls *clientTLS
+	tls        *clientTLS
+	partitions bool
 }
 
 // clientTLS is what serving clients over TLS takes.
@@ -108,6 +113,7 @@ type Member struct {
 	initialCluster string
 	token          string
 	tls            *clientTLS
+	peerTLS        transport.TLSInfo // empty: peers talk plain HTTP
 
 	mu sync.Mutex
 	e  *embed.Etcd // nil while stopped
@@ -165,9 +171,16 @@ func start(dir string, n int, cfg config) (*Cluster, error) {
 		return nil, err
 	}
 	c := &Cluster{tls: cfg.tls}
-	scheme := "http"
+	scheme, peerScheme := "http", "http"
 	if cfg.tls != nil {
 		scheme = "https"
+	}
+	var peerTLS transport.TLSInfo
+	if cfg.partitions {
+		peerScheme = "https"
+		if c.links, peerTLS, err = newLinks(dir, n); err != nil {
+			return nil, err
+		}
 	}
 	token := fmt.Sprintf("corral-%d-%d", os.Getpid(), time.Now().UnixNano())
 	var initial []string
@@ -175,10 +188,11 @@ func start(dir string, n int, cfg config) (*Cluster, error) {
 		m := &Member{
 			Name:       fmt.Sprintf("m%d", i),
 			ListenURL:  fmt.Sprintf("%s://127.0.0.1:%d", scheme, ports[2*i]),
-			peerListen: fmt.Sprintf("http://127.0.0.1:%d", ports[2*i+1]),
+			peerListen: fmt.Sprintf("%s://127.0.0.1:%d", peerScheme, ports[2*i+1]),
 			dir:        filepath.Join(dir, fmt.Sprintf("m%d", i)),
 			token:      token,
 			tls:        cfg.tls,
+			peerTLS:    peerTLS,
 		}
 		c.Members = append(c.Members, m)
 		m.proxy, err = tcpproxy.New(fmt.Sprintf("127.0.0.1:%d", ports[2*i]))
@@ -190,7 +204,11 @@ func start(dir string, n int, cfg config) (*Cluster, error) {
 			return nil, fmt.Errorf("etcdserver: proxy: %w", err)
 		}
 		m.ClientURL = scheme + "://" + m.proxy.Addr()
-		m.PeerURL = "http://" + m.peerProxy.Addr()
+		m.PeerURL = peerScheme + "://" + m.peerProxy.Addr()
+		if c.links != nil {
+			m.peerTLS.ServerName = c.links.names[i]
+			m.peerProxy.SetHook(tlsRecord, c.links.hook(i))
+		}
 		initial = append(initial, m.Name+"="+m.PeerURL)
 	}
 	for _, m := range c.Members {
@@ -244,6 +262,7 @@ func (m *Member) config(state string) *embed.Config {
 			ClientCertAuth: true,
 		}
 	}
+	cfg.PeerTLSInfo = m.peerTLS
 	// Authentication hashes a password at every client's Authenticate:
 	// bcrypt's cheapest cost keeps a test that opens many sessions fast
 	// (the default, 10, costs tens of milliseconds each).

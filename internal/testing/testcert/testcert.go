@@ -91,22 +91,23 @@ func ForTest(t testing.TB, name string) *CA {
 // Pool returns a pool that holds the CA's certificate alone.
 func (ca *CA) Pool() *x509.CertPool { return ca.pool }
 
-// Server makes a server certificate for 127.0.0.1, ::1 and localhost,
-// named name.
-func (ca *CA) Server(name string) (Pair, error) {
-	return ca.issue(name, x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth)
+// Server makes a server certificate for 127.0.0.1, ::1, localhost and
+// hosts, named name.
+func (ca *CA) Server(name string, hosts ...string) (Pair, error) {
+	return ca.issueValid(name, time.Now().Add(-time.Hour), time.Now().Add(24*time.Hour), hosts,
+		x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth)
 }
 
 // Client makes a client certificate whose subject is CN=cn.
 func (ca *CA) Client(cn string) (Pair, error) {
-	return ca.issue(cn, x509.ExtKeyUsageClientAuth)
+	return ca.issueValid(cn, time.Now().Add(-time.Hour), time.Now().Add(24*time.Hour), nil, x509.ExtKeyUsageClientAuth)
 }
 
 // MustExpiredClient makes a client certificate whose subject is CN=cn and
 // that expired an hour ago; it fails t on an error.
 func (ca *CA) MustExpiredClient(t testing.TB, cn string) Pair {
 	t.Helper()
-	p, err := ca.issueValid(cn, time.Now().Add(-2*time.Hour), time.Now().Add(-time.Hour), x509.ExtKeyUsageClientAuth)
+	p, err := ca.issueValid(cn, time.Now().Add(-2*time.Hour), time.Now().Add(-time.Hour), nil, x509.ExtKeyUsageClientAuth)
 	if err != nil {
 		t.Fatalf("testcert: %v", err)
 	}
@@ -143,11 +144,7 @@ func (ca *CA) ClientTLS(pairs ...Pair) *tls.Config {
 	return cfg
 }
 
-func (ca *CA) issue(name string, usage ...x509.ExtKeyUsage) (Pair, error) {
-	return ca.issueValid(name, time.Now().Add(-time.Hour), time.Now().Add(24*time.Hour), usage...)
-}
-
-func (ca *CA) issueValid(name string, notBefore, notAfter time.Time, usage ...x509.ExtKeyUsage) (Pair, error) {
+func (ca *CA) issueValid(name string, notBefore, notAfter time.Time, hosts []string, usage ...x509.ExtKeyUsage) (Pair, error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return Pair{}, err
@@ -163,7 +160,7 @@ func (ca *CA) issueValid(name string, notBefore, notAfter time.Time, usage ...x5
 	for _, u := range usage {
 		if u == x509.ExtKeyUsageServerAuth {
 			tmpl.IPAddresses = []net.IP{net.ParseIP("127.0.0.1"), net.ParseIP("::1")}
-			tmpl.DNSNames = []string{"localhost"}
+			tmpl.DNSNames = append([]string{"localhost"}, hosts...)
 		}
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
