@@ -3,6 +3,7 @@ package queue
 import (
 	"cmp"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"strconv"
 	"strings"
@@ -53,6 +54,22 @@ func keyOrder(k uint64) int64 { return int64(k ^ signBit) }
 
 // newID returns a fresh item id.
 func newID() string { return fmt.Sprintf("%016x", rand.Uint64()) }
+
+// newIDs returns n fresh item ids in increasing order: consecutive numbers
+// from a random start. Items of a batch may share a Seq (etcd gives every
+// key of a transaction the same revision); their names, which differ
+// first in the id, then keep them in batch order.
+func newIDs(n int) []string {
+	if n == 0 {
+		return nil
+	}
+	start := rand.Uint64N(math.MaxUint64 - uint64(n) + 1)
+	ids := make([]string, n)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("%016x", start+uint64(i))
+	}
+	return ids
+}
 
 // itemName returns the name to put a new item under.
 func itemName(prio int64, id string) string {

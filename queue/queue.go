@@ -280,6 +280,9 @@ var (
 	// ErrPeeked: Ack, Nack or Extend of an item returned by Peek, which
 	// was not taken.
 	ErrPeeked = errors.New("queue: item was peeked, not taken")
+	// ErrNoBatch: PutBatch on a store that does not implement
+	// store.BatchCreator, which cannot add items all or none.
+	ErrNoBatch = errors.New("queue: store cannot create a batch")
 )
 
 // Queue is a queue at one path of a store, used through one session. It is
@@ -407,6 +410,55 @@ func (q *Queue) PutPriority(ctx context.Context, data []byte, priority int) erro
 		return fmt.Errorf("queue: put %q: %w", q.path, recipe.CtxErr(ctx, err))
 	}
 	q.rec.Put(ctx)
+	return nil
+}
+
+// PutBatch adds items to the queue with priority 0, in one request (one
+// ZooKeeper multi, one etcd transaction): all of them or none. The items
+// are delivered in the order of the slice, after every item of their
+// priority whose Put returned before PutBatch began; a consumer never
+// sees some of them without the others having been added.
+//
+// It blocks for one request, and for a first check of the queue's path
+// (once per Queue), as Put does, and retries a lost connection the same
+// way: a lost reply never adds the items twice. Before any I/O it fails
+// with store.ErrInvalidArgument for an empty batch, with store.ErrTooLarge
+// for an item over store.MaxDataSize or a batch that does not fit one
+// request (over store.MaxBatchNodes items, or store.MaxBatchSize bytes of
+// data and names: split it), and with ErrNoBatch when the store cannot
+// create nodes all or none (every store of this module can). When ctx ends
+// first it returns ctx's error (wrapped, with its cause); the items may
+// then have been added (all of them) or not.
+func (q *Queue) PutBatch(ctx context.Context, items [][]byte) error {
+	if err := q.usable("put batch"); err != nil {
+		return err
+	}
+	bc, ok := q.st.(store.BatchCreator)
+	if !ok {
+		return fmt.Errorf("queue: put batch %q: %w", q.path, ErrNoBatch)
+	}
+	ids := newIDs(len(items))
+	batch := make([]store.BatchNode, len(items))
+	for i, data := range items {
+		batch[i] = store.BatchNode{Name: itemName(0, ids[i]), Data: data}
+	}
+	if err := store.ValidateBatch(q.items, batch, store.Sequential); err != nil {
+		return fmt.Errorf("queue: put batch %q: %w", q.path, err)
+	}
+	if _, err := q.settings(ctx, true); err != nil {
+		return fmt.Errorf("queue: put batch %q: %w", q.path, recipe.CtxErr(ctx, err))
+	}
+	// All or none: finding the first item after a lost reply finds them all.
+	err := q.retryCreate(ctx, q.items, batch[0].Name, ids[0], func() error {
+		_, err := bc.CreateBatch(ctx, q.items, batch, store.Sequential)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("queue: put batch %q: %w", q.path, recipe.CtxErr(ctx, err))
+	}
+	for range items {
+		q.rec.Put(ctx)
+	}
 	return nil
 }
 
