@@ -1,0 +1,230 @@
+package queue_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"runtime"
+	"slices"
+	"strconv"
+	gosync "sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	recipe "go.etcd.io/etcd/client/v3/experimental/recipes"
+
+	"github.com/corral-go/corral/etcdstore"
+	"github.com/corral-go/corral/internal/testing/countstore"
+	"github.com/corral-go/corral/internal/testing/zkbackend"
+	"github.com/corral-go/corral/store"
+	"github.com/corral-go/corral/store/storetest"
+	"github.com/corral-go/corral/zkstore"
+)
+
+// BenchmarkPutPeers puts corral's Put beside the peer's put, with 1 and 8
+// producer goroutines on one session, in the same run on the same server:
+//
+//   - ZooKeeper: per item what Curator's DistributedQueue put does (one
+//     create of a persistent sequential node under the queue path,
+//     nothing else), with go-zookeeper on a connection of its own; corral's
+//     session is opened on the same server directly too (no test proxy).
+//   - etcd: etcd's own experimental/recipes Queue.Enqueue, on the client
+//     of corral's session.
+//
+// and corral's PutBatch beside them (batches of CORRAL_PUT_BATCH items,
+// default 100, each producer putting whole batches). Every variant runs
+// CORRAL_PUT_SECONDS (default 2) per round, for CORRAL_PUT_ROUNDS rounds
+// (default 2) in turns (peer, corral, batch, then the other way round);
+// the rates are over all rounds. It reports, per variant, puts/s, the
+// ratio to the peer's, requests per put (corral's, counted by countstore:
+// every call to the store; the peer's is one by construction) and
+// allocations per put in this process (on etcd the embedded server's
+// included, the same for every variant).
+//
+//	CORRAL_STORES=zk,etcd go test ./queue/ -run '^$' -bench PutPeers -benchtime 1x
+func BenchmarkPutPeers(b *testing.B) {
+	benchStores(b, []string{"zk", "etcd"}, func(b *testing.B, name string, be storetest.Backend) {
+		for _, n := range []int{1, 8} {
+			b.Run(fmt.Sprintf("producers=%d", n), func(b *testing.B) {
+				for b.Loop() {
+					comparePuts(b, name, be, n)
+				}
+			})
+		}
+	})
+}
+
+// putVariant is one way to put items: put adds them (one item, or a
+// batch) and reports how many it added.
+type putVariant struct {
+	name  string
+	put   func(ctx context.Context) (int, error)
+	items int64
+	took  time.Duration
+	alloc uint64
+}
+
+func comparePuts(b *testing.B, name string, be storetest.Backend, producers int) {
+	ctx := b.Context()
+	data := []byte("payload")
+	path := benchPath(b)
+	batchN := envInt("CORRAL_PUT_BATCH", 100)
+	st := openDirect(b, name, be)
+	q := mustQueue(b, st, path+"/corral")
+	batch := make([][]byte, batchN)
+	for i := range batch {
+		batch[i] = data
+	}
+	variants := []*putVariant{
+		{name: "peer", put: peerPut(b, name, be, st, path+"/peer", data)},
+		{name: "corral", put: func(ctx context.Context) (int, error) { return 1, q.Put(ctx, data) }},
+		{name: "corral-batch", put: func(ctx context.Context) (int, error) { return batchN, q.PutBatch(ctx, batch) }},
+	}
+	// Warm up: the queue's first check, the peer's directory, the JIT.
+	for _, v := range variants {
+		if _, err := v.put(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+	rounds := envInt("CORRAL_PUT_ROUNDS", 2)
+	secs := time.Duration(envInt("CORRAL_PUT_SECONDS", 2)) * time.Second
+	for r := range rounds {
+		order := slices.Clone(variants)
+		if r%2 == 1 {
+			slices.Reverse(order)
+		}
+		for _, v := range order {
+			runPuts(b, v, producers, secs)
+		}
+	}
+	peer := variants[0].rate()
+	for _, v := range variants {
+		b.ReportMetric(v.rate(), v.name+"-puts/s")
+		b.ReportMetric(float64(v.alloc)/float64(v.items), v.name+"-allocs/put")
+		if v.name != "peer" {
+			b.ReportMetric(v.rate()/peer, v.name+"/peer")
+		}
+	}
+	// Requests per put, counted apart: the counting wrapper's own cost
+	// stays out of the rates.
+	cs := countstore.New(st)
+	defer cs.Close()
+	cq := mustQueue(b, cs, path+"/corral")
+	counted := []*putVariant{
+		{name: "corral", put: func(ctx context.Context) (int, error) { return 1, cq.Put(ctx, data) }},
+		{name: "corral-batch", put: func(ctx context.Context) (int, error) { return batchN, cq.PutBatch(ctx, batch) }},
+	}
+	for _, v := range counted {
+		if _, err := v.put(ctx); err != nil { // the Queue's first check
+			b.Fatal(err)
+		}
+		cs.Reset()
+		runPuts(b, v, producers, time.Second/2)
+		b.ReportMetric(float64(cs.Counts().Total())/float64(v.items), v.name+"-req/put")
+	}
+	b.ReportMetric(0, "ns/op")
+	load, _ := os.ReadFile("/proc/loadavg")
+	b.Logf("%s producers=%d: corral %.2fx, corral-batch %.2fx the peer's %.0f puts/s; load %s",
+		name, producers, variants[1].rate()/peer, variants[2].rate()/peer, peer, load)
+}
+
+func (v *putVariant) rate() float64 { return float64(v.items) / v.took.Seconds() }
+
+// runPuts runs v's put from producers goroutines for d and adds what they
+// did to v.
+func runPuts(b *testing.B, v *putVariant, producers int, d time.Duration) {
+	ctx := b.Context()
+	runtime.GC()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	var items atomic.Int64
+	var wg gosync.WaitGroup
+	start := time.Now()
+	deadline := start.Add(d)
+	for range producers {
+		wg.Go(func() {
+			for time.Now().Before(deadline) {
+				k, err := v.put(ctx)
+				if err != nil {
+					b.Error(err)
+					return
+				}
+				items.Add(int64(k))
+			}
+		})
+	}
+	wg.Wait()
+	v.took += time.Since(start)
+	runtime.ReadMemStats(&after)
+	v.items += items.Load()
+	v.alloc += after.Mallocs - before.Mallocs
+}
+
+// openDirect opens a session of corral's on the backend's server with no
+// test proxy in between on ZooKeeper (the peer's connection has none);
+// etcd's peer shares the session's client.
+func openDirect(b *testing.B, name string, be storetest.Backend) store.Store {
+	if name != "zk" {
+		return be.Open(b)
+	}
+	ctx, cancel := context.WithTimeout(b.Context(), time.Minute)
+	defer cancel()
+	st, err := zkstore.Open(ctx, be.(*zkbackend.Backend).Servers())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { st.Close() })
+	return st
+}
+
+// peerPut returns the peer's put of one item into the queue at path.
+func peerPut(b *testing.B, name string, be storetest.Backend, st store.Store, path string, data []byte) func(ctx context.Context) (int, error) {
+	if name == "etcd" {
+		q := recipe.NewQueue(st.(*etcdstore.Store).Client(), path)
+		return func(context.Context) (int, error) { return 1, q.Enqueue(string(data)) }
+	}
+	conn, events, err := zk.Connect(be.(*zkbackend.Backend).Servers(), zkstore.DefaultSessionTimeout, zk.WithLogger(quietZK{}), zk.WithLogInfo(false))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(conn.Close)
+	waitSession(b, events)
+	acl := zk.WorldACL(zk.PermAll)
+	// Curator makes the queue's path once, when the queue starts.
+	if _, err := st.Create(b.Context(), path, nil, store.Persistent); err != nil {
+		b.Fatal(err)
+	}
+	return func(context.Context) (int, error) {
+		_, err := conn.Create(path+"/queue-", data, zk.FlagSequence, acl)
+		return 1, err
+	}
+}
+
+// waitSession waits for go-zookeeper's session.
+func waitSession(b *testing.B, events <-chan zk.Event) {
+	t := time.NewTimer(time.Minute)
+	defer t.Stop()
+	for {
+		select {
+		case ev := <-events:
+			if ev.State == zk.StateHasSession {
+				return
+			}
+		case <-t.C:
+			b.Fatal("go-zookeeper: no session within a minute")
+		}
+	}
+}
+
+type quietZK struct{}
+
+func (quietZK) Printf(string, ...any) {}
+
+func envInt(key string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(key)); err == nil && v > 0 {
+		return v
+	}
+	return def
+}
