@@ -35,10 +35,11 @@ import (
 //
 // and corral's PutBatch beside them (batches of CORRAL_PUT_BATCH items,
 // default 100, each producer putting whole batches). Every variant runs
-// CORRAL_PUT_SECONDS (default 2) per round, for CORRAL_PUT_ROUNDS rounds
-// (default 2) in turns (peer, corral, batch, then the other way round);
-// the rates are over all rounds. It reports, per variant, puts/s, the
-// ratio to the peer's, requests per put (corral's, counted by countstore:
+// CORRAL_PUT_MS (default 1000) per round, for CORRAL_PUT_ROUNDS rounds
+// (default 6) in turns (peer, corral, batch, then the other way round).
+// It reports, per variant, puts/s over all rounds, the median over the
+// rounds of its ratio to the peer's rate in the same round (robust to a
+// machine whose load changes; the log line lists every round's), requests per put (corral's, counted by countstore:
 // every call to the store; the peer's is one by construction) and
 // allocations per put in this process (on etcd the embedded server's
 // included, the same for every variant).
@@ -88,23 +89,27 @@ func comparePuts(b *testing.B, name string, be storetest.Backend, producers int)
 			b.Fatal(err)
 		}
 	}
-	rounds := envInt("CORRAL_PUT_ROUNDS", 2)
-	secs := time.Duration(envInt("CORRAL_PUT_SECONDS", 2)) * time.Second
+	rounds := envInt("CORRAL_PUT_ROUNDS", 6)
+	d := time.Duration(envInt("CORRAL_PUT_MS", 1000)) * time.Millisecond
+	ratios := make([][]float64, len(variants))
 	for r := range rounds {
 		order := slices.Clone(variants)
 		if r%2 == 1 {
 			slices.Reverse(order)
 		}
+		rates := map[*putVariant]float64{}
 		for _, v := range order {
-			runPuts(b, v, producers, secs)
+			rates[v] = runPuts(b, v, producers, d)
+		}
+		for i, v := range variants {
+			ratios[i] = append(ratios[i], rates[v]/rates[variants[0]])
 		}
 	}
-	peer := variants[0].rate()
-	for _, v := range variants {
+	for i, v := range variants {
 		b.ReportMetric(v.rate(), v.name+"-puts/s")
 		b.ReportMetric(float64(v.alloc)/float64(v.items), v.name+"-allocs/put")
-		if v.name != "peer" {
-			b.ReportMetric(v.rate()/peer, v.name+"/peer")
+		if i > 0 {
+			b.ReportMetric(median(ratios[i]), v.name+"/peer")
 		}
 	}
 	// Requests per put, counted apart: the counting wrapper's own cost
@@ -121,20 +126,28 @@ func comparePuts(b *testing.B, name string, be storetest.Backend, producers int)
 			b.Fatal(err)
 		}
 		cs.Reset()
-		runPuts(b, v, producers, time.Second/2)
+		runPuts(b, v, producers, d/2)
 		b.ReportMetric(float64(cs.Counts().Total())/float64(v.items), v.name+"-req/put")
 	}
 	b.ReportMetric(0, "ns/op")
 	load, _ := os.ReadFile("/proc/loadavg")
-	b.Logf("%s producers=%d: corral %.2fx, corral-batch %.2fx the peer's %.0f puts/s; load %s",
-		name, producers, variants[1].rate()/peer, variants[2].rate()/peer, peer, load)
+	b.Logf("%s producers=%d: corral %.2fx (rounds %.2f), corral-batch %.2fx (rounds %.2f) the peer's %.0f puts/s; load %s",
+		name, producers, median(ratios[1]), ratios[1], median(ratios[2]), ratios[2], variants[0].rate(), load)
+}
+
+// median returns the median of xs (the mean of the middle two for an even
+// count).
+func median(xs []float64) float64 {
+	s := slices.Sorted(slices.Values(xs))
+	n := len(s)
+	return (s[(n-1)/2] + s[n/2]) / 2
 }
 
 func (v *putVariant) rate() float64 { return float64(v.items) / v.took.Seconds() }
 
 // runPuts runs v's put from producers goroutines for d and adds what they
-// did to v.
-func runPuts(b *testing.B, v *putVariant, producers int, d time.Duration) {
+// did to v; it returns the rate of this run.
+func runPuts(b *testing.B, v *putVariant, producers int, d time.Duration) float64 {
 	ctx := b.Context()
 	runtime.GC()
 	var before, after runtime.MemStats
@@ -156,10 +169,12 @@ func runPuts(b *testing.B, v *putVariant, producers int, d time.Duration) {
 		})
 	}
 	wg.Wait()
-	v.took += time.Since(start)
+	took := time.Since(start)
 	runtime.ReadMemStats(&after)
+	v.took += took
 	v.items += items.Load()
 	v.alloc += after.Mallocs - before.Mallocs
+	return float64(items.Load()) / took.Seconds()
 }
 
 // openDirect opens a session of corral's on the backend's server with no

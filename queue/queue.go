@@ -301,6 +301,7 @@ type Queue struct {
 	opts   options
 
 	cfg   settings
+	puts  putter
 	rec   *telemetry.Recorder
 	ident *identity.Encoder // of the claims
 
@@ -386,7 +387,11 @@ func (q *Queue) Put(ctx context.Context, data []byte) error {
 // their Puts returned. Every int is a valid priority.
 //
 // It blocks for one request, and for a first check of the queue's path
-// (one or two requests, once per Queue). Data over store.MaxDataSize fails
+// (one or two requests, once per Queue). Puts of one Queue that overlap
+// share requests: one that starts while another's request is in flight
+// waits for it, then goes in one request with the others that waited
+// meanwhile (all or none, on a store.BatchCreator), and returns once that
+// is acknowledged; see "Cost of a put" in the package doc. Data over store.MaxDataSize fails
 // with an error matching store.ErrTooLarge, before any I/O. A request that
 // fails with store.ErrDisconnected is retried, after looking for the item
 // by its id, until ctx ends: a lost reply never adds the item twice. When
@@ -406,7 +411,7 @@ func (q *Queue) PutPriority(ctx context.Context, data []byte, priority int) erro
 		return fmt.Errorf("queue: put %q: %w", q.path, recipe.CtxErr(ctx, err))
 	}
 	id := newID()
-	if err := q.create(ctx, q.items, itemName(int64(priority), id), data, id); err != nil {
+	if err := q.put(ctx, itemName(int64(priority), id), id, data); err != nil {
 		return fmt.Errorf("queue: put %q: %w", q.path, recipe.CtxErr(ctx, err))
 	}
 	q.rec.Put(ctx)

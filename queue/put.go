@@ -1,0 +1,151 @@
+package queue
+
+import (
+	"context"
+	"slices"
+	gosync "sync"
+
+	"github.com/corral-go/corral/store"
+)
+
+// Puts coalesce, as a database commits a group: a Put that finds no
+// request of its Queue's puts in flight sends its item at once, alone;
+// Puts that arrive while one is in flight wait for it and then go
+// together, in one request (store.BatchCreator: a ZooKeeper multi, an etcd
+// transaction), all or none, each returning once the request that holds
+// its item is acknowledged. One producer pays one request per item, as
+// before; many producers on one session pay a request per group, and the
+// store's per-request cost (its log write, its commit) once per group.
+// Order is kept: a Put that returned was acknowledged before any later
+// Put was sent; Puts that overlap have no order between them.
+
+// putter holds the coalescing state of one Queue.
+type putter struct {
+	mu      gosync.Mutex
+	busy    bool        // a request of puts is in flight
+	pending []*putGroup // the groups waiting for it, oldest first
+}
+
+// putGroup is the items of one request.
+type putGroup struct {
+	batch []store.BatchNode
+	ids   []string
+	size  int // bytes, as store.ValidateBatch counts them
+	// ctx bounds the request: it ends once every member has left.
+	ctx     context.Context
+	cancel  context.CancelCauseFunc
+	members int // still waiting; guarded by putter.mu
+	done    chan struct{}
+	err     error // set before done is closed
+}
+
+// put adds the item named name (with the given id) to the queue: alone
+// at once, or with the others waiting when a put is in flight.
+func (q *Queue) put(ctx context.Context, name, id string, data []byte) error {
+	bc, ok := q.st.(store.BatchCreator)
+	if !ok {
+		return q.create(ctx, q.items, name, data, id)
+	}
+	p := &q.puts
+	p.mu.Lock()
+	if !p.busy {
+		p.busy = true
+		p.mu.Unlock()
+		err := q.send(ctx, bc, []store.BatchNode{{Name: name, Data: data}}, id)
+		q.putDone(bc)
+		return err
+	}
+	g := p.join(ctx, q.items, name, id, data)
+	p.mu.Unlock()
+	select {
+	case <-g.done:
+		return g.err
+	case <-ctx.Done():
+		p.leave(g, context.Cause(ctx))
+		select {
+		case <-g.done: // the request's outcome won the race: keep it
+			return g.err
+		default:
+			return ctx.Err()
+		}
+	}
+}
+
+// join adds the item to the last pending group, or to a new one when it
+// would not fit a request. p.mu is held.
+func (p *putter) join(ctx context.Context, dir, name, id string, data []byte) *putGroup {
+	size := len(dir) + 1 + len(name) + len(data)
+	var g *putGroup
+	if n := len(p.pending); n > 0 {
+		last := p.pending[n-1]
+		if len(last.batch) < store.MaxBatchNodes && last.size+size <= store.MaxBatchSize {
+			g = last
+		}
+	}
+	if g == nil {
+		g = &putGroup{done: make(chan struct{})}
+		g.ctx, g.cancel = context.WithCancelCause(context.WithoutCancel(ctx))
+		p.pending = append(p.pending, g)
+	}
+	// A copy: a member that leaves may reuse its buffer while the group
+	// is sent.
+	g.batch = append(g.batch, store.BatchNode{Name: name, Data: slices.Clone(data)})
+	g.ids = append(g.ids, id)
+	g.size += size
+	g.members++
+	return g
+}
+
+// leave records that a member of g has gone: the request is called off
+// once every member has.
+func (p *putter) leave(g *putGroup, cause error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if g.members--; g.members == 0 {
+		g.cancel(cause)
+	}
+}
+
+// putDone is called when a request of puts has returned: it sends the next
+// group, if any, on a goroutine that goes on through the groups pending
+// and ends when none is left.
+func (q *Queue) putDone(bc store.BatchCreator) {
+	if g := q.puts.next(); g != nil {
+		go q.flush(bc, g)
+	}
+}
+
+// next returns the oldest pending group, or marks the putter idle.
+func (p *putter) next() *putGroup {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.pending) == 0 {
+		p.busy = false
+		return nil
+	}
+	g := p.pending[0]
+	p.pending[0] = nil
+	p.pending = p.pending[1:]
+	return g
+}
+
+// flush sends g, and the groups pending after it, one request each.
+func (q *Queue) flush(bc store.BatchCreator, g *putGroup) {
+	for ; g != nil; g = q.puts.next() {
+		g.err = q.send(g.ctx, bc, g.batch, g.ids[0])
+		g.cancel(nil)
+		close(g.done)
+	}
+}
+
+// send creates the items of batch, the first of which has the id first, in
+// one request, exactly once (see create). A single item goes as a batch
+// too: etcd's transaction for it is leaner than a Create's, which keeps
+// what it needs to undo an abandoned create (an item's put needs no undo:
+// an abandoned Put may have added its item).
+func (q *Queue) send(ctx context.Context, bc store.BatchCreator, batch []store.BatchNode, first string) error {
+	return q.retryCreate(ctx, q.items, batch[0].Name, first, func() error {
+		_, err := bc.CreateBatch(ctx, q.items, batch, store.Sequential)
+		return err
+	})
+}
