@@ -24,6 +24,17 @@ func (s *Store) CreateBatch(ctx context.Context, parent string, batch []store.Ba
 	if err := store.ValidateBatch(parent, batch, mode); err != nil {
 		return nil, err
 	}
+	if mode == store.Persistent {
+		// etcd refuses a transaction that puts a key twice as malformed;
+		// the store's answer is that the second node exists.
+		seen := make(map[string]bool, len(batch))
+		for _, b := range batch {
+			if seen[b.Name] {
+				return nil, fmt.Errorf("etcdstore: create %q: %w: %q twice in the batch", parent, store.ErrNodeExists, b.Name)
+			}
+			seen[b.Name] = true
+		}
+	}
 	octx, done, err := s.begin(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("etcdstore: create %q: %w", parent, err)
