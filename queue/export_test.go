@@ -1,5 +1,7 @@
 package queue
 
+import "github.com/corral-go/corral/store"
+
 // Stats returns how many items q took and how many take attempts it lost to
 // another consumer, for the contention tests and benchmarks.
 func (q *Queue) Stats() (taken, wasted int64) { return q.taken.Load(), q.wasted.Load() }
@@ -20,4 +22,26 @@ func DropView(q *Queue) {
 			}
 		}
 	}
+}
+
+// HoldPuts makes q's Puts wait, as they do while a put of q's is in
+// flight, until release: it sends what they put, one request per group,
+// and returns once that is done.
+func HoldPuts(q *Queue) (release func()) {
+	q.puts.mu.Lock()
+	q.puts.busy = true
+	q.puts.mu.Unlock()
+	return func() {
+		if g := q.puts.next(); g != nil {
+			q.flush(q.st.(store.BatchCreator), g)
+		}
+	}
+}
+
+// OnPutJoin sets a function that every Put of q which waits for a put in
+// flight calls once it has joined the next request.
+func OnPutJoin(q *Queue, f func()) {
+	q.puts.mu.Lock()
+	defer q.puts.mu.Unlock()
+	q.puts.onJoin = f
 }

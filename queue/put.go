@@ -2,6 +2,8 @@ package queue
 
 import (
 	"context"
+	"math"
+	"math/rand/v2"
 	"slices"
 	gosync "sync"
 
@@ -24,13 +26,15 @@ type putter struct {
 	mu      gosync.Mutex
 	busy    bool        // a request of puts is in flight
 	pending []*putGroup // the groups waiting for it, oldest first
+	onJoin  func()      // tests: called by a Put that joined a group
 }
 
 // putGroup is the items of one request.
 type putGroup struct {
 	batch []store.BatchNode
 	ids   []string
-	size  int // bytes, as store.ValidateBatch counts them
+	base  uint64 // the first id
+	size  int    // bytes, as store.ValidateBatch counts them
 	// ctx bounds the request: it ends once every member has left.
 	ctx     context.Context
 	cancel  context.CancelCauseFunc
@@ -39,24 +43,30 @@ type putGroup struct {
 	err     error // set before done is closed
 }
 
-// put adds the item named name (with the given id) to the queue: alone
-// at once, or with the others waiting when a put is in flight.
-func (q *Queue) put(ctx context.Context, name, id string, data []byte) error {
+// put adds an item with data and priority to the queue: alone at once, or
+// with the others waiting when a put is in flight.
+func (q *Queue) put(ctx context.Context, data []byte, prio int64) error {
 	bc, ok := q.st.(store.BatchCreator)
 	if !ok {
-		return q.create(ctx, q.items, name, data, id)
+		id := newID()
+		return q.create(ctx, q.items, itemName(prio, id), data, id)
 	}
 	p := &q.puts
 	p.mu.Lock()
 	if !p.busy {
 		p.busy = true
 		p.mu.Unlock()
-		err := q.send(ctx, bc, []store.BatchNode{{Name: name, Data: data}}, id)
+		id := newID()
+		err := q.send(ctx, bc, []store.BatchNode{{Name: itemName(prio, id), Data: data}}, id)
 		q.putDone(bc)
 		return err
 	}
-	g := p.join(ctx, q.items, name, id, data)
+	g := p.join(ctx, q.items, prio, data)
+	joined := p.onJoin
 	p.mu.Unlock()
+	if joined != nil {
+		joined()
+	}
 	select {
 	case <-g.done:
 		return g.err
@@ -72,8 +82,11 @@ func (q *Queue) put(ctx context.Context, name, id string, data []byte) error {
 }
 
 // join adds the item to the last pending group, or to a new one when it
-// would not fit a request. p.mu is held.
-func (p *putter) join(ctx context.Context, dir, name, id string, data []byte) *putGroup {
+// would not fit a request. The ids of a group's items count up from a
+// random start (see newIDs), so that items of one request that share a
+// Seq (on etcd) keep the order of their Puts. p.mu is held.
+func (p *putter) join(ctx context.Context, dir string, prio int64, data []byte) *putGroup {
+	name := itemName(prio, hex16(0)) // every name has this length
 	size := len(dir) + 1 + len(name) + len(data)
 	var g *putGroup
 	if n := len(p.pending); n > 0 {
@@ -83,13 +96,14 @@ func (p *putter) join(ctx context.Context, dir, name, id string, data []byte) *p
 		}
 	}
 	if g == nil {
-		g = &putGroup{done: make(chan struct{})}
+		g = &putGroup{done: make(chan struct{}), base: rand.Uint64N(math.MaxUint64 - store.MaxBatchNodes + 1)}
 		g.ctx, g.cancel = context.WithCancelCause(context.WithoutCancel(ctx))
 		p.pending = append(p.pending, g)
 	}
+	id := hex16(g.base + uint64(len(g.ids)))
 	// A copy: a member that leaves may reuse its buffer while the group
 	// is sent.
-	g.batch = append(g.batch, store.BatchNode{Name: name, Data: slices.Clone(data)})
+	g.batch = append(g.batch, store.BatchNode{Name: itemName(prio, id), Data: slices.Clone(data)})
 	g.ids = append(g.ids, id)
 	g.size += size
 	g.members++

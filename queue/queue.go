@@ -410,8 +410,7 @@ func (q *Queue) PutPriority(ctx context.Context, data []byte, priority int) erro
 	if _, err := q.settings(ctx, true); err != nil {
 		return fmt.Errorf("queue: put %q: %w", q.path, recipe.CtxErr(ctx, err))
 	}
-	id := newID()
-	if err := q.put(ctx, itemName(int64(priority), id), id, data); err != nil {
+	if err := q.put(ctx, data, int64(priority)); err != nil {
 		return fmt.Errorf("queue: put %q: %w", q.path, recipe.CtxErr(ctx, err))
 	}
 	q.rec.Put(ctx)
