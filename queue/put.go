@@ -47,7 +47,8 @@ type putGroup struct {
 // with the others waiting when a put is in flight.
 func (q *Queue) put(ctx context.Context, data []byte, prio int64) error {
 	bc, ok := q.st.(store.BatchCreator)
-	if !ok {
+	if !ok || itemSize(q.items, data) > store.MaxBatchSize {
+		// An item too large for a batch goes alone, by Create.
 		id := newID()
 		return q.create(ctx, q.items, itemName(prio, id), data, id)
 	}
@@ -86,8 +87,7 @@ func (q *Queue) put(ctx context.Context, data []byte, prio int64) error {
 // random start (see newIDs), so that items of one request that share a
 // Seq (on etcd) keep the order of their Puts. p.mu is held.
 func (p *putter) join(ctx context.Context, dir string, prio int64, data []byte) *putGroup {
-	name := itemName(prio, hex16(0)) // every name has this length
-	size := len(dir) + 1 + len(name) + len(data)
+	size := itemSize(dir, data)
 	var g *putGroup
 	if n := len(p.pending); n > 0 {
 		last := p.pending[n-1]
@@ -108,6 +108,12 @@ func (p *putter) join(ctx context.Context, dir string, prio int64, data []byte) 
 	g.size += size
 	g.members++
 	return g
+}
+
+// itemSize is the size of an item with data in dir as store.ValidateBatch
+// counts it: its path and its data.
+func itemSize(dir string, data []byte) int {
+	return len(dir) + 1 + len(itemName(0, hex16(0))) + len(data) // every item name has this length
 }
 
 // leave records that a member of g has gone: the request is called off
