@@ -24,16 +24,20 @@ func DropView(q *Queue) {
 	}
 }
 
-// HoldPuts makes q's Puts wait, as they do while a put of q's is in
-// flight, until release: it sends what they put, one request per group,
-// and returns once that is done.
+// HoldPuts makes q's Puts wait, as they do while as many puts of q's as
+// may be are in flight, until release: it sends what they put, one request
+// per group, and returns once that is done.
 func HoldPuts(q *Queue) (release func()) {
 	q.puts.mu.Lock()
-	q.puts.busy = true
+	q.puts.inFlight = maxInFlight
 	q.puts.mu.Unlock()
 	return func() {
-		if g := q.puts.next(); g != nil {
-			q.flush(q.st.(store.BatchCreator), g)
+		q.puts.mu.Lock()
+		groups := q.puts.pending
+		q.puts.pending, q.puts.inFlight = nil, 0
+		q.puts.mu.Unlock()
+		for _, g := range groups {
+			q.sendGroup(q.st.(store.BatchCreator), g)
 		}
 	}
 }

@@ -10,10 +10,10 @@ import (
 	"github.com/corral-go/corral/store"
 )
 
-// Puts coalesce, as a database commits a group: a Put that finds no
-// request of its Queue's puts in flight sends its item at once, alone;
-// Puts that arrive while one is in flight wait for it and then go
-// together, in one request (store.BatchCreator: a ZooKeeper multi, an etcd
+// Puts coalesce, as a database commits a group: a Put that finds fewer
+// than maxInFlight requests of its Queue's puts in flight sends its item at
+// once, alone; Puts that arrive while that many are in flight wait for one
+// to return and then go together, in one request (store.BatchCreator: a ZooKeeper multi, an etcd
 // transaction), all or none, each returning once the request that holds
 // its item is acknowledged. One producer pays one request per item, as
 // before; many producers on one session pay a request per group, and the
@@ -21,12 +21,17 @@ import (
 // Order is kept: a Put that returned was acknowledged before any later
 // Put was sent; Puts that overlap have no order between them.
 
+// maxInFlight is how many requests of one Queue's puts may be in flight at
+// once: enough to keep the link busy, few enough that the Puts that come
+// meanwhile gather into batches.
+const maxInFlight = 4
+
 // putter holds the coalescing state of one Queue.
 type putter struct {
-	mu      gosync.Mutex
-	busy    bool        // a request of puts is in flight
-	pending []*putGroup // the groups waiting for it, oldest first
-	onJoin  func()      // tests: called by a Put that joined a group
+	mu       gosync.Mutex
+	inFlight int         // requests of puts in flight
+	pending  []*putGroup // the groups waiting for it, oldest first
+	onJoin   func()      // tests: called by a Put that joined a group
 }
 
 // putGroup is the items of one request.
@@ -54,8 +59,8 @@ func (q *Queue) put(ctx context.Context, data []byte, prio int64) error {
 	}
 	p := &q.puts
 	p.mu.Lock()
-	if !p.busy {
-		p.busy = true
+	if p.inFlight < maxInFlight {
+		p.inFlight++
 		p.mu.Unlock()
 		id := newID()
 		err := q.send(ctx, bc, []store.BatchNode{{Name: itemName(prio, id), Data: data}}, id)
@@ -135,12 +140,13 @@ func (q *Queue) putDone(bc store.BatchCreator) {
 	}
 }
 
-// next returns the oldest pending group, or marks the putter idle.
+// next returns the oldest pending group, which takes over the slot of a
+// request that returned, or frees that slot.
 func (p *putter) next() *putGroup {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if len(p.pending) == 0 {
-		p.busy = false
+		p.inFlight--
 		return nil
 	}
 	g := p.pending[0]
@@ -152,10 +158,15 @@ func (p *putter) next() *putGroup {
 // flush sends g, and the groups pending after it, one request each.
 func (q *Queue) flush(bc store.BatchCreator, g *putGroup) {
 	for ; g != nil; g = q.puts.next() {
-		g.err = q.send(g.ctx, bc, g.batch, g.ids[0])
-		g.cancel(nil)
-		close(g.done)
+		q.sendGroup(bc, g)
 	}
+}
+
+// sendGroup sends g and tells its members the outcome.
+func (q *Queue) sendGroup(bc store.BatchCreator, g *putGroup) {
+	g.err = q.send(g.ctx, bc, g.batch, g.ids[0])
+	g.cancel(nil)
+	close(g.done)
 }
 
 // send creates the items of batch, the first of which has the id first, in
