@@ -88,6 +88,21 @@
 // lost adds its item once; a Put whose ctx ends first may or may not have
 // added it.
 //
+// # Cost of a put
+//
+// A Put is one request: the create of its item (on a store with
+// store.BatchCreator, a batch of one, which on etcd is a leaner
+// transaction than a Create's). The queue's settings are read, or stored,
+// once per Queue, and the items directory is made only by the first put
+// that finds it missing. Puts of one Queue that overlap share requests, as
+// a database commits a group: while a put request is in flight, the Puts
+// that come wait for it, then go together in one request (a ZooKeeper
+// multi, an etcd transaction), all or none, each returning once that is
+// acknowledged; so 8 producer goroutines on one session pay about a
+// request per 4 items, and the server writes its log once per request.
+// PutBatch puts up to store.MaxBatchNodes items in one request. The
+// README gives figures beside Curator's and etcd's own queue puts.
+//
 // # Cost of a take
 //
 // A take costs the same whatever the backlog and, on etcd, whatever the
