@@ -22,12 +22,12 @@ import (
 // Put was sent; Puts that overlap have no order between them.
 
 // maxInFlight is how many requests of one Queue's puts may be in flight at
-// once. One gathers the most: with 8 producers on one session a request
-// carries 4 items on average, and BenchmarkPutPeers measured 1.2–1.4× the
-// peers' rate there, against 0.8× with 4 in flight (more requests, each
-// with fewer items, on a server that was the bottleneck) and 1.0–1.2×
-// with 2.
-const maxInFlight = 1
+// once. Measured with 8 producers on one session (BenchmarkPutPeers, on a
+// loaded 2-core machine): with 2, 1.02–1.34× the peers' rates in every
+// run; with 1 (the most gathering), 1.1–1.4× on a saturated server but
+// 0.85× on ZooKeeper once it had room to pipeline; with 4, 0.8× (more
+// requests, each with fewer items).
+const maxInFlight = 2
 
 // putter holds the coalescing state of one Queue.
 type putter struct {
