@@ -95,11 +95,12 @@
 // transaction than a Create's). The queue's settings are read, or stored,
 // once per Queue, and the items directory is made only by the first put
 // that finds it missing. Puts of one Queue that overlap share requests, as
-// a database commits a group: while a put request is in flight, the Puts
-// that come wait for it, then go together in one request (a ZooKeeper
-// multi, an etcd transaction), all or none, each returning once that is
-// acknowledged; so 8 producer goroutines on one session pay about a
-// request per 4 items, and the server writes its log once per request.
+// a database commits a group: while two put requests are in flight, the
+// Puts that come wait for one of them to return, then go together in one
+// request (a ZooKeeper multi, an etcd transaction), all or none, each
+// returning once that is acknowledged; so 8 producer goroutines on one
+// session pay about a request per 2.5 items, and the server writes its log
+// once per request.
 // PutBatch puts up to store.MaxBatchNodes items in one request. The
 // README gives figures beside Curator's and etcd's own queue puts.
 //
@@ -403,10 +404,10 @@ func (q *Queue) Put(ctx context.Context, data []byte) error {
 //
 // It blocks for one request, and for a first check of the queue's path
 // (one or two requests, once per Queue). Puts of one Queue that overlap
-// share requests: one that starts while another's request is in flight
-// waits for it, then goes in one request with the others that waited
-// meanwhile (all or none, on a store.BatchCreator), and returns once that
-// is acknowledged; see "Cost of a put" in the package doc. Data over store.MaxDataSize fails
+// share requests: one that starts while two are in flight waits for one of
+// them, then goes in one request with the others that waited meanwhile
+// (all or none, on a store.BatchCreator), and returns once that is
+// acknowledged; see "Cost of a put" in the package doc. Data over store.MaxDataSize fails
 // with an error matching store.ErrTooLarge, before any I/O. A request that
 // fails with store.ErrDisconnected is retried, after looking for the item
 // by its id, until ctx ends: a lost reply never adds the item twice. When
