@@ -6,8 +6,8 @@
 //
 // The wrapper always offers store.ChildrenWatcher, store.NodeWatcher, store.CreateLister,
 // store.WindowLister, store.SeqDeleter, store.FrontDeleter and store.BatchCreator
-// (when the wrapped store has it). Over a
-// store without CreateLister, CreateAndList is a Create followed by a
+// (over a store without it, CreateBatch fails with errors.ErrUnsupported:
+// single creates would not be all or none). Over a store without CreateLister, CreateAndList is a Create followed by a
 // Children and is counted as those two calls, which is what a recipe would
 // pay doing the same itself; likewise a window over a store without
 // WindowLister is read from Children (or CreateAndList), DeleteSeq over a
