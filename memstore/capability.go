@@ -174,3 +174,47 @@ func (st *Store) CreateIf(ctx context.Context, p string, data []byte, mode store
 	}
 	return n, nil
 }
+
+// CreateBatch implements store.BatchCreator: the nodes are made under the
+// server's lock, after every check, so either all are made or none. When
+// LoseNextCreateReply was called, they are made and the call fails with
+// store.ErrDisconnected.
+func (st *Store) CreateBatch(ctx context.Context, parent string, batch []store.BatchNode, mode store.Mode) ([]store.Node, error) {
+	if err := store.ValidateBatch(parent, batch, mode); err != nil {
+		return nil, err
+	}
+	if err := st.begin(ctx, "create", parent); err != nil {
+		return nil, err
+	}
+	defer st.srv.mu.Unlock()
+	dir, err := st.srv.mkdirs(parent)
+	if err == nil && dir.owner != 0 {
+		err = fmt.Errorf("%w: parent %q", store.ErrEphemeralParent, parent)
+	}
+	if err == nil && mode == store.Persistent {
+		seen := map[string]bool{}
+		for _, b := range batch {
+			if _, ok := dir.children[b.Name]; ok || seen[b.Name] {
+				err = fmt.Errorf("%w: %q", store.ErrNodeExists, store.Join(parent, b.Name))
+				break
+			}
+			seen[b.Name] = true
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("memstore: create batch: %w", err)
+	}
+	nodes := make([]store.Node, len(batch))
+	for i, b := range batch {
+		if nodes[i], err = st.srv.create(store.Join(parent, b.Name), b.Data, mode, st.id); err != nil {
+			// Unreachable: every way a create can fail was checked above.
+			return nil, fmt.Errorf("memstore: create batch: %w", err)
+		}
+	}
+	if st.loseReply {
+		st.loseReply = false
+		st.blip()
+		return nil, fmt.Errorf("memstore: create batch %q: reply lost: %w", parent, store.ErrDisconnected)
+	}
+	return nodes, nil
+}

@@ -38,6 +38,7 @@ var (
 	_ store.ChildrenFollower = (*Store)(nil)
 	_ store.ChildCounter     = (*Store)(nil)
 	_ store.GuardedCreator   = (*Store)(nil)
+	_ store.BatchCreator     = (*Store)(nil)
 )
 
 // begin checks ctx and the path, locks the server and checks the session.

@@ -51,7 +51,7 @@ var misuseFuncs = map[string][]string{
 	"sync.WithLogger":               {"sync options(zero)"},
 	"sync.WithMeterProvider":        {"sync options(zero)"},
 	"sync.WithPathLabel":            {"sync options(zero)"},
-	"queue.New":                     {"Queue.Put", "Queue.TryTake", "Queue.Take(cancelled)", "Queue.Peek", "Queue.Len", "Queue.Settings", "Queue.Consume(cancelled)"},
+	"queue.New":                     {"Queue.Put", "Queue.PutBatch", "Queue.TryTake", "Queue.Take(cancelled)", "Queue.Peek", "Queue.Len", "Queue.Settings", "Queue.Consume(cancelled)"},
 	"queue.WithDelivery":            {"Queue.Put", "Queue.Settings"}, // drawQueueOptions: good, bad, disagreeing
 	"queue.WithVisibilityTimeout":   {"Queue.Put", "Queue.Settings"},
 	"queue.WithDeadLetter":          {"Queue.Put", "Queue.Settings"},
@@ -183,6 +183,7 @@ var misuseElsewhere = map[string]string{
 	"store.ValidateCreate":         "TestValidateCreate",
 	"store.Mode.Valid":             "TestValidateCreate",
 	"store.ValidateData":           "TestMisuseValues",
+	"store.ValidateBatch":          "TestValidateBatch",
 	"store.Window":                 "TestMisuseValues",
 	"store.Mode.String":            "TestMisuseValues",
 	"store.EventType.String":       "TestMisuseValues",

@@ -137,6 +137,23 @@ func drawData(t *rapid.T) []byte {
 	return make([]byte, store.MaxDataSize+1)
 }
 
+// drawBatch returns the batch PutBatch gets with n and data: nil (n < 0),
+// empty, n copies of data, or, for n = 3, one item over
+// store.MaxBatchNodes.
+func drawBatch(n int, data []byte) [][]byte {
+	switch {
+	case n < 0:
+		return nil
+	case n == 3:
+		n = store.MaxBatchNodes + 1
+	}
+	items := make([][]byte, n)
+	for i := range items {
+		items[i] = data
+	}
+	return items
+}
+
 // drawCall draws one call of the public API with good or bad input.
 func drawCall(t *rapid.T, dir string) misuseCall {
 	p := drawPath(t, dir)
@@ -249,6 +266,9 @@ func misuseCalls(t *rapid.T, dir, p string, n int, data []byte) []misuseCall {
 	calls = append(calls,
 		misuseCall{"Queue.Put", func(ctx context.Context, _ *misuseSession, st store.Store) error {
 			return withQueue(st, p, qopts, func(q *queue.Queue) error { return q.Put(ctx, data) })
+		}},
+		misuseCall{"Queue.PutBatch", func(ctx context.Context, _ *misuseSession, st store.Store) error {
+			return withQueue(st, p, qopts, func(q *queue.Queue) error { return q.PutBatch(ctx, drawBatch(n, data)) })
 		}},
 		misuseCall{"Queue.TryTake", func(ctx context.Context, s *misuseSession, st store.Store) error {
 			return withQueue(st, p, qopts, func(q *queue.Queue) error {

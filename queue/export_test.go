@@ -1,5 +1,7 @@
 package queue
 
+import "github.com/corral-go/corral/store"
+
 // Stats returns how many items q took and how many take attempts it lost to
 // another consumer, for the contention tests and benchmarks.
 func (q *Queue) Stats() (taken, wasted int64) { return q.taken.Load(), q.wasted.Load() }
@@ -20,4 +22,30 @@ func DropView(q *Queue) {
 			}
 		}
 	}
+}
+
+// HoldPuts makes q's Puts wait, as they do while as many puts of q's as
+// may be are in flight, until release: it sends what they put, one request
+// per group, and returns once that is done.
+func HoldPuts(q *Queue) (release func()) {
+	q.puts.mu.Lock()
+	q.puts.inFlight = maxInFlight
+	q.puts.mu.Unlock()
+	return func() {
+		q.puts.mu.Lock()
+		groups := q.puts.pending
+		q.puts.pending, q.puts.inFlight = nil, 0
+		q.puts.mu.Unlock()
+		for _, g := range groups {
+			q.sendGroup(q.st.(store.BatchCreator), g)
+		}
+	}
+}
+
+// OnPutJoin sets a function that every Put of q which waits for a put in
+// flight calls once it has joined the next request.
+func OnPutJoin(q *Queue, f func()) {
+	q.puts.mu.Lock()
+	defer q.puts.mu.Unlock()
+	q.puts.onJoin = f
 }

@@ -3,6 +3,7 @@ package queue
 import (
 	"cmp"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"strconv"
 	"strings"
@@ -52,11 +53,39 @@ func orderKey(seq int64) uint64 { return uint64(seq) ^ signBit }
 func keyOrder(k uint64) int64 { return int64(k ^ signBit) }
 
 // newID returns a fresh item id.
-func newID() string { return fmt.Sprintf("%016x", rand.Uint64()) }
+func newID() string { return hex16(rand.Uint64()) }
+
+// hex16 formats k as 16 hexadecimal digits, as "%016x" does, without fmt:
+// every Put names an item with it.
+func hex16(k uint64) string {
+	const digits = "0123456789abcdef"
+	var b [keyLen]byte
+	for i := keyLen - 1; i >= 0; i-- {
+		b[i] = digits[k&0xf]
+		k >>= 4
+	}
+	return string(b[:])
+}
+
+// newIDs returns n fresh item ids in increasing order: consecutive numbers
+// from a random start. Items of a batch may share a Seq (etcd gives every
+// key of a transaction the same revision); their names, which differ
+// first in the id, then keep them in batch order.
+func newIDs(n int) []string {
+	if n == 0 {
+		return nil
+	}
+	start := rand.Uint64N(math.MaxUint64 - uint64(n) + 1)
+	ids := make([]string, n)
+	for i := range ids {
+		ids[i] = hex16(start + uint64(i))
+	}
+	return ids
+}
 
 // itemName returns the name to put a new item under.
 func itemName(prio int64, id string) string {
-	return fmt.Sprintf("%s%016x-i%s-", itemMark, prioKey(prio), id)
+	return itemMark + hex16(prioKey(prio)) + "-i" + id + "-"
 }
 
 // returnName returns the name to put an item back under, in its old place

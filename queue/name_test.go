@@ -1,6 +1,7 @@
 package queue
 
 import (
+	"fmt"
 	"math"
 	"slices"
 	"testing"
@@ -110,5 +111,24 @@ func TestIndexOrder(t *testing.T) {
 	}
 	if x.size() != 3 {
 		t.Errorf("size() = %d; want 3", x.size())
+	}
+}
+
+func TestHex16AndBatchIDs(t *testing.T) {
+	for _, k := range []uint64{0, 1, 0xabc, 1 << 63, ^uint64(0)} {
+		if got, want := hex16(k), fmt.Sprintf("%016x", k); got != want {
+			t.Errorf("hex16(%#x) = %q; want %q", k, got, want)
+		}
+	}
+	if got := newIDs(0); got != nil {
+		t.Errorf("newIDs(0) = %q; want nil", got)
+	}
+	ids := newIDs(100)
+	for i := 1; i < len(ids); i++ {
+		// Items of a batch can share a Seq: their names, by id, keep
+		// them in batch order.
+		if itemName(0, ids[i-1]) >= itemName(0, ids[i]) {
+			t.Fatalf("newIDs: name of id %d %q not before that of id %d %q", i-1, ids[i-1], i, ids[i])
+		}
 	}
 }

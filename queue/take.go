@@ -347,8 +347,18 @@ func (q *Queue) deadLetter(ctx context.Context, cfg config, e entry, data []byte
 // exactly once: after a lost connection it looks for the item's id among
 // the children of dir, and creates it again only when it is not there.
 func (q *Queue) create(ctx context.Context, dir, name string, data []byte, id string) error {
-	for attempt := 0; ; attempt++ {
+	return q.retryCreate(ctx, dir, name, id, func() error {
 		_, err := q.st.Create(ctx, store.Join(dir, name), data, store.Sequential)
+		return err
+	})
+}
+
+// retryCreate runs create, which makes the sequential node named name (and
+// perhaps others with it, all or none) holding the item id under dir, and
+// runs it again after a lost connection unless the node is found made.
+func (q *Queue) retryCreate(ctx context.Context, dir, name, id string, create func() error) error {
+	for attempt := 0; ; attempt++ {
+		err := create()
 		if err == nil || !errors.Is(err, store.ErrDisconnected) || ctx.Err() != nil {
 			return err
 		}

@@ -2,6 +2,8 @@ package store
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"time"
 )
 
@@ -151,4 +153,76 @@ type ImplicitDirLister interface {
 	// with one read of path's subtree. Keys below path that are no valid
 	// path are left out.
 	ImplicitDirs(ctx context.Context, path string) ([]string, error)
+}
+
+// BatchCreator is an optional capability: create many nodes under one
+// parent in one request, all of them or none. A queue puts a batch of
+// items with it (ZooKeeper: a multi of creates; etcd: one transaction).
+type BatchCreator interface {
+	// CreateBatch creates under parent one node per entry of batch, in
+	// its order, as Create would with mode, which must be Persistent or
+	// Sequential (ErrInvalidArgument otherwise): every node is made, in
+	// one atomic step, or none is. Sequential nodes get Seqs in batch
+	// order, which may be equal (etcd gives every key of a transaction
+	// the same CreateRevision). A missing parent is made first, as
+	// Create makes it. A batch that is empty, or does not fit one request
+	// (see ValidateBatch), fails before any I/O. An existing node fails
+	// the whole batch with ErrNodeExists. As with Create, a call that
+	// fails with ErrDisconnected, or whose ctx ends while it is under
+	// way, may have made the nodes (all of them) or not.
+	CreateBatch(ctx context.Context, parent string, batch []BatchNode, mode Mode) ([]Node, error)
+}
+
+// BatchNode is one node of a CreateBatch: its name under the parent (for
+// a sequential node, before the store's suffix) and its data.
+type BatchNode struct {
+	Name string
+	Data []byte
+}
+
+// The limits of one batch: they keep a batch within the smallest request
+// any store accepts (ZooKeeper's 1 MiB jute.maxbuffer; etcd's 1.5 MiB
+// request and 128 operations per transaction), counting every node's
+// path twice (etcd compares and writes each key) and a margin for each
+// operation's framing.
+const (
+	// MaxBatchNodes is the most nodes one CreateBatch may create.
+	MaxBatchNodes = 100
+	// MaxBatchSize is the most bytes, paths and data of every node
+	// together, one CreateBatch may create.
+	MaxBatchSize = 768 << 10
+)
+
+// ValidateBatch checks the arguments of a CreateBatch before any I/O: the
+// parent, each node's name and data, the mode (Persistent or Sequential),
+// and the limits: an empty batch fails with ErrInvalidArgument, one over
+// MaxBatchNodes nodes or MaxBatchSize bytes with ErrTooLarge.
+func ValidateBatch(parent string, batch []BatchNode, mode Mode) error {
+	if err := ValidatePath(parent); err != nil {
+		return err
+	}
+	if mode != Persistent && mode != Sequential {
+		return fmt.Errorf("%w: batch mode %v: want persistent or sequential", ErrInvalidArgument, mode)
+	}
+	if len(batch) == 0 {
+		return fmt.Errorf("%w: empty batch", ErrInvalidArgument)
+	}
+	if len(batch) > MaxBatchNodes {
+		return fmt.Errorf("%w: batch of %d nodes, at most %d", ErrTooLarge, len(batch), MaxBatchNodes)
+	}
+	size := 0
+	for i, n := range batch {
+		p := Join(parent, n.Name)
+		if n.Name == "" || strings.Contains(n.Name, "/") {
+			return fmt.Errorf("%w: batch node %d: name %q", ErrInvalidPath, i, n.Name)
+		}
+		if err := ValidateCreate(p, n.Data, mode); err != nil {
+			return fmt.Errorf("batch node %d: %w", i, err)
+		}
+		size += len(p) + len(n.Data)
+	}
+	if size > MaxBatchSize {
+		return fmt.Errorf("%w: batch of %d bytes, at most %d", ErrTooLarge, size, MaxBatchSize)
+	}
+	return nil
 }

@@ -98,3 +98,19 @@ func (c *client) CreateIfExists(guard, p string, data []byte, flags int32, acl [
 	}
 	return res, err
 }
+
+// CreateMany creates the nodes ps, with data and flags, in one multi
+// request: all of them or none.
+func (c *client) CreateMany(ps []string, data [][]byte, flags int32, acl []zk.ACL) ([]zk.MultiResponse, error) {
+	ops := make([]any, len(ps))
+	for i, p := range ps {
+		ops[i] = &zk.CreateRequest{Path: c.abs(p), Data: data[i], Acl: acl, Flags: flags}
+	}
+	res, err := c.zk.Multi(ops...)
+	for i := range res {
+		if res[i].Error == nil {
+			res[i].String = c.rel(res[i].String)
+		}
+	}
+	return res, err
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -391,4 +392,91 @@ func (s *suite) nodeWatch(t *testing.T) {
 	wantErrEvent(t, "WatchNode after Close", ch, store.ErrClosed)
 	_, _, err = store.WatchNode(ctx, a, dir+"/p")
 	wantErr(t, "WatchNode after Close", err, store.ErrClosed)
+}
+
+// batchCreate checks store.BatchCreator: a batch is made whole, in order,
+// under a parent made as Create makes it; one node that exists fails the
+// whole batch and leaves nothing; misuse and the limits fail before any
+// I/O.
+func (s *suite) batchCreate(t *testing.T) {
+	a, b := s.open(t), s.open(t)
+	bc, ok := a.(store.BatchCreator)
+	if !ok {
+		t.Skip("no store.BatchCreator")
+	}
+	ctx, dir := ctxFor(t), ns(t)
+	items := dir + "/items"
+	batch := []store.BatchNode{{Name: "a-", Data: []byte("1")}, {Name: "b-", Data: []byte("2")}, {Name: "c-"}}
+	nodes, err := bc.CreateBatch(ctx, items, batch, store.Sequential)
+	if err != nil || len(nodes) != len(batch) {
+		t.Fatalf("CreateBatch(sequential) = %v, %v; want %d nodes", nodes, err, len(batch))
+	}
+	for i, n := range nodes {
+		if store.Parent(n.Path) != items || !strings.HasPrefix(n.Name(), batch[i].Name) {
+			t.Errorf("CreateBatch node %d = %+v; want %q... under %q", i, n, batch[i].Name, items)
+		}
+		if i > 0 && n.Seq < nodes[i-1].Seq {
+			t.Errorf("CreateBatch Seqs %d, %d; want them in batch order", nodes[i-1].Seq, n.Seq)
+		}
+		if got := req(t).node(b.Get(ctx, n.Path)); string(got.Data) != string(batch[i].Data) || got.Seq != n.Seq || got.Owner != 0 {
+			t.Errorf("Get(%q) = %+v; want data %q, Seq %d, persistent", n.Path, got, batch[i].Data, n.Seq)
+		}
+	}
+	// A later single create comes after the whole batch.
+	later := req(t).node(b.Create(ctx, items+"/z-", nil, store.Sequential))
+	if later.Seq <= nodes[len(nodes)-1].Seq {
+		t.Errorf("Seq of a create after the batch = %d; want more than %d", later.Seq, nodes[len(nodes)-1].Seq)
+	}
+
+	// All or none: one existing name fails the batch.
+	fixed := dir + "/fixed"
+	req(t).node(b.Create(ctx, fixed+"/y", nil, store.Persistent))
+	_, err = bc.CreateBatch(ctx, fixed, []store.BatchNode{{Name: "x"}, {Name: "y"}}, store.Persistent)
+	wantErr(t, "CreateBatch(one node exists)", err, store.ErrNodeExists)
+	if _, err := b.Get(ctx, fixed+"/x"); !errors.Is(err, store.ErrNoNode) {
+		t.Errorf("Get of a node of a refused batch = %v; want %v", err, store.ErrNoNode)
+	}
+	_, err = bc.CreateBatch(ctx, fixed, []store.BatchNode{{Name: "x"}, {Name: "x"}}, store.Persistent)
+	wantErr(t, "CreateBatch(a name twice)", err, store.ErrNodeExists)
+
+	eph := req(t).node(a.Create(ctx, dir+"/eph", nil, store.Ephemeral))
+	_, err = bc.CreateBatch(ctx, eph.Path, batch, store.Sequential)
+	wantErr(t, "CreateBatch(ephemeral parent)", err, store.ErrEphemeralParent)
+
+	// Misuse and limits, before any I/O.
+	big := make([]store.BatchNode, store.MaxBatchNodes+1)
+	for i := range big {
+		big[i].Name = "n-"
+	}
+	heavy := []store.BatchNode{{Name: "h1", Data: make([]byte, store.MaxBatchSize/2)}, {Name: "h2", Data: make([]byte, store.MaxBatchSize/2)}}
+	for _, c := range []struct {
+		what   string
+		parent string
+		batch  []store.BatchNode
+		mode   store.Mode
+		want   error
+	}{
+		{"nil batch", items, nil, store.Sequential, store.ErrInvalidArgument},
+		{"empty batch", items, []store.BatchNode{}, store.Sequential, store.ErrInvalidArgument},
+		{"ephemeral mode", items, batch, store.Ephemeral, store.ErrInvalidArgument},
+		{"ephemeral sequential mode", items, batch, store.EphemeralSequential, store.ErrInvalidArgument},
+		{"unknown mode", items, batch, store.Mode(8), store.ErrInvalidArgument},
+		{"bad parent", "bad", batch, store.Sequential, store.ErrInvalidPath},
+		{"empty name", items, []store.BatchNode{{Name: ""}}, store.Sequential, store.ErrInvalidPath},
+		{"name with a slash", items, []store.BatchNode{{Name: "a/b"}}, store.Sequential, store.ErrInvalidPath},
+		{"too many nodes", items, big, store.Sequential, store.ErrTooLarge},
+		{"too many bytes", items, heavy, store.Sequential, store.ErrTooLarge},
+		{"data over MaxDataSize", items, []store.BatchNode{{Name: "d", Data: make([]byte, store.MaxDataSize+1)}}, store.Sequential, store.ErrTooLarge},
+	} {
+		_, err := bc.CreateBatch(ctx, c.parent, c.batch, c.mode)
+		wantErr(t, "CreateBatch("+c.what+")", err, c.want)
+	}
+	_, err = bc.CreateBatch(cancelled(), items, batch, store.Sequential)
+	wantErr(t, "CreateBatch(cancelled ctx)", err, context.Canceled)
+	if kids := req(t).kids(b.Children(ctx, items)); len(kids) != len(batch)+1 {
+		t.Errorf("Children after refused batches = %d nodes; want %d", len(kids), len(batch)+1)
+	}
+	if err := store.ValidateBatch(items, batch, store.Sequential); err != nil {
+		t.Errorf("ValidateBatch(a good batch) = %v; want nil", err)
+	}
 }

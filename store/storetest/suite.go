@@ -21,7 +21,7 @@ const Timeout = 20 * time.Second
 // The optional interfaces ReplyLoser and Disconnector, and the optional
 // store.ChildrenWatcher, store.NodeWatcher, store.CreateLister, store.WindowLister,
 // store.SeqDeleter, store.FrontDeleter, store.GetDeleter, store.ChildrenFollower,
-// store.ChildCounter, store.Leaser and store.GuardedCreator of the opened
+// store.ChildCounter, store.Leaser, store.GuardedCreator and store.BatchCreator of the opened
 // sessions, are tested when present.
 func Run(t *testing.T, b Backend) {
 	s := &suite{b: b}
@@ -68,6 +68,7 @@ func Run(t *testing.T, b Backend) {
 		{"ChildCounter", s.childCounter},
 		{"Leased", s.leased},
 		{"GuardedCreate", s.guardedCreate},
+		{"BatchCreate", s.batchCreate},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, tt.fn)

@@ -5,8 +5,9 @@
 // unblocks, and its benchmarks to count round trips per operation.
 //
 // The wrapper always offers store.ChildrenWatcher, store.NodeWatcher, store.CreateLister,
-// store.WindowLister, store.SeqDeleter and store.FrontDeleter. Over a
-// store without CreateLister, CreateAndList is a Create followed by a
+// store.WindowLister, store.SeqDeleter, store.FrontDeleter and store.BatchCreator
+// (over a store without it, CreateBatch fails with errors.ErrUnsupported:
+// single creates would not be all or none). Over a store without CreateLister, CreateAndList is a Create followed by a
 // Children and is counted as those two calls, which is what a recipe would
 // pay doing the same itself; likewise a window over a store without
 // WindowLister is read from Children (or CreateAndList), DeleteSeq over a
@@ -77,6 +78,7 @@ var (
 	_ store.WindowLister    = (*Store)(nil)
 	_ store.SeqDeleter      = (*Store)(nil)
 	_ store.FrontDeleter    = (*Store)(nil)
+	_ store.BatchCreator    = (*Store)(nil)
 )
 
 // New returns a Store that counts the calls made to st. Close the wrapper,
@@ -372,4 +374,20 @@ func (s *Store) Close() error {
 	err := s.inner.Close()
 	s.wg.Wait()
 	return err
+}
+
+// CreateBatch implements store.BatchCreator, counted as one call. Over a
+// store without it, it fails with errors.ErrUnsupported: a batch made of
+// single creates would not be atomic.
+func (s *Store) CreateBatch(ctx context.Context, parent string, batch []store.BatchNode, mode store.Mode) ([]store.Node, error) {
+	bc, ok := s.inner.(store.BatchCreator)
+	if !ok {
+		return nil, fmt.Errorf("countstore: create batch %q: %w", parent, errors.ErrUnsupported)
+	}
+	s.count("CreateBatch")
+	nodes, err := bc.CreateBatch(ctx, parent, batch, mode)
+	for _, n := range nodes {
+		s.remember(n.Path)
+	}
+	return nodes, err
 }

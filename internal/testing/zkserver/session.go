@@ -14,6 +14,7 @@ const (
 	OpCreate2         = 15
 	OpCreateContainer = 19
 	OpCreateTTL       = 21
+	opMulti           = 14
 	opClose           = -11
 )
 
@@ -28,9 +29,15 @@ func RequestHeader(msg []byte) (xid, opcode int32, ok bool) {
 }
 
 // IsCreate reports whether a client request (framing included, not the
-// connect request) creates a node.
+// connect request) creates a node: a create, or a multi that begins with
+// one (a batch of creates; not a guarded create, which begins with a
+// check).
 func IsCreate(msg []byte) bool {
 	_, op, ok := RequestHeader(msg)
+	if ok && op == opMulti && len(msg) >= 16 {
+		// The first operation's header (type, done, err) follows.
+		op = int32(binary.BigEndian.Uint32(msg[12:]))
+	}
 	return ok && (op == OpCreate || op == OpCreate2 || op == OpCreateContainer || op == OpCreateTTL)
 }
 

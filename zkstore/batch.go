@@ -1,0 +1,77 @@
+package zkstore
+
+import (
+	"context"
+	"errors"
+	"slices"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/corral-go/corral/store"
+)
+
+var _ store.BatchCreator = (*Store)(nil)
+
+// CreateBatch creates the nodes of batch under parent in one multi request
+// of creates, which the server applies all or none; see
+// [store.BatchCreator]. A missing parent is made first, as Create makes it.
+// Sequential nodes get ZooKeeper's 10-digit suffixes in batch order. A
+// multi whose reply is lost is not sent again (its outcome is unknown:
+// ErrDisconnected), nor undone when ctx ends first.
+func (s *Store) CreateBatch(ctx context.Context, parent string, batch []store.BatchNode, mode store.Mode) ([]store.Node, error) {
+	if err := store.ValidateBatch(parent, batch, mode); err != nil {
+		return nil, err
+	}
+	var flags int32
+	if mode&store.Sequential != 0 {
+		flags |= zk.FlagSequence
+	}
+	paths := make([]string, len(batch))
+	data := make([][]byte, len(batch))
+	for i, b := range batch {
+		paths[i], data[i] = store.Join(parent, b.Name), slices.Clone(b.Data)
+	}
+	created, err := call(s, ctx,
+		func(<-chan struct{}) ([]string, error) { return s.createMany(parent, paths, data, flags) }, nil)
+	if err != nil {
+		return nil, s.fail("create", parent, err)
+	}
+	nodes := make([]store.Node, len(created))
+	for i, p := range created {
+		nodes[i] = node(p, data[i], &zk.Stat{})
+	}
+	return nodes, nil
+}
+
+// createMany sends the multi, making parent first when it is missing, and
+// returns the paths made.
+func (s *Store) createMany(parent string, paths []string, data [][]byte, flags int32) ([]string, error) {
+	for attempt := 0; ; attempt++ {
+		res, err := s.conn.CreateMany(paths, data, flags, s.acl)
+		if err == nil {
+			created := make([]string, len(res))
+			for i, r := range res {
+				created[i] = r.String
+			}
+			return created, nil
+		}
+		cause := opError(res, err)
+		if !errors.Is(cause, zk.ErrNoNode) || attempt >= 100 {
+			return nil, cause
+		}
+		if err := s.makeParents(parent); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// opError returns the error of the operation that failed a multi, rather
+// than the "runtime inconsistency" the server reports for the others.
+func opError(res []zk.MultiResponse, err error) error {
+	for _, r := range res {
+		if r.Error != nil && !errors.Is(r.Error, zk.ErrAPIError) {
+			return r.Error
+		}
+	}
+	return err
+}
