@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	gosync "sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -25,6 +26,7 @@ import (
 	"github.com/corral-go/corral/etcdstore"
 	"github.com/corral-go/corral/internal/testing/backends"
 	"github.com/corral-go/corral/internal/testing/etcdbackend"
+	"github.com/corral-go/corral/internal/testing/tcpproxy"
 	"github.com/corral-go/corral/internal/testing/zkbackend"
 	"github.com/corral-go/corral/partition"
 	"github.com/corral-go/corral/store"
@@ -60,7 +62,8 @@ const (
 // ZooKeeper and a real etcd, each working on its shards by writing to a
 // shared fenced resource (the recorder) while the test kills one with
 // SIGKILL and stops another with SIGSTOP past its session, then lets it go
-// on with SIGCONT. The recorder finds no two running processes working on
+// on with SIGCONT, and then cuts a third one's links to the servers for less
+// than its session. The recorder finds no two running processes working on
 // one shard, no write of a running owner refused as stale (so tokens grow
 // with every owner), no two owners with one token, and no more than the one
 // request in flight per shard from a process after it was killed or woke
@@ -112,9 +115,15 @@ func chaos(t *testing.T, name string) {
 
 	ids := []string{"a", "b", "c", "d"}
 	procs := map[string]*member{}
+	// c reaches the servers through proxies of its own, for its links to
+	// be cut.
+	var cLinks *links
 	for _, id := range ids {
 		c := cfg
 		c.ID = id
+		if id == "c" {
+			c.Addrs, cLinks = proxied(t, cfg.Addrs)
+		}
 		procs[id] = startMember(t, rec, c)
 	}
 	rec.waitBalanced(t, ids, timeout)
@@ -138,6 +147,13 @@ func chaos(t *testing.T, name string) {
 		t.Errorf("member stopped past its session exited with %v; want exit status 3 (member stopped)", err)
 	}
 
+	// c's links are cut, for less than its session: it reconnects with
+	// the same session and keeps its shards, and nobody else works on
+	// them meanwhile (the recorder would say so). Its Leave below then
+	// finds it still a member.
+	cLinks.cut(t)
+	t.Logf("link cut: every shard owned evenly after %v", rec.waitBalanced(t, ids[2:], bound))
+
 	// The others leave; their sessions live on until they exit.
 	for _, id := range ids[2:] {
 		procs[id].leave(t)
@@ -152,6 +168,72 @@ func chaos(t *testing.T, name string) {
 		}
 	}
 	t.Logf("%d writes accepted, %d refused as stale", rec.accepted, rec.refused)
+}
+
+// links are the proxies one member reaches the servers through, so that
+// the test can cut them and see it reconnect.
+type links struct {
+	proxies []*tcpproxy.Proxy
+	newest  []atomic.Uint64 // by proxy: the newest connection that relayed anything
+	relayed chan struct{}   // cap 1: a connection relayed something
+}
+
+// proxied returns addrs, servers' addresses as a member is given them
+// (host:port, or a URL), each through a proxy of its own, and the proxies.
+func proxied(t *testing.T, addrs []string) ([]string, *links) {
+	t.Helper()
+	l := &links{newest: make([]atomic.Uint64, len(addrs)), relayed: make(chan struct{}, 1)}
+	var out []string
+	for i, a := range addrs {
+		target, scheme := a, ""
+		if u, err := url.Parse(a); err == nil && u.Host != "" {
+			target, scheme = u.Host, u.Scheme+"://"
+		}
+		p, err := tcpproxy.New(target)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { p.Close() })
+		// Whatever has arrived is one message: only its connection
+		// matters.
+		p.SetHook(func(b []byte) int { return len(b) }, func(m tcpproxy.Message) tcpproxy.Action {
+			for cur := l.newest[i].Load(); m.Conn > cur && !l.newest[i].CompareAndSwap(cur, m.Conn); cur = l.newest[i].Load() {
+			}
+			select {
+			case l.relayed <- struct{}{}:
+			default:
+			}
+			return tcpproxy.Forward
+		})
+		l.proxies = append(l.proxies, p)
+		out = append(out, scheme+p.Addr())
+	}
+	return out, l
+}
+
+// cut closes every connection of the links, and waits until a connection
+// opened since relays something: the member has reconnected.
+func (l *links) cut(t *testing.T) {
+	t.Helper()
+	before := make([]uint64, len(l.proxies))
+	for i, p := range l.proxies {
+		before[i] = l.newest[i].Load()
+		p.Cut()
+	}
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	for {
+		for i := range l.proxies {
+			if l.newest[i].Load() > before[i] {
+				return
+			}
+		}
+		select {
+		case <-l.relayed:
+		case <-timer.C:
+			t.Fatalf("no connection through the cut links after %v", timeout)
+		}
+	}
 }
 
 // ownedNodes returns the nodes under root (root included) that belong to a
