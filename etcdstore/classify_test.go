@@ -130,3 +130,17 @@ func TestOpenRetriesUnknownDeadline(t *testing.T) {
 		t.Errorf("Create after Open = %v", err)
 	}
 }
+
+// A ctx cancelled with a cause, its cause passed on from a ctx derived
+// from it: the caller gets ctx.Err() as from the other stores, not the
+// cause (the misuse property test met etcd's Create answering a cancelled
+// ctx with its cause, where ZooKeeper and memstore gave context.Canceled).
+func TestClassifyContextCause(t *testing.T) {
+	cause := errors.New("the caller's cause")
+	ctx, cancel := context.WithCancelCause(t.Context())
+	cancel(cause)
+	got := etcdstore.Classify(ctx, context.Cause(ctx))
+	if !errors.Is(got, context.Canceled) || errors.Is(got, cause) {
+		t.Errorf("Classify(ctx cancelled with %v, its cause) = %v; want context.Canceled, not the cause", cause, got)
+	}
+}

@@ -731,6 +731,12 @@ func (s *Store) fail(ctx context.Context, op, p string, err error) error {
 // errors with no code at all).
 func classify(ctx context.Context, err error) error {
 	if ctx.Err() != nil {
+		if cause := context.Cause(ctx); cause != ctx.Err() && errors.Is(err, cause) {
+			// ctx's own cause, passed on from a ctx derived from it:
+			// the caller gets ctx.Err(), as from the other stores,
+			// and the cause only in the text.
+			return fmt.Errorf("%w (%v)", ctx.Err(), err)
+		}
 		return fmt.Errorf("%w (%w)", ctx.Err(), err)
 	}
 	if matchesSentinel(err) {
