@@ -39,7 +39,11 @@ import (
 //     answer to a SetWatches request comes. A lower zxid than the client's
 //     own only fires a watch the server could have kept (the Store's
 //     callers check again on any event); a higher one could lose an event,
-//     and the floor is never higher than what the client would have sent.
+//     and the floor is never higher than what the client would have sent
+//     but in one corner: a SetWatches request built for connection N, still
+//     unsent when another one is answered on N+1, and sent on N+2 with
+//     N+2's floor (three connections lost within the moment it takes the
+//     client to queue the request).
 //
 // Remove this file's mechanism once go-zookeeper orders the two itself.
 type zxids struct {
