@@ -314,12 +314,18 @@ func remove(ctx context.Context, st store.Store, id nodeID) (gone bool, err erro
 }
 
 // GraceContext returns a context that is not cancelled with ctx but ends
-// CleanupGrace after ctx ends (at once when ctx has ended already, plus the
-// grace).
+// CleanupGrace after ctx ends. When ctx has ended already, the grace counts
+// from its deadline if it passed it (the store may have spent part of the
+// grace already, undoing the call ctx ended: zkstore waits up to UndoWait),
+// and from now otherwise.
 func GraceContext(ctx context.Context) (context.Context, context.CancelFunc) {
 	gctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	if ctx.Err() != nil {
-		t := time.AfterFunc(CleanupGrace, cancel)
+		grace := CleanupGrace
+		if d, ok := ctx.Deadline(); ok && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			grace = max(0, time.Until(d.Add(CleanupGrace)))
+		}
+		t := time.AfterFunc(grace, cancel)
 		return gctx, func() { t.Stop(); cancel() }
 	}
 	stop := context.AfterFunc(ctx, func() {
