@@ -196,21 +196,10 @@ func healZK(t testing.TB, e *zkserver.Ensemble, f int) {
 	if err := e.Heal(f); err != nil {
 		t.Fatal(err)
 	}
-	// A member's mode has no event to wait on: poll it, bounded.
-	poll := time.NewTicker(50 * time.Millisecond)
-	defer poll.Stop()
-	bound := time.NewTimer(WaitTimeout)
-	defer bound.Stop()
-	for {
-		if m, err := e.Members[f].Mode(); err == nil && m == "follower" {
-			return
-		}
-		select {
-		case <-poll.C:
-		case <-bound.C:
-			t.Fatalf("member %d does not follow again %v after the partition healed", f, WaitTimeout)
-		}
-	}
+	pollUntil(t, fmt.Sprintf("member %d follows again", f), func() bool {
+		m, err := e.Members[f].Mode()
+		return err == nil && m == "follower"
+	})
 }
 
 // healEtcd ends the partition of member f and waits until it follows the
@@ -220,19 +209,25 @@ func healEtcd(t testing.TB, c *etcdserver.Cluster, f int) {
 	if err := c.Heal(f); err != nil {
 		t.Fatal(err)
 	}
-	// A member's leader has no event to wait on: poll it, bounded.
+	pollUntil(t, fmt.Sprintf("member %d follows the leader again", f), func() bool {
+		l := c.Leader()
+		return l != nil && c.Members[f].Leader() == l.ID()
+	})
+}
+
+// pollUntil waits until cond holds, polling it (a member's mode or leader
+// has no event to wait on), and fails t after WaitTimeout.
+func pollUntil(t testing.TB, what string, cond func() bool) {
+	t.Helper()
 	poll := time.NewTicker(50 * time.Millisecond)
 	defer poll.Stop()
 	bound := time.NewTimer(WaitTimeout)
 	defer bound.Stop()
-	for {
-		if l := c.Leader(); l != nil && c.Members[f].Leader() == l.ID() {
-			return
-		}
+	for !cond() {
 		select {
 		case <-poll.C:
 		case <-bound.C:
-			t.Fatalf("member %d does not follow the leader again %v after the partition healed", f, WaitTimeout)
+			t.Fatalf("not %s %v after the partition healed", what, WaitTimeout)
 		}
 	}
 }
