@@ -26,3 +26,4 @@ func Ended(s *Store) error {
 	defer s.mu.Unlock()
 	return s.ended
 }
+

@@ -141,6 +141,7 @@
 package zkstore
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"fmt"
@@ -468,7 +469,11 @@ func (s *Store) Delete(ctx context.Context, path string) error {
 		return fmt.Errorf("zkstore: delete /: %w: the root cannot be deleted", store.ErrInvalidPath)
 	}
 	_, err := call(s, ctx, func(<-chan struct{}) (struct{}, error) {
-		return struct{}{}, s.conn.Delete(path, -1)
+		if err := s.conn.Delete(path, -1); err != nil {
+			return struct{}{}, err
+		}
+		s.reclaim(store.Parent(path))
+		return struct{}{}, nil
 	}, nil)
 	if err != nil {
 		return s.fail("delete", path, err)
@@ -479,6 +484,9 @@ func (s *Store) Delete(ctx context.Context, path string) error {
 func node(path string, data []byte, st *zk.Stat) store.Node {
 	seq, _ := store.ParseSeq(store.Base(path))
 	n := store.Node{Path: path, Data: data, Seq: seq, Version: int64(st.Version), Owner: st.EphemeralOwner}
+	if bytes.Equal(n.Data, dirMark) {
+		n.Data = nil // a directory Create made: no data of anyone's
+	}
 	if st.Ctime > 0 {
 		n.Created = time.UnixMilli(st.Ctime)
 	}
