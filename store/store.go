@@ -30,9 +30,50 @@
 // Create makes missing parents itself, as persistent nodes with no data, so a
 // recipe never has to prepare its directory. Parents are real nodes: they can
 // be read, listed and watched, and deleting one that has children fails with
-// [ErrNotEmpty]. Nobody removes them implicitly; a parent left empty stays.
-// Ephemeral nodes cannot have children ([ErrEphemeralParent]), as in
-// ZooKeeper.
+// [ErrNotEmpty]. Ephemeral nodes cannot have children ([ErrEphemeralParent]),
+// as in ZooKeeper.
+//
+// A parent Create made implicitly is a directory, and it does not outlive
+// its use: the delete that takes its last child (Delete, or any delete of
+// the optional capabilities) removes it too, and then each directory above
+// it that is left empty, up to the first node made explicitly. So a
+// per-entity lock ("/locks/order-123") leaves nothing behind once
+// unlocked. A node Create was asked to make is never removed implicitly,
+// empty or not, whatever is above or below it; nor is a directory whose
+// data someone has set (it is theirs now). Creating a directory that
+// exists fails with [ErrNodeExists] and leaves it a directory.
+//
+// The removal is safe under every race: a create into a directory being
+// removed either lands first, and the directory stays, or finds it gone and
+// makes it again; so the create succeeds, and Seq still orders it after
+// every node created before in the directory. A watch on a directory, or
+// on a node in it, fires when the directory goes. A directory is its
+// nodes' parent like any other: what a recipe keeps in it (a queue's
+// items, a barrier that is up) keeps it.
+//
+// A directory emptied by a session's end rather than by a delete goes too,
+// where the store can see it: memstore at once; ZooKeeper when the server
+// next reaps container nodes (directories are containers, checked every
+// znode.container.checkIntervalMs, a minute by default). etcd's clients do
+// not see a lease's keys expire: such a directory stays until the next
+// one out of it. Their number is bounded by the holds that were live when
+// sessions ended, not by time or by churn.
+//
+// How each adapter does it: memstore in the same step as the delete.
+// ZooKeeper makes directories as container nodes holding a mark (its
+// clients cannot tell a container from a persistent node), and the session
+// that deletes a directory's last child deletes the directory, on
+// condition of its version, which fails harmlessly with ErrNotEmpty when a
+// contender came in. etcd keeps a marker key of the adapter's own beside
+// each directory, and the transaction that deletes the last key below a
+// directory removes it with its marker and its front record (see
+// [FrontDeleter]).
+//
+// On ZooKeeper a sequential node's Seq is the parent's counter, which
+// starts again at 0 in a directory made again: a Seq orders the nodes of
+// one directory while it exists (see Seq), and a recipe that needs a token
+// growing across grants of the same name relies on that only while the
+// directory lives.
 //
 // # Seq
 //

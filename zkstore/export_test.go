@@ -26,4 +26,3 @@ func Ended(s *Store) error {
 	defer s.mu.Unlock()
 	return s.ended
 }
-
