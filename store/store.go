@@ -71,9 +71,8 @@
 //
 // On ZooKeeper a sequential node's Seq is the parent's counter, which
 // starts again at 0 in a directory made again: a Seq orders the nodes of
-// one directory while it exists (see Seq), and a recipe that needs a token
-// growing across grants of the same name relies on that only while the
-// directory lives.
+// one directory while it exists (see Seq). A fencing token must grow across
+// them: [Node.Fence] does (see Node.Token).
 //
 // # Seq
 //
@@ -380,6 +379,13 @@ type Node struct {
 	// Owner is the SessionID of the session an ephemeral node belongs to,
 	// and 0 for a persistent node.
 	Owner int64
+	// Token, when not 0, is the node's fencing token, where its Seq is
+	// not one across the incarnations of its directory (see Parents):
+	// ZooKeeper's CreateAndList sets it to the directory's creation zxid
+	// plus the Seq, which grows over every node created at the path
+	// before, in this directory or an earlier one of the same path. Read
+	// it with [Node.Fence].
+	Token int64
 	// Created is when the node was created, on the server's clock, where
 	// the store keeps it (ZooKeeper's ctime, memstore), and the zero Time
 	// where it does not (etcd keeps revisions, not times). Get sets it;
@@ -390,6 +396,16 @@ type Node struct {
 
 // Name returns the last segment of n.Path.
 func (n Node) Name() string { return Base(n.Path) }
+
+// Fence returns n's fencing token: Token where set, else Seq, which then
+// grows over every node created before (etcd's revision, memstore's
+// counter).
+func (n Node) Fence() int64 {
+	if n.Token != 0 {
+		return n.Token
+	}
+	return n.Seq
+}
 
 // Stat returns the metadata of n.
 func (n Node) Stat() Stat { return Stat{Seq: n.Seq, Version: n.Version, Owner: n.Owner} }

@@ -449,14 +449,28 @@ func (s *Store) Children(ctx context.Context, path string) ([]store.Child, error
 	if err := store.ValidatePath(path); err != nil {
 		return nil, err
 	}
-	names, err := call(s, ctx, func(<-chan struct{}) ([]string, error) {
-		names, _, err := s.conn.Children(path)
-		return names, err
+	kids, _, err := s.children(ctx, path)
+	return kids, err
+}
+
+// children is Children that also returns the creation zxid of path, which
+// tells one incarnation of a directory from another (see fenced).
+func (s *Store) children(ctx context.Context, path string) ([]store.Child, int64, error) {
+	type result struct {
+		names []string
+		czxid int64
+	}
+	r, err := call(s, ctx, func(<-chan struct{}) (result, error) {
+		names, st, err := s.conn.Children(path)
+		if err != nil {
+			return result{}, err
+		}
+		return result{names, st.Czxid}, nil
 	}, nil)
 	if err != nil {
-		return nil, s.fail("children", path, err)
+		return nil, 0, s.fail("children", path, err)
 	}
-	return children(names), nil
+	return children(r.names), r.czxid, nil
 }
 
 // Delete deletes the node at path; see [store.Store]. The root cannot be
