@@ -296,6 +296,9 @@ type Queue struct {
 	taken  atomic.Int64 // items taken
 	wasted atomic.Int64 // take attempts lost to another consumer
 	spread atomic.Int32 // see spreadOrder
+	// dirsKept: the queue's directories were made explicitly (see
+	// keepDirs).
+	dirsKept atomic.Bool
 }
 
 // New returns the queue at path, used through the session st. It does no

@@ -347,6 +347,9 @@ func (q *Queue) deadLetter(ctx context.Context, cfg config, e entry, data []byte
 // exactly once: after a lost connection it looks for the item's id among
 // the children of dir, and creates it again only when it is not there.
 func (q *Queue) create(ctx context.Context, dir, name string, data []byte, id string) error {
+	if err := q.keepDirs(ctx); err != nil {
+		return err
+	}
 	for attempt := 0; ; attempt++ {
 		_, err := q.st.Create(ctx, store.Join(dir, name), data, store.Sequential)
 		if err == nil || !errors.Is(err, store.ErrDisconnected) || ctx.Err() != nil {
@@ -431,4 +434,23 @@ func (q *Queue) peek(ctx context.Context) (*Item, error) {
 		it.peeked = true
 		return it, nil
 	}
+}
+
+// keepDirs makes the queue's directories explicitly, once per Queue, before
+// the first item goes in: the items are ordered by Seq, and a view counts
+// the changes of the items and claims directories, all of which a
+// directory made again would start anew (see Parents in store's doc); so
+// they stay for the queue's life, with its settings, even when empty.
+func (q *Queue) keepDirs(ctx context.Context) error {
+	if q.dirsKept.Load() {
+		return nil
+	}
+	for _, dir := range []string{q.items, q.claims, q.counts} {
+		_, err := q.st.Create(ctx, dir, nil, store.Persistent)
+		if err != nil && !errors.Is(err, store.ErrNodeExists) {
+			return err
+		}
+	}
+	q.dirsKept.Store(true)
+	return nil
 }
