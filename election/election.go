@@ -27,8 +27,9 @@
 // candidates again and checks that its own node is still among them while its
 // session lives (and, under LoseOnDisconnect, that it is connected), so a
 // candidate whose session died while it waited never believes it leads.
-// Every grant carries a fencing token, the Seq of the leader's node, which
-// grows with every new term of the same election.
+// Every grant carries a fencing token, that of the leader's node (store.Node.Fence), which
+// grows with every new term of the same election, across the reclaiming of
+// its directory too.
 //
 // # Who knows first
 //

@@ -106,8 +106,8 @@ func (s *Store) CreateAndList(ctx context.Context, path string, data []byte, mod
 		done <- created{n, err}
 	}()
 	var (
-		c    created
-		got  bool
+		c     created
+		got   bool
 		kids  []store.Child
 		czxid int64
 		kerr  error

@@ -407,7 +407,23 @@ func (s *Store) Get(ctx context.Context, path string) (store.Node, error) {
 	if err != nil {
 		return store.Node{}, s.fail("get", path, err)
 	}
-	return node(path, r.data, r.st), nil
+	n := node(path, r.data, r.st)
+	if _, ok := store.ParseSeq(n.Name()); ok && path != "/" {
+		n.Token = s.token(store.Parent(path), n.Seq, r.st.Czxid)
+	}
+	return n, nil
+}
+
+// token returns the fencing token (store.Node.Token) of the sequential node
+// with Seq seq and creation zxid czxid in dir, or 0 when it cannot tell:
+// dir's creation zxid plus seq (see fenced), read after the node, so that
+// a directory older than the node is the node's own.
+func (s *Store) token(dir string, seq, czxid int64) int64 {
+	ok, st, err := s.conn.Exists(dir)
+	if err != nil || !ok || st.Czxid >= czxid {
+		return 0
+	}
+	return st.Czxid + seq
 }
 
 // Set replaces the data of the node at path if its Version is version, or
