@@ -69,6 +69,13 @@
 // them, so a leader elected by either is the leader the other observes and
 // waits for.
 //
+// # What stays in the store
+//
+// Nothing, once every candidate has resigned or gone: the election's
+// directory, and those above it that the store made, go with the last
+// candidate's node (see Parents in the store package). A term begun in the
+// directory made again still gets a greater token.
+//
 // # Outages
 //
 // Campaign, Resign and Candidate.Close return within their ctx plus at most

@@ -39,9 +39,11 @@
 // it that is left empty, up to the first node made explicitly. So a
 // per-entity lock ("/locks/order-123") leaves nothing behind once
 // unlocked. A node Create was asked to make is never removed implicitly,
-// empty or not, whatever is above or below it; nor is a directory whose
-// data someone has set (it is theirs now). Creating a directory that
-// exists fails with [ErrNodeExists] and leaves it a directory.
+// empty or not, whatever is above or below it. Creating a directory that
+// exists fails with [ErrNodeExists] and leaves it a directory; setting its
+// data does too, and its data goes with it (on ZooKeeper such a directory
+// is left to the server's reaper, below: the Store no longer knows it for
+// its own). A recipe that keeps a node on purpose creates it explicitly.
 //
 // The removal is safe under every race: a create into a directory being
 // removed either lands first, and the directory stays, or finds it gone and
