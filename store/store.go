@@ -71,6 +71,13 @@
 // directory removes it with its marker and its front record (see
 // [FrontDeleter]).
 //
+// A directory that many short-lived names share (a service's "/locks")
+// comes and goes with them when Create made it: each time it empties, it
+// is removed, and the next name makes it again, a few requests more per
+// cycle, and on etcd a check of its emptiness that reads the directory's
+// history since the last compaction. Create such a directory explicitly
+// once, and only each name's own directory comes and goes.
+//
 // On ZooKeeper a sequential node's Seq is the parent's counter, which
 // starts again at 0 in a directory made again: a Seq orders the nodes of
 // one directory while it exists (see Seq). A fencing token must grow across
