@@ -172,7 +172,7 @@ func (s *Store) GetDelete(ctx context.Context, p string) (store.Node, error) {
 		return store.Node{}, fmt.Errorf("etcdstore: delete %q: %w", p, err)
 	}
 	defer done()
-	then := []clientv3.Op{clientv3.OpDelete(p, clientv3.WithPrevKV())}
+	then := []clientv3.Op{clientv3.OpDelete(p, clientv3.WithPrevKV()), clientv3.OpDelete(s.dirKey(p)), clientv3.OpDelete(s.frontOf(p))}
 	if op, ok := s.reclaimOp(p); ok {
 		then = append(then, op)
 	}
@@ -186,7 +186,7 @@ func (s *Store) GetDelete(ctx context.Context, p string) (store.Node, error) {
 	if err != nil {
 		return store.Node{}, s.fail(ctx, "delete", p, err)
 	}
-	if resp.Succeeded && len(resp.Responses) > 1 && reclaimed(resp.Responses[1].GetResponseTxn()) {
+	if resp.Succeeded && len(resp.Responses) > 3 && reclaimed(resp.Responses[3].GetResponseTxn()) {
 		s.reclaimAbove(ctx, store.Parent(p))
 	}
 	if resp.Succeeded {

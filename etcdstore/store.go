@@ -910,7 +910,8 @@ func (s *Store) delete(ctx context.Context, p string, seq int64, how int) error 
 	if how == front {
 		rec = append(rec, clientv3.OpPut(s.frontKey(p), strconv.FormatInt(seq, 10), clientv3.WithLease(s.lease)))
 	}
-	then := []clientv3.Op{clientv3.OpDelete(p)}
+	// A directory deleted by name takes its marker and record along.
+	then := []clientv3.Op{clientv3.OpDelete(p), clientv3.OpDelete(s.dirKey(p)), clientv3.OpDelete(s.frontOf(p))}
 	if op, ok := s.reclaimOp(p, rec...); ok {
 		then = append(then, op)
 	} else {
@@ -919,7 +920,7 @@ func (s *Store) delete(ctx context.Context, p string, seq int64, how int) error 
 	resp, err := do(s, ctx, func(ctx context.Context) (*clientv3.TxnResponse, error) {
 		return s.kv.Txn(ctx).If(cmps...).Then(then...).Else(clientv3.OpGet(p, clientv3.WithKeysOnly())).Commit()
 	})
-	if err == nil && resp.Succeeded && len(resp.Responses) > 1 && reclaimed(resp.Responses[1].GetResponseTxn()) {
+	if err == nil && resp.Succeeded && len(resp.Responses) > 3 && reclaimed(resp.Responses[3].GetResponseTxn()) {
 		s.reclaimAbove(ctx, store.Parent(p))
 	}
 	// A name whose node is gone is free again (see names) when the node is

@@ -166,12 +166,16 @@ func (s *Store) findProtected(parent, guid string) (string, error) {
 // holding dirMark: the directories Create makes implicitly, which the
 // server reaps once emptied and the Store removes itself when it empties
 // one (see reclaim).
+//
+// A directory above p may be removed again between its creation and p's
+// (the last one out of it, see reclaim); p is then made again after it, a
+// bounded number of times, as create does for the node itself.
 func (s *Store) makeParents(p string) error {
 	if p == "/" {
 		return nil
 	}
 	err := s.conn.CreateContainer(p, dirMark, s.acl)
-	if errors.Is(err, zk.ErrNoNode) {
+	for attempt := 0; errors.Is(err, zk.ErrNoNode) && attempt < 100; attempt++ {
 		if err := s.makeParents(store.Parent(p)); err != nil {
 			return err
 		}

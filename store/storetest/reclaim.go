@@ -69,6 +69,22 @@ func (s *suite) explicitParents(t *testing.T) {
 		req(t).ok(err)
 		gone(ctx, t, a, dir+"/g")
 	}
+	// A directory left empty by a session's end and deleted by name
+	// leaves no trace: a node created at its path is the creator's.
+	c2 := s.open(t)
+	req(t).node(c2.Create(ctx, dir+"/k/e", nil, store.Ephemeral))
+	if err := c2.Close(); err != nil {
+		t.Fatalf("Close = %v", err)
+	}
+	if err := b.Delete(ctx, dir+"/k"); err != nil && !errors.Is(err, store.ErrNoNode) {
+		t.Fatalf("Delete(emptied directory) = %v", err)
+	}
+	req(t).node(b.Create(ctx, dir+"/k", nil, store.Persistent))
+	req(t).node(b.Create(ctx, dir+"/k/c", nil, store.Persistent))
+	req(t).ok(b.Delete(ctx, dir+"/k/c"))
+	req(t).node(b.Get(ctx, dir+"/k"))
+	req(t).ok(b.Delete(ctx, dir+"/k"))
+
 	kids := req(t).kids(b.Children(ctx, dir))
 	if len(kids) != 1 || kids[0].Name != "x" {
 		t.Errorf("Children(%q) = %v; want only the explicit x", dir, kids)
