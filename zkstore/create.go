@@ -204,16 +204,21 @@ var dirMark = []byte("\x00corral:dir")
 // create); the delete is conditional on the version read, so a directory
 // whose data was set since is kept. Errors are dropped: a directory left
 // behind is reaped by the server.
+//
+// The server's reaper may remove a directory first: one found gone is
+// passed over, and the one above it checked in turn.
 func (s *Store) reclaim(p string) {
-	for p != "/" {
+	for ; p != "/"; p = store.Parent(p) {
 		data, st, err := s.conn.Get(p)
+		if errors.Is(err, zk.ErrNoNode) {
+			continue
+		}
 		if err != nil || st.NumChildren > 0 || !bytes.Equal(data, dirMark) {
 			return
 		}
-		if s.conn.Delete(p, st.Version) != nil {
+		if err := s.conn.Delete(p, st.Version); err != nil && !errors.Is(err, zk.ErrNoNode) {
 			return
 		}
-		p = store.Parent(p)
 	}
 }
 
