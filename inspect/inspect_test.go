@@ -374,9 +374,15 @@ func TestForeign(t *testing.T) {
 				t.Errorf("foreign contender %s has identity %+v", c.Name, c.Identity)
 			}
 		}
+		// Its Seq is its fencing token, as the store reads it (on
+		// ZooKeeper, its directory's creation zxid plus its Seq).
 		h := rep.Holders[0]
-		if h.Session != sts[0].SessionID() || h.Seq != curator.Seq {
-			t.Errorf("holder = %+v; want session %#x, Seq %d", h, sts[0].SessionID(), curator.Seq)
+		tok, err := sts[1].Get(ctx, curator.Path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h.Session != sts[0].SessionID() || h.Seq != tok.Fence() {
+			t.Errorf("holder = %+v; want session %#x, Seq %d", h, sts[0].SessionID(), tok.Fence())
 		}
 		// The creation time stands in for the start where the store keeps
 		// it: ZooKeeper and memstore, not etcd.
