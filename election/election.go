@@ -27,8 +27,9 @@
 // candidates again and checks that its own node is still among them while its
 // session lives (and, under LoseOnDisconnect, that it is connected), so a
 // candidate whose session died while it waited never believes it leads.
-// Every grant carries a fencing token, the Seq of the leader's node, which
-// grows with every new term of the same election.
+// Every grant carries a fencing token, that of the leader's node (store.Node.Fence), which
+// grows with every new term of the same election, across the reclaiming of
+// its directory too.
 //
 // # Who knows first
 //
@@ -67,6 +68,13 @@
 // by CreateRevision as go.etcd.io/etcd/client/v3/concurrency's Election orders
 // them, so a leader elected by either is the leader the other observes and
 // waits for.
+//
+// # What stays in the store
+//
+// Nothing, once every candidate has resigned or gone: the election's
+// directory, and those above it that the store made, go with the last
+// candidate's node (see Parents in the store package). A term begun in the
+// directory made again still gets a greater token.
 //
 // # Outages
 //

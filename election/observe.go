@@ -19,7 +19,7 @@ type Leader struct {
 	Path string
 	// Value is the value the leader proclaimed.
 	Value []byte
-	// Token is the fencing token of the leader's term (its node's Seq).
+	// Token is the fencing token of the leader's term (its node's, store.Node.Fence).
 	Token int64
 }
 
@@ -71,7 +71,7 @@ func (e *Election) Leader(ctx context.Context) (Leader, error) {
 		if err != nil {
 			return Leader{}, fmt.Errorf("election: leader of %q: %w", e.path, err)
 		}
-		return Leader{Path: p, Value: n.Data, Token: n.Seq}, nil
+		return Leader{Path: p, Value: n.Data, Token: n.Fence()}, nil
 	}
 }
 
@@ -310,6 +310,6 @@ func (e *Election) current(ctx context.Context) (l Leader, ch <-chan store.Event
 		if err != nil {
 			return Leader{}, nil, false, err
 		}
-		return Leader{Path: p, Value: n.Data, Token: n.Seq}, ch, false, nil
+		return Leader{Path: p, Value: n.Data, Token: n.Fence()}, ch, false, nil
 	}
 }

@@ -304,6 +304,9 @@ func (s *Store) undo(r *createReq, inflight <-chan txnResult, unknown bool) {
 	if cmps != nil {
 		cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(r.name+"/"), "=", 0).WithPrefix())
 		then = append(then, clientv3.OpDelete(r.name))
+		if op, ok := s.reclaimOp(r.name); ok {
+			then = append(then, op)
+		}
 	}
 	if unknown {
 		fence := clientv3.OpPut(s.fenceKey, "", clientv3.WithLease(s.lease))
@@ -461,7 +464,7 @@ func ancestors(p string) []string {
 }
 
 // makeParents makes the missing ancestors of name as persistent empty keys,
-// in one transaction (one attempt) that checks that none of them is attached
+// each marked as made implicitly (see reclaim.go), in one transaction (one attempt) that checks that none of them is attached
 // to a lease: ErrEphemeralParent if one is.
 func (s *Store) makeParents(ctx context.Context, name string) error {
 	as := ancestors(name)
@@ -469,9 +472,7 @@ func (s *Store) makeParents(ctx context.Context, name string) error {
 	var then []clientv3.Op
 	for _, a := range as {
 		cmps = append(cmps, clientv3.Compare(clientv3.LeaseValue(a), "=", 0))
-		then = append(then, clientv3.OpTxn(
-			[]clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(a), "=", 0)},
-			[]clientv3.Op{clientv3.OpPut(a, "")}, nil))
+		then = append(then, s.makeDir(a))
 	}
 	actx, cancel := context.WithTimeout(ctx, s.attempt)
 	defer cancel()

@@ -172,15 +172,22 @@ func (s *Store) GetDelete(ctx context.Context, p string) (store.Node, error) {
 		return store.Node{}, fmt.Errorf("etcdstore: delete %q: %w", p, err)
 	}
 	defer done()
+	then := []clientv3.Op{clientv3.OpDelete(p, clientv3.WithPrevKV()), clientv3.OpDelete(s.dirKey(p)), clientv3.OpDelete(s.frontOf(p))}
+	if op, ok := s.reclaimOp(p); ok {
+		then = append(then, op)
+	}
 	resp, err := do(s, ctx, func(ctx context.Context) (*clientv3.TxnResponse, error) {
 		return s.kv.Txn(ctx).
 			If(clientv3.Compare(clientv3.CreateRevision(p+"/"), "=", 0).WithPrefix()).
-			Then(clientv3.OpDelete(p, clientv3.WithPrevKV())).
+			Then(then...).
 			Else(clientv3.OpGet(p, clientv3.WithCountOnly())).
 			Commit()
 	})
 	if err != nil {
 		return store.Node{}, s.fail(ctx, "delete", p, err)
+	}
+	if resp.Succeeded && len(resp.Responses) > 3 && reclaimed(resp.Responses[3].GetResponseTxn()) {
+		s.reclaimAbove(ctx, store.Parent(p))
 	}
 	if resp.Succeeded {
 		dr := resp.Responses[0].GetResponseDeleteRange()

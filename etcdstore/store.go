@@ -943,13 +943,25 @@ func (s *Store) delete(ctx context.Context, p string, seq int64, how int) error 
 	if bySeq {
 		cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(p), "=", seq))
 	}
-	then := []clientv3.Op{clientv3.OpDelete(p)}
+	// The front record is written unless the delete empties the
+	// directory, which then goes with its record (see reclaim.go).
+	var rec []clientv3.Op
 	if how == front {
-		then = append(then, clientv3.OpPut(s.frontKey(p), strconv.FormatInt(seq, 10), clientv3.WithLease(s.lease)))
+		rec = append(rec, clientv3.OpPut(s.frontKey(p), strconv.FormatInt(seq, 10), clientv3.WithLease(s.lease)))
+	}
+	// A directory deleted by name takes its marker and record along.
+	then := []clientv3.Op{clientv3.OpDelete(p), clientv3.OpDelete(s.dirKey(p)), clientv3.OpDelete(s.frontOf(p))}
+	if op, ok := s.reclaimOp(p, rec...); ok {
+		then = append(then, op)
+	} else {
+		then = append(then, rec...)
 	}
 	resp, err := do(s, ctx, func(ctx context.Context) (*clientv3.TxnResponse, error) {
 		return s.kv.Txn(ctx).If(cmps...).Then(then...).Else(clientv3.OpGet(p, clientv3.WithKeysOnly())).Commit()
 	})
+	if err == nil && resp.Succeeded && len(resp.Responses) > 3 && reclaimed(resp.Responses[3].GetResponseTxn()) {
+		s.reclaimAbove(ctx, store.Parent(p))
+	}
 	// A name whose node is gone is free again (see names) when the node is
 	// known to be the one this session made; a delete by name cannot tell
 	// which node it deleted, so it drops the name for good.

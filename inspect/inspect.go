@@ -565,7 +565,7 @@ func (rep *Report) add(c Contender, holds bool) {
 }
 
 func contender(n store.Node, mode Mode) Contender {
-	c := Contender{Name: n.Name(), Seq: n.Seq, Mode: mode, Session: n.Owner, Since: n.Created}
+	c := Contender{Name: n.Name(), Seq: n.Fence(), Mode: mode, Session: n.Owner, Since: n.Created}
 	c.Identity, c.Data = identify(n.Data)
 	if c.Identity != nil {
 		c.Since = c.Identity.Start

@@ -150,7 +150,10 @@ func TestLock(t *testing.T) {
 		if err := ms[2].Unlock(ctx); err != nil {
 			t.Fatal(err)
 		}
-		want(t, read(t, sts[0], p), inspect.None, []string{}, []string{})
+		// The lock's directory went with its last node.
+		if _, err := inspect.Read(ctx, sts[0], p); !errors.Is(err, store.ErrNoNode) {
+			t.Errorf("Read(%q) after the last Unlock = %v; want %v", p, err, store.ErrNoNode)
+		}
 	})
 }
 
@@ -372,9 +375,15 @@ func TestForeign(t *testing.T) {
 				t.Errorf("foreign contender %s has identity %+v", c.Name, c.Identity)
 			}
 		}
+		// Its Seq is its fencing token, as the store reads it (on
+		// ZooKeeper, its directory's creation zxid plus its Seq).
 		h := rep.Holders[0]
-		if h.Session != sts[0].SessionID() || h.Seq != curator.Seq {
-			t.Errorf("holder = %+v; want session %#x, Seq %d", h, sts[0].SessionID(), curator.Seq)
+		tok, err := sts[1].Get(ctx, curator.Path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h.Session != sts[0].SessionID() || h.Seq != tok.Fence() {
+			t.Errorf("holder = %+v; want session %#x, Seq %d", h, sts[0].SessionID(), tok.Fence())
 		}
 		// The creation time stands in for the start where the store keeps
 		// it: ZooKeeper and memstore, not etcd.

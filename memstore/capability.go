@@ -47,7 +47,7 @@ func (st *Store) counted(ctx context.Context, p string, list bool) ([]store.Chil
 	if n == nil {
 		return nil, store.ChildCounts{}, fmt.Errorf("memstore: children: %w: %q", store.ErrNoNode, p)
 	}
-	c := store.ChildCounts{Children: int64(len(n.children)), Changes: n.changes}
+	c := store.ChildCounts{Children: int64(len(n.children)), Changes: n.changes, Made: n.seq}
 	if !list {
 		return nil, c, nil
 	}

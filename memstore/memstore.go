@@ -48,6 +48,7 @@ type node struct {
 	children map[string]*node
 	changes  int64 // creations and deletions of children, as ZooKeeper's cversion
 	front    int64 // the Seq of the last child deleted with DeleteFront
+	implicit bool  // made by Create as a missing parent: reclaimed once empty
 }
 
 // NewServer returns an empty tree holding only the root.
@@ -153,10 +154,36 @@ func (s *Server) mkdirs(p string) (*node, error) {
 	if _, err := s.create(p, nil, store.Persistent, 0); err != nil {
 		return nil, err
 	}
-	return s.lookup(p), nil
+	n := s.lookup(p)
+	n.implicit = true
+	return n, nil
 }
 
+// delete removes the node at p and then reclaims its parent (see reclaim).
 func (s *Server) delete(p string) error {
+	if err := s.remove(p); err != nil {
+		return err
+	}
+	s.reclaim(store.Parent(p))
+	return nil
+}
+
+// reclaim removes the implicit directory at p, and each implicit ancestor
+// in turn, while it is empty: the last one out of a directory the library
+// made takes it along, in the same step (see Parents in store's doc).
+func (s *Server) reclaim(p string) {
+	for p != "/" {
+		n := s.lookup(p)
+		if n == nil || !n.implicit || len(n.children) > 0 {
+			return
+		}
+		_ = s.remove(p) // an empty node: it cannot fail
+		p = store.Parent(p)
+	}
+}
+
+// remove removes the empty node at p and fires the watches.
+func (s *Server) remove(p string) error {
 	n := s.lookup(p)
 	if n == nil {
 		return fmt.Errorf("%w: %q", store.ErrNoNode, p)

@@ -20,6 +20,13 @@
 //   - p/deliveries (at-least-once): one node per item delivered at least
 //     once, named by its id, holding how many times it was.
 //
+// The queue's node, p/config, and the directories p/items, p/claims and
+// p/deliveries (made by the first Put of each Queue) stay for the queue's
+// life, empty or not, until someone deletes them: items are ordered by the
+// store's Seq and views count the directories' changes, which a directory
+// made again would start anew. A claim and a count of deliveries go with
+// their item.
+//
 // Items are delivered by priority (higher first) and, within a priority,
 // in the order they were put (by the store's Seq, never by the raw name,
 // whose suffix differs from store to store). Nothing else is stored: every
@@ -324,6 +331,9 @@ type Queue struct {
 	taken  atomic.Int64 // items taken
 	wasted atomic.Int64 // take attempts lost to another consumer
 	spread atomic.Int32 // see spreadOrder
+	// dirsKept: the queue's directories were made explicitly (see
+	// keepDirs).
+	dirsKept atomic.Bool
 }
 
 // New returns the queue at path, used through the session st. It does no

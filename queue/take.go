@@ -356,7 +356,11 @@ func (q *Queue) create(ctx context.Context, dir, name string, data []byte, id st
 // retryCreate runs create, which makes the sequential node named name (and
 // perhaps others with it, all or none) holding the item id under dir, and
 // runs it again after a lost connection unless the node is found made.
+// The queue's directories are made first (keepDirs).
 func (q *Queue) retryCreate(ctx context.Context, dir, name, id string, create func() error) error {
+	if err := q.keepDirs(ctx); err != nil {
+		return err
+	}
 	for attempt := 0; ; attempt++ {
 		err := create()
 		if err == nil || !errors.Is(err, store.ErrDisconnected) || ctx.Err() != nil {
@@ -441,4 +445,23 @@ func (q *Queue) peek(ctx context.Context) (*Item, error) {
 		it.peeked = true
 		return it, nil
 	}
+}
+
+// keepDirs makes the queue's directories explicitly, once per Queue, before
+// the first item goes in: the items are ordered by Seq, and a view counts
+// the changes of the items and claims directories, all of which a
+// directory made again would start anew (see Parents in store's doc); so
+// they stay for the queue's life, with its settings, even when empty.
+func (q *Queue) keepDirs(ctx context.Context) error {
+	if q.dirsKept.Load() {
+		return nil
+	}
+	for _, dir := range []string{q.items, q.claims, q.counts} {
+		_, err := q.st.Create(ctx, dir, nil, store.Persistent)
+		if err != nil && !errors.Is(err, store.ErrNodeExists) {
+			return err
+		}
+	}
+	q.dirsKept.Store(true)
+	return nil
 }

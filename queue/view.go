@@ -369,6 +369,11 @@ func (v *listView) list(ctx context.Context) error {
 		return err
 	}
 	v.idx, v.stale = build(items, claims), false
+	if ic.Made != v.itemsCount.Made || cc.Made != v.claimsCount.Made {
+		// A directory went with its last node and was made again (see
+		// Parents in store's doc): its counts start again.
+		v.released = 0
+	}
 	v.itemsCount, v.claimsCount = ic, cc
 	if v.claims && cc.Changes >= 0 && ic.Changes >= 0 {
 		v.released = max(v.released, released(cc, ic))
@@ -414,13 +419,13 @@ func (v *listView) changed(ctx context.Context) (bool, error) {
 	if err != nil {
 		return true, err
 	}
-	if ic.Created() != v.itemsCount.Created() || (ic.Changes < 0) != (v.itemsCount.Changes < 0) {
+	if ic.Made != v.itemsCount.Made || ic.Created() != v.itemsCount.Created() || (ic.Changes < 0) != (v.itemsCount.Changes < 0) {
 		return true, nil
 	}
 	if !v.claims {
 		return false, nil
 	}
-	if (cc.Changes < 0) != (v.claimsCount.Changes < 0) {
+	if cc.Made != v.claimsCount.Made || (cc.Changes < 0) != (v.claimsCount.Changes < 0) {
 		return true, nil
 	}
 	if r := released(cc, ic); r > v.released {

@@ -89,6 +89,12 @@ type ChildCounts struct {
 	// Changes counts the creations and deletions of children since the
 	// node was created; (Changes + Children) / 2 of them were creations.
 	Changes int64
+	// Made tells one incarnation of the node from another: a directory
+	// removed with its last child and made again (see Parents in the
+	// package doc) counts from 0 again, under another Made. Counts with
+	// different Made are of different nodes, and do not compare.
+	// ZooKeeper: the node's czxid; memstore: its Seq.
+	Made int64
 }
 
 // Created returns the number of children ever created under the node.

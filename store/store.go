@@ -30,9 +30,58 @@
 // Create makes missing parents itself, as persistent nodes with no data, so a
 // recipe never has to prepare its directory. Parents are real nodes: they can
 // be read, listed and watched, and deleting one that has children fails with
-// [ErrNotEmpty]. Nobody removes them implicitly; a parent left empty stays.
-// Ephemeral nodes cannot have children ([ErrEphemeralParent]), as in
-// ZooKeeper.
+// [ErrNotEmpty]. Ephemeral nodes cannot have children ([ErrEphemeralParent]),
+// as in ZooKeeper.
+//
+// A parent Create made implicitly is a directory, and it does not outlive
+// its use: the delete that takes its last child (Delete, or any delete of
+// the optional capabilities) removes it too, and then each directory above
+// it that is left empty, up to the first node made explicitly. So a
+// per-entity lock ("/locks/order-123") leaves nothing behind once
+// unlocked. A node Create was asked to make is never removed implicitly,
+// empty or not, whatever is above or below it. Creating a directory that
+// exists fails with [ErrNodeExists] and leaves it a directory; setting its
+// data does too, and its data goes with it (on ZooKeeper such a directory
+// is left to the server's reaper, below: the Store no longer knows it for
+// its own). A recipe that keeps a node on purpose creates it explicitly.
+//
+// The removal is safe under every race: a create into a directory being
+// removed either lands first, and the directory stays, or finds it gone and
+// makes it again; so the create succeeds, and Seq still orders it after
+// every node created before in the directory. A watch on a directory, or
+// on a node in it, fires when the directory goes. A directory is its
+// nodes' parent like any other: what a recipe keeps in it (a queue's
+// items, a barrier that is up) keeps it.
+//
+// A directory emptied by a session's end rather than by a delete goes too,
+// where the store can see it: memstore at once; ZooKeeper when the server
+// next reaps container nodes (directories are containers, checked every
+// znode.container.checkIntervalMs, a minute by default). etcd's clients do
+// not see a lease's keys expire: such a directory stays until the next
+// one out of it. Their number is bounded by the holds that were live when
+// sessions ended, not by time or by churn.
+//
+// How each adapter does it: memstore in the same step as the delete.
+// ZooKeeper makes directories as container nodes holding a mark (its
+// clients cannot tell a container from a persistent node), and the session
+// that deletes a directory's last child deletes the directory, on
+// condition of its version, which fails harmlessly with ErrNotEmpty when a
+// contender came in. etcd keeps a marker key of the adapter's own beside
+// each directory, and the transaction that deletes the last key below a
+// directory removes it with its marker and its front record (see
+// [FrontDeleter]).
+//
+// A directory that many short-lived names share (a service's "/locks")
+// comes and goes with them when Create made it: each time it empties, it
+// is removed, and the next name makes it again, a few requests more per
+// cycle, and on etcd a check of its emptiness that reads the directory's
+// history since the last compaction. Create such a directory explicitly
+// once, and only each name's own directory comes and goes.
+//
+// On ZooKeeper a sequential node's Seq is the parent's counter, which
+// starts again at 0 in a directory made again: a Seq orders the nodes of
+// one directory while it exists (see Seq). A fencing token must grow across
+// them: [Node.Fence] does (see Node.Token).
 //
 // # Seq
 //
@@ -349,6 +398,13 @@ type Node struct {
 	// Owner is the SessionID of the session an ephemeral node belongs to,
 	// and 0 for a persistent node.
 	Owner int64
+	// Token, when not 0, is the node's fencing token, where its Seq is
+	// not one across the incarnations of its directory (see Parents):
+	// ZooKeeper's CreateAndList sets it to the directory's creation zxid
+	// plus the Seq, which grows over every node created at the path
+	// before, in this directory or an earlier one of the same path. Read
+	// it with [Node.Fence].
+	Token int64
 	// Created is when the node was created, on the server's clock, where
 	// the store keeps it (ZooKeeper's ctime, memstore), and the zero Time
 	// where it does not (etcd keeps revisions, not times). Get sets it;
@@ -359,6 +415,16 @@ type Node struct {
 
 // Name returns the last segment of n.Path.
 func (n Node) Name() string { return Base(n.Path) }
+
+// Fence returns n's fencing token: Token where set, else Seq, which then
+// grows over every node created before (etcd's revision, memstore's
+// counter).
+func (n Node) Fence() int64 {
+	if n.Token != 0 {
+		return n.Token
+	}
+	return n.Seq
+}
 
 // Stat returns the metadata of n.
 func (n Node) Stat() Stat { return Stat{Seq: n.Seq, Version: n.Version, Owner: n.Owner} }

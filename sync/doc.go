@@ -67,8 +67,24 @@
 // it is gone. DoubleBarrier gathers n participants at Enter and lets them go
 // at Leave only once all have left; n is a limit (each round admits exactly
 // the first n), not Curator's threshold. A participant whose session ends
-// stops counting; see DoubleBarrier for the details. The barrier nodes stay
-// in the store after use, as Curator's do.
+// stops counting; see DoubleBarrier for the details.
+//
+// # What stays in the store
+//
+// Nothing a lock leaves behind: the directory of a Mutex, RWMutex,
+// MultiMutex member or election, and the directories above it that the
+// store made on the way, go with the last contender node in them (see
+// Parents in the store package), so a lock per entity ("/locks/order-123")
+// costs the store nothing once unlocked. A contender arriving as its
+// directory goes makes it again and lines up as usual, and its token still
+// exceeds every earlier one at the same path. A Barrier's node stays while
+// the barrier is set; Remove takes it and the directories above it.
+//
+// A Semaphore, StripedMutex or DoubleBarrier stores its limit in its node,
+// which stays, as a queue's settings do, until someone deletes it; its
+// lease, stripe and member nodes, and the directories below it, go when
+// released. A DoubleBarrier also keeps its "ready" node, the record of its
+// last round, in it.
 //
 // # Outages
 //

@@ -72,7 +72,9 @@
 // each participant calls [Participant.Forget] once it has acted on the
 // outcome (it deletes its slot), and the coordinator calls
 // [Coordinator.Forget] (it marks the header). Whichever of them finds no slot
-// left and the header marked deletes the header. Until then anyone can read
+// left and the header marked deletes the header, and with it the
+// directories above it that the store made (see Parents in the store
+// package): nothing of the transaction is left. Until then anyone can read
 // the outcome again; after it, [Await] and [Join] fail with
 // [ErrNoTransaction]. A party that never forgets (it crashed for good) keeps
 // the transaction in the store; [Collect] deletes a decided transaction

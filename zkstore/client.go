@@ -52,6 +52,13 @@ func (c *client) Create(p string, data []byte, flags int32, acl []zk.ACL) (strin
 	return c.rel(created), nil
 }
 
+// CreateContainer creates a container node (ZooKeeper 3.5+), which the
+// server deletes some time after its last child went.
+func (c *client) CreateContainer(p string, data []byte, acl []zk.ACL) error {
+	_, err := c.zk.CreateContainer(c.abs(p), data, zk.FlagContainer, acl)
+	return err
+}
+
 func (c *client) Get(p string) ([]byte, *zk.Stat, error) { return c.zk.Get(c.abs(p)) }
 
 func (c *client) GetW(p string) ([]byte, *zk.Stat, <-chan zk.Event, error) {

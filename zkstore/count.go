@@ -13,7 +13,7 @@ var _ store.ChildCounter = (*Store)(nil)
 // counts reads the child counts out of a node's stat: its cversion counts
 // the creations and deletions of children (32 bits, wrapping).
 func counts(st *zk.Stat) store.ChildCounts {
-	return store.ChildCounts{Children: int64(st.NumChildren), Changes: int64(st.Cversion)}
+	return store.ChildCounts{Children: int64(st.NumChildren), Changes: int64(st.Cversion), Made: st.Czxid}
 }
 
 // CountChildren returns the child counts of path (one exists request); see

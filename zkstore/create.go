@@ -1,6 +1,7 @@
 package zkstore
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -161,22 +162,64 @@ func (s *Store) findProtected(parent, guid string) (string, error) {
 	}
 }
 
-// makeParents creates p and its missing ancestors as persistent nodes.
+// makeParents creates p and its missing ancestors as container nodes
+// holding dirMark: the directories Create makes implicitly, which the
+// server reaps once emptied and the Store removes itself when it empties
+// one (see reclaim).
+//
+// A directory above p may be removed again between its creation and p's
+// (the last one out of it, see reclaim); p is then made again after it, a
+// bounded number of times, as create does for the node itself.
 func (s *Store) makeParents(p string) error {
 	if p == "/" {
 		return nil
 	}
-	_, err := s.conn.Create(p, nil, 0, s.acl)
-	if errors.Is(err, zk.ErrNoNode) {
+	err := s.conn.CreateContainer(p, dirMark, s.acl)
+	for attempt := 0; errors.Is(err, zk.ErrNoNode) && attempt < 100; attempt++ {
 		if err := s.makeParents(store.Parent(p)); err != nil {
 			return err
 		}
-		_, err = s.conn.Create(p, nil, 0, s.acl)
+		err = s.conn.CreateContainer(p, dirMark, s.acl)
 	}
 	if err == nil || errors.Is(err, zk.ErrNodeExists) {
 		return nil
 	}
 	return err
+}
+
+// dirMark is the data of a directory Create made implicitly: ZooKeeper
+// does not tell its clients which nodes are containers (a container's
+// Stat reads as a persistent node's), so the Store marks its own. Get
+// shows such a directory with no data, as any parent Create makes; one
+// whose data someone Set is theirs, and no longer removed.
+var dirMark = []byte("\x00corral:dir")
+
+// reclaim removes the directory at p, and each above it in turn, while it
+// is empty and Create made it (it holds dirMark): the last one out of a
+// directory takes it along at once, so that the server's reaper (at most
+// znode.container.maxPerMinute every checkIntervalMs) has only the
+// directories emptied by a session's end to catch. A contender that
+// creates in the directory meanwhile makes the delete fail harmlessly
+// (ErrNotEmpty), or finds the directory gone and makes it again (see
+// create); the delete is conditional on the version read, so a directory
+// whose data was set since is kept. Errors are dropped: a directory left
+// behind is reaped by the server.
+//
+// The server's reaper may remove a directory first: one found gone is
+// passed over, and the one above it checked in turn.
+func (s *Store) reclaim(p string) {
+	for ; p != "/"; p = store.Parent(p) {
+		data, st, err := s.conn.Get(p)
+		if errors.Is(err, zk.ErrNoNode) {
+			continue
+		}
+		if err != nil || st.NumChildren > 0 || !bytes.Equal(data, dirMark) {
+			return
+		}
+		if err := s.conn.Delete(p, st.Version); err != nil && !errors.Is(err, zk.ErrNoNode) {
+			return
+		}
+	}
 }
 
 // undoCreate deletes the node of a create whose caller left before it
@@ -213,6 +256,9 @@ func (s *Store) undoCreate(target string, mode store.Mode, created string, err e
 			path = target
 		}
 		err := s.conn.Delete(path, 0)
+		if err == nil {
+			s.reclaim(store.Parent(path))
+		}
 		if !isConnErr(err) || errors.Is(err, zk.ErrClosing) {
 			return // deleted, gone already (a retry may find its own work done), changed, or closing
 		}

@@ -81,14 +81,14 @@ func (s *Store) CreateAndList(ctx context.Context, path string, data []byte, mod
 		if err != nil {
 			return store.Node{}, nil, err
 		}
-		kids, err := s.Children(ctx, store.Parent(n.Path))
+		kids, czxid, err := s.children(ctx, store.Parent(n.Path))
 		if err != nil {
 			if mode&store.Ephemeral != 0 {
 				s.undoLater(n)
 			}
 			return store.Node{}, nil, err
 		}
-		return n, kids, nil
+		return fenced(n, kids, czxid), kids, nil
 	}
 	if err := store.ValidateCreate(path, data, mode); err != nil {
 		return store.Node{}, nil, err
@@ -106,15 +106,16 @@ func (s *Store) CreateAndList(ctx context.Context, path string, data []byte, mod
 		done <- created{n, err}
 	}()
 	var (
-		c    created
-		got  bool
-		kids []store.Child
-		kerr error
-		dir  = store.Parent(path)
+		c     created
+		got   bool
+		kids  []store.Child
+		czxid int64
+		kerr  error
+		dir   = store.Parent(path)
 	)
 	select {
 	case <-written:
-		kids, kerr = s.Children(ctx, dir)
+		kids, czxid, kerr = s.children(ctx, dir)
 	case c = <-done:
 		got = true
 	}
@@ -125,12 +126,12 @@ func (s *Store) CreateAndList(ctx context.Context, path string, data []byte, mod
 		return store.Node{}, nil, c.err
 	}
 	if kerr == nil && hasChild(kids, c.n.Name()) {
-		return c.n, kids, nil
+		return fenced(c.n, kids, czxid), kids, nil
 	}
 	// Listed before the create took effect, or not at all: list again,
 	// across a lost connection while ctx and the session last.
 	for attempt := 0; ; attempt++ {
-		if kids, kerr = s.Children(ctx, dir); kerr == nil || !errors.Is(kerr, store.ErrDisconnected) || ctx.Err() != nil {
+		if kids, czxid, kerr = s.children(ctx, dir); kerr == nil || !errors.Is(kerr, store.ErrDisconnected) || ctx.Err() != nil {
 			break
 		}
 		if err := s.pause(attempt); err != nil {
@@ -142,7 +143,24 @@ func (s *Store) CreateAndList(ctx context.Context, path string, data []byte, mod
 		s.undoLater(c.n)
 		return store.Node{}, nil, kerr
 	}
-	return c.n, kids, nil
+	return fenced(c.n, kids, czxid), kids, nil
+}
+
+// fenced returns n with its fencing token (store.Node.Token), given a
+// listing kids of its directory, whose creation zxid is czxid. A
+// directory's sequence starts again at 0 when it is made again (see
+// reclaim), so the Seq alone would go backwards; czxid+Seq does not: the
+// node with Seq s is the s+1-th child change of its directory, each a
+// write with a zxid of its own after czxid, so every czxid+s of a
+// directory is below the zxid that deleted it, and so below the czxid of
+// the next. (Only a client that creates several children of one directory
+// in one multi request could break that; no recipe does.) The listing
+// must hold n: it is of n's own directory then.
+func fenced(n store.Node, kids []store.Child, czxid int64) store.Node {
+	if czxid > 0 && hasChild(kids, n.Name()) {
+		n.Token = czxid + n.Seq
+	}
+	return n
 }
 
 // undoLater deletes n, made by a create whose caller never learns of it, as

@@ -173,6 +173,7 @@
 package zkstore
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"fmt"
@@ -449,7 +450,23 @@ func (s *Store) Get(ctx context.Context, path string) (store.Node, error) {
 	if err != nil {
 		return store.Node{}, s.fail("get", path, err)
 	}
-	return node(path, r.data, r.st), nil
+	n := node(path, r.data, r.st)
+	if _, ok := store.ParseSeq(n.Name()); ok && path != "/" {
+		n.Token = s.token(store.Parent(path), n.Seq, r.st.Czxid)
+	}
+	return n, nil
+}
+
+// token returns the fencing token (store.Node.Token) of the sequential node
+// with Seq seq and creation zxid czxid in dir, or 0 when it cannot tell:
+// dir's creation zxid plus seq (see fenced), read after the node, so that
+// a directory older than the node is the node's own.
+func (s *Store) token(dir string, seq, czxid int64) int64 {
+	ok, st, err := s.conn.Exists(dir)
+	if err != nil || !ok || st.Czxid >= czxid {
+		return 0
+	}
+	return st.Czxid + seq
 }
 
 // Set replaces the data of the node at path if its Version is version, or
@@ -495,14 +512,28 @@ func (s *Store) Children(ctx context.Context, path string) ([]store.Child, error
 	if err := store.ValidatePath(path); err != nil {
 		return nil, err
 	}
-	names, err := call(s, ctx, func(<-chan struct{}) ([]string, error) {
-		names, _, err := s.conn.Children(path)
-		return names, err
+	kids, _, err := s.children(ctx, path)
+	return kids, err
+}
+
+// children is Children that also returns the creation zxid of path, which
+// tells one incarnation of a directory from another (see fenced).
+func (s *Store) children(ctx context.Context, path string) ([]store.Child, int64, error) {
+	type result struct {
+		names []string
+		czxid int64
+	}
+	r, err := call(s, ctx, func(<-chan struct{}) (result, error) {
+		names, st, err := s.conn.Children(path)
+		if err != nil {
+			return result{}, err
+		}
+		return result{names, st.Czxid}, nil
 	}, nil)
 	if err != nil {
-		return nil, s.fail("children", path, err)
+		return nil, 0, s.fail("children", path, err)
 	}
-	return children(names), nil
+	return children(r.names), r.czxid, nil
 }
 
 // Delete deletes the node at path; see [store.Store]. The root cannot be
@@ -515,7 +546,11 @@ func (s *Store) Delete(ctx context.Context, path string) error {
 		return fmt.Errorf("zkstore: delete /: %w: the root cannot be deleted", store.ErrInvalidPath)
 	}
 	_, err := call(s, ctx, func(<-chan struct{}) (struct{}, error) {
-		return struct{}{}, s.conn.Delete(path, -1)
+		if err := s.conn.Delete(path, -1); err != nil {
+			return struct{}{}, err
+		}
+		s.reclaim(store.Parent(path))
+		return struct{}{}, nil
 	}, nil)
 	if err != nil {
 		return s.fail("delete", path, err)
@@ -526,6 +561,9 @@ func (s *Store) Delete(ctx context.Context, path string) error {
 func node(path string, data []byte, st *zk.Stat) store.Node {
 	seq, _ := store.ParseSeq(store.Base(path))
 	n := store.Node{Path: path, Data: data, Seq: seq, Version: int64(st.Version), Owner: st.EphemeralOwner}
+	if bytes.Equal(n.Data, dirMark) {
+		n.Data = nil // a directory Create made: no data of anyone's
+	}
 	if st.Ctime > 0 {
 		n.Created = time.UnixMilli(st.Ctime)
 	}

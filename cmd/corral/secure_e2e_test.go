@@ -130,9 +130,10 @@ func TestSecure(t *testing.T) {
 			t.Fatalf("corral elect: exit %d\n%s", code, out)
 		}
 		// The chroot: the test's session, rooted there too, sees the
-		// lock's directory where the command made it.
-		if _, err := srv.st.Get(t.Context(), "/e2e/lock"); err != nil {
-			t.Errorf("Get(/e2e/lock) in the chroot = %v", err)
+		// queue's settings where the command stored them (a lock's
+		// directory goes with its last node).
+		if _, err := srv.st.Get(t.Context(), "/e2e/q/config"); err != nil {
+			t.Errorf("Get(/e2e/q/config) in the chroot = %v", err)
 		}
 
 		empty := filepath.Join(t.TempDir(), "empty")

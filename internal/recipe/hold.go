@@ -138,9 +138,10 @@ func (h *Hold) check() {
 // Node returns the held node.
 func (h *Hold) Node() store.Node { return h.node }
 
-// Token returns the fencing token of the hold: the node's Seq, which grows
-// with every successive grant under the same directory.
-func (h *Hold) Token() int64 { return h.node.Seq }
+// Token returns the fencing token of the hold: the node's, which grows
+// with every successive grant at the same path, across the reclaiming of
+// its directory too (see store.Node.Fence).
+func (h *Hold) Token() int64 { return h.node.Fence() }
 
 // Release ends the hold with cause and removes the node (see Remove: it
 // tries within ctx and CleanupGrace, then leaves the node to the session's

@@ -323,8 +323,8 @@ func TestHold(t *testing.T) {
 					t.Fatalf("Acquire = %v", err)
 				}
 				h := recipe.NewHold(owner, n, recipe.HoldOptions{Deleted: errDeleted, Disconnected: tt.policy})
-				if h.Token() != n.Seq {
-					t.Errorf("Token() = %d; want %d", h.Token(), n.Seq)
+				if h.Token() != n.Fence() {
+					t.Errorf("Token() = %d; want %d", h.Token(), n.Fence())
 				}
 				tt.end(t, b, owner, other, n)
 				select {

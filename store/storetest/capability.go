@@ -33,7 +33,7 @@ func (s *suite) getDelete(t *testing.T) {
 	_, err = gd.GetDelete(ctx, n.Path)
 	wantErr(t, "GetDelete(gone)", err, store.ErrNoNode)
 	_, err = gd.GetDelete(ctx, dir+"/q")
-	wantErr(t, "GetDelete(empty dir)", err, nil)
+	wantErr(t, "GetDelete(emptied implicit dir)", err, store.ErrNoNode)
 	req(t).node(b.Create(ctx, dir+"/p/c", nil, store.Persistent))
 	_, err = gd.GetDelete(ctx, dir+"/p")
 	wantErr(t, "GetDelete(parent)", err, store.ErrNotEmpty)

@@ -10,6 +10,7 @@ package storetest
 
 import (
 	"testing"
+	"time"
 
 	"github.com/corral-go/corral/store"
 )
@@ -46,4 +47,13 @@ type Disconnector interface {
 type Freezer interface {
 	Disconnector
 	Freeze(t testing.TB, s store.Store)
+}
+
+// Reaper is implemented by backends whose store removes a directory that
+// Create made once a session's end took its last node, without another
+// call: memstore at once, ZooKeeper when its server next reaps containers.
+// ReapWithin bounds how long that may take. (etcd's clients do not see a
+// lease's keys expire; the next one out of such a directory removes it.)
+type Reaper interface {
+	ReapWithin() time.Duration
 }

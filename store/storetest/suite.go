@@ -33,6 +33,10 @@ func Run(t *testing.T, b Backend) {
 		{"InvalidArgument", s.invalidArgument},
 		{"CreateGet", s.createGet},
 		{"Parents", s.parents},
+		{"ExplicitParents", s.explicitParents},
+		{"ReclaimedOnSessionEnd", s.reclaimedOnSessionEnd},
+		{"ReclaimRace", s.reclaimRace},
+		{"ReclaimWatch", s.reclaimWatch},
 		{"Root", s.root},
 		{"EphemeralParent", s.ephemeralParent},
 		{"SetVersion", s.setVersion},
@@ -302,9 +306,9 @@ func (s *suite) parents(t *testing.T) {
 	}
 	wantErr(t, "Delete(parent)", st.Delete(ctx, dir+"/a/b"), store.ErrNotEmpty)
 	req(t).ok(st.Delete(ctx, dir+"/a/b/c"))
-	req(t).ok(st.Delete(ctx, dir+"/a/b"))
-	if kids := req(t).kids(st.Children(ctx, dir+"/a")); len(kids) != 0 {
-		t.Errorf("Children after delete = %v; want none", kids)
+	for _, p := range []string{dir + "/a/b", dir + "/a", dir} {
+		_, err := st.Get(ctx, p)
+		wantErr(t, fmt.Sprintf("Get(%q) after its last node went", p), err, store.ErrNoNode)
 	}
 }
 

@@ -99,6 +99,10 @@ type memBackend struct{ srv *memstore.Server }
 
 func (b memBackend) Open(testing.TB) store.Store      { return b.srv.Open() }
 func (memBackend) Expire(_ testing.TB, s store.Store) { s.(*memstore.Store).Expire() }
+
+// ReapWithin implements storetest.Reaper: memstore removes a directory
+// emptied by a session's end in the same step.
+func (memBackend) ReapWithin() time.Duration { return 0 }
 func (memBackend) LoseNextCreateReply(_ testing.TB, s store.Store) {
 	s.(*memstore.Store).LoseNextCreateReply()
 }

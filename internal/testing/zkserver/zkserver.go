@@ -259,6 +259,12 @@ func makeDir(cfg *Config) (string, error) {
 	return os.MkdirTemp("", "zkserver-")
 }
 
+// ContainerCheckInterval is how often the server reaps empty container
+// nodes (znode.container.checkIntervalMs; a minute by default), and how long
+// a container that never had a child lives (maxNeverUsedIntervalMs; never
+// reaped by default).
+const ContainerCheckInterval = time.Second
+
 func newServer(cfg Config, dir string, port int, main, extra string) (*Server, error) {
 	data := filepath.Join(dir, "data")
 	if err := os.MkdirAll(data, 0o755); err != nil {
@@ -331,6 +337,11 @@ func (s *Server) spawn() error {
 		// killed process still loses nothing (the OS keeps the log).
 		"-Dzookeeper.forceSync=no",
 		"-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
+		// Containers emptied by a session's end, or never used, are
+		// reaped within a second rather than a minute, so tests can
+		// wait for it (see ContainerCheckInterval).
+		fmt.Sprintf("-Dznode.container.checkIntervalMs=%d", ContainerCheckInterval.Milliseconds()),
+		fmt.Sprintf("-Dznode.container.maxNeverUsedIntervalMs=%d", ContainerCheckInterval.Milliseconds()),
 		"-cp", classPath(), s.main, s.cfgFile)
 	out := &tailBuffer{max: 64 << 10}
 	cmd.Stdout, cmd.Stderr = out, out
