@@ -128,7 +128,8 @@ func TestReclaimCycles(t *testing.T) {
 					t.Logf("%-10s sessions=%d cycles=%d %.0f cycles/s nodes before=%d after=%d (retried %d)",
 						r.name, sessions, r.cycles, float64(r.cycles)/elapsed.Seconds(), before, after, retries.Load())
 					if after != before {
-						t.Errorf("%d nodes in the store after %d cycles of %s; want %d, as before", after, r.cycles, r.name, before)
+						t.Errorf("%d nodes in the store after %d cycles of %s; want %d, as before; below %s: %v",
+							after, r.cycles, r.name, before, root, below(t, sts[0], root))
 					}
 				})
 			}
@@ -160,4 +161,16 @@ func count(t *testing.T, b storetest.Backend, st store.Store) int {
 		return c
 	}
 	return walk("/")
+}
+
+// below returns the paths of every node below p, to tell what was left.
+func below(t *testing.T, st store.Store, p string) []string {
+	t.Helper()
+	var out []string
+	kids, _ := st.Children(t.Context(), p)
+	for _, k := range kids {
+		c := store.Join(p, k.Name)
+		out = append(append(out, c), below(t, st, c)...)
+	}
+	return out
 }

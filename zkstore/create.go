@@ -1,7 +1,6 @@
 package zkstore
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -83,7 +82,14 @@ var errAbandoned = errors.New("zkstore: create abandoned before it was made")
 func (s *Store) create(left <-chan struct{}, path string, data []byte, flags int32, guid string) (string, error) {
 	parent := store.Parent(path)
 	for attempt := 0; ; attempt++ {
+		var made func()
+		if attempt == 0 && s.dirs.get(parent) == dirRemoved {
+			made = s.makeAhead(parent)
+		}
 		created, err := s.conn.Create(path, data, flags, s.acl)
+		if made != nil {
+			made()
+		}
 		switch {
 		case err == nil:
 			return created, nil
@@ -174,52 +180,17 @@ func (s *Store) makeParents(p string) error {
 	if p == "/" {
 		return nil
 	}
-	err := s.conn.CreateContainer(p, dirMark, s.acl)
+	err := s.makeDir(p)
 	for attempt := 0; errors.Is(err, zk.ErrNoNode) && attempt < 100; attempt++ {
 		if err := s.makeParents(store.Parent(p)); err != nil {
 			return err
 		}
-		err = s.conn.CreateContainer(p, dirMark, s.acl)
+		err = s.makeDir(p)
 	}
 	if err == nil || errors.Is(err, zk.ErrNodeExists) {
 		return nil
 	}
 	return err
-}
-
-// dirMark is the data of a directory Create made implicitly: ZooKeeper
-// does not tell its clients which nodes are containers (a container's
-// Stat reads as a persistent node's), so the Store marks its own. Get
-// shows such a directory with no data, as any parent Create makes; one
-// whose data someone Set is theirs, and no longer removed.
-var dirMark = []byte("\x00corral:dir")
-
-// reclaim removes the directory at p, and each above it in turn, while it
-// is empty and Create made it (it holds dirMark): the last one out of a
-// directory takes it along at once, so that the server's reaper (at most
-// znode.container.maxPerMinute every checkIntervalMs) has only the
-// directories emptied by a session's end to catch. A contender that
-// creates in the directory meanwhile makes the delete fail harmlessly
-// (ErrNotEmpty), or finds the directory gone and makes it again (see
-// create); the delete is conditional on the version read, so a directory
-// whose data was set since is kept. Errors are dropped: a directory left
-// behind is reaped by the server.
-//
-// The server's reaper may remove a directory first: one found gone is
-// passed over, and the one above it checked in turn.
-func (s *Store) reclaim(p string) {
-	for ; p != "/"; p = store.Parent(p) {
-		data, st, err := s.conn.Get(p)
-		if errors.Is(err, zk.ErrNoNode) {
-			continue
-		}
-		if err != nil || st.NumChildren > 0 || !bytes.Equal(data, dirMark) {
-			return
-		}
-		if err := s.conn.Delete(p, st.Version); err != nil && !errors.Is(err, zk.ErrNoNode) {
-			return
-		}
-	}
 }
 
 // undoCreate deletes the node of a create whose caller left before it

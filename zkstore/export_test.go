@@ -29,3 +29,7 @@ func Ended(s *Store) error {
 
 // Syncs returns how many syncs the Store's pacer has sent.
 func Syncs(s *Store) int64 { return s.syncs.Load() }
+
+// Rounds returns how many round trips the Store has waited for: requests
+// written when none other but pings was unanswered.
+func Rounds(s *Store) int64 { return s.rounds.Load() }

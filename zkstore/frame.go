@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
+	"sync/atomic"
 	"time"
 )
 
@@ -116,6 +118,11 @@ type tracker struct {
 	asked   int64 // the lastZxidSeen the connect request carried
 	session int64 // the session the connect request asked to resume; 0: a new one
 	rel     int64 // the relativeZxid of the SetWatches request being written
+
+	// rounds, when set, counts the round trips the Store's calls wait
+	// for: the requests written when no other call was unanswered (pings
+	// and the pacer's syncs aside).
+	rounds *atomic.Int64
 }
 
 // outgoing is a frame we sent: when it began to be sent, and the opcode of
@@ -145,8 +152,16 @@ func (t *tracker) wroteFrame(index int, head []byte) {
 	if len(head) < 12 || len(t.sent) == 0 {
 		return // too short to be a request
 	}
-	t.sent[len(t.sent)-1].op = int32(binary.BigEndian.Uint32(head[8:]))
+	op := int32(binary.BigEndian.Uint32(head[8:]))
+	t.sent[len(t.sent)-1].op = op
+	if t.rounds != nil && calls(op) && !slices.ContainsFunc(t.sent[:len(t.sent)-1], func(o outgoing) bool { return calls(o.op) }) {
+		t.rounds.Add(1)
+	}
 }
+
+// calls reports whether a request of opcode op is one of the Store's
+// calls, not a ping or the pacer's sync (see tracker.rounds).
+func calls(op int32) bool { return op != opPing && op != opSync }
 
 // hook sets the framers' edits once z is set.
 func (t *tracker) hook() {

@@ -169,6 +169,7 @@ func (s *Store) dial(network, addr string, timeout time.Duration) (net.Conn, err
 	}
 	l := &link{Conn: conn, s: s, handshakeBy: handshakeBy}
 	l.t.z = &s.zxids
+	l.t.rounds = &s.rounds
 	s.links[l] = struct{}{}
 	// Until its answer comes, that is all there is to say.
 	s.lastConnErr = fmt.Errorf("%s accepted the connection but has not completed ZooKeeper's handshake (is it a ZooKeeper server?)", addr)

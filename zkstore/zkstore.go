@@ -247,6 +247,8 @@ type Store struct {
 	nservers  int
 	over      atomic.Bool  // the session has ended
 	wires     wires        // frames awaited on the wire (see pipeline.go)
+	dirs      dirs         // the directories known as made by Create or not (see reclaim.go)
+	rounds    atomic.Int64 // round trips waited for (see tracker.rounds)
 	zxids     zxids        // the zxids the client has seen, kept in its stead (see zxid.go)
 	syncs     atomic.Int64 // syncs the pacer has sent
 
@@ -517,23 +519,22 @@ func (s *Store) Children(ctx context.Context, path string) ([]store.Child, error
 }
 
 // children is Children that also returns the creation zxid of path, which
-// tells one incarnation of a directory from another (see fenced).
+// tells one incarnation of a directory from another (see fenced), and
+// notes what the listing's Stat says of path (see learn).
 func (s *Store) children(ctx context.Context, path string) ([]store.Child, int64, error) {
 	type result struct {
 		names []string
-		czxid int64
+		st    *zk.Stat
 	}
 	r, err := call(s, ctx, func(<-chan struct{}) (result, error) {
 		names, st, err := s.conn.Children(path)
-		if err != nil {
-			return result{}, err
-		}
-		return result{names, st.Czxid}, nil
+		return result{names, st}, err
 	}, nil)
 	if err != nil {
 		return nil, 0, s.fail("children", path, err)
 	}
-	return children(r.names), r.czxid, nil
+	s.learn(path, r.st.DataLength, r.st.Version)
+	return children(r.names), r.st.Czxid, nil
 }
 
 // Delete deletes the node at path; see [store.Store]. The root cannot be
@@ -546,11 +547,7 @@ func (s *Store) Delete(ctx context.Context, path string) error {
 		return fmt.Errorf("zkstore: delete /: %w: the root cannot be deleted", store.ErrInvalidPath)
 	}
 	_, err := call(s, ctx, func(<-chan struct{}) (struct{}, error) {
-		if err := s.conn.Delete(path, -1); err != nil {
-			return struct{}{}, err
-		}
-		s.reclaim(store.Parent(path))
-		return struct{}{}, nil
+		return struct{}{}, s.deleteNode(path)
 	}, nil)
 	if err != nil {
 		return s.fail("delete", path, err)

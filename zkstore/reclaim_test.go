@@ -1,0 +1,87 @@
+package zkstore_test
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/corral-go/corral/store"
+	"github.com/corral-go/corral/zkstore"
+)
+
+// TestReclaimRoundTrips counts the round trips of a lock's cycle (create
+// and list, then delete) now that its directory goes with its last node:
+// about as many as before. A name used again and again pays one round trip per
+// step, its directory made again ahead of the node's create; a new name
+// pays what it always paid (the create that finds no directory, the
+// directory's, the create and list again, the delete); and a directory a
+// contender is still in stays.
+func TestReclaimRoundTrips(t *testing.T) {
+	_, b := server(t)
+	st := b.Open(t).(*zkstore.Store)
+	ctx, root := ctxFor(t), dirFor(t)
+	must[store.Node](t)(st.Create(ctx, root, nil, store.Persistent))
+
+	cycle := func(name string) int64 {
+		t.Helper()
+		before := zkstore.Rounds(st)
+		n, _, err := st.CreateAndList(ctx, name+"/lock-", nil, store.EphemeralSequential)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := st.Delete(ctx, n.Path); err != nil {
+			t.Fatal(err)
+		}
+		rounds := zkstore.Rounds(st) - before
+		if _, err := st.Get(ctx, name); !errors.Is(err, store.ErrNoNode) {
+			t.Fatalf("Get(%q) after its last node's delete = %v; want ErrNoNode", name, err)
+		}
+		return rounds
+	}
+
+	// A request goes out behind another only when the Store's goroutine
+	// runs before the first one's answer is in; on a loaded machine some
+	// do not, so the counts are totals over many cycles, with room for a
+	// few such misses below what a Store that never sends the directory's
+	// requests ahead needs (3 and 4 round trips).
+	const cycles = 20
+	hot := root + "/hot"
+	cycle(hot) // the first also reads root, to learn that Create did not make it
+	var same, fresh int64
+	for range cycles {
+		same += cycle(hot)
+	}
+	if same > cycles*5/2 {
+		t.Errorf("%d cycles on the same name: %d round trips; want about 2 each (create+list, delete)", cycles, same)
+	}
+	// A new name's listing goes out behind the create that finds no
+	// directory, and is sent again after the directory's create and the
+	// node's: 5 round trips, as before directories were reclaimed; a
+	// directory read and deleted after the node's delete would make 7.
+	for i := range cycles {
+		fresh += cycle(fmt.Sprintf("%s/e-%d", root, i))
+	}
+	if fresh > cycles*11/2 {
+		t.Errorf("%d cycles on new names: %d round trips; want at most 5 each, as before directories were reclaimed", cycles, fresh)
+	}
+	t.Logf("round trips of %d cycles: on one name %d, on new names %d", cycles, same, fresh)
+
+	// A contender in the directory keeps it: the delete that goes right
+	// behind the holder's fails harmlessly.
+	other := b.Open(t)
+	dir := root + "/shared"
+	a := must[store.Node](t)(st.Create(ctx, dir+"/lock-", nil, store.EphemeralSequential))
+	c := must[store.Node](t)(other.Create(ctx, dir+"/lock-", nil, store.EphemeralSequential))
+	if err := st.Delete(ctx, a.Path); err != nil {
+		t.Fatal(err)
+	}
+	if kids, err := other.Children(ctx, dir); err != nil || len(kids) != 1 || kids[0].Name != c.Name() {
+		t.Fatalf("Children(%q) after the holder left = %v, %v; want the contender's node alone", dir, kids, err)
+	}
+	if err := other.Delete(ctx, c.Path); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Get(ctx, dir); !errors.Is(err, store.ErrNoNode) {
+		t.Fatalf("Get(%q) after the contender left = %v; want ErrNoNode", dir, err)
+	}
+}
