@@ -125,8 +125,9 @@ func TestDigestACL(t *testing.T) {
 	if _, err := anon.Get(ctx, holder); !errors.Is(err, store.ErrNoNode) {
 		t.Errorf("Get(holder) after Unlock = %v; want ErrNoNode", err)
 	}
-	if err := alice.Delete(ctx, dir+"/lock"); err != nil {
-		t.Errorf("holder: Delete(lock dir) = %v", err)
+	// The lock's directory went with its last node, under the ACL too.
+	if _, err := anon.Get(ctx, dir+"/lock"); !errors.Is(err, store.ErrNoNode) {
+		t.Errorf("Get(lock dir) after Unlock = %v; want ErrNoNode", err)
 	}
 }
 
@@ -454,8 +455,8 @@ func assertCreatorOnly(t *testing.T, plainAddr, dir string, owner, other *zkstor
 	if err := m.Unlock(ctx); err != nil {
 		t.Errorf("owner: Unlock = %v", err)
 	}
-	if err := owner.Delete(ctx, dir+"/lock"); err != nil {
-		t.Errorf("owner: Delete(lock dir) = %v", err)
+	if _, err := owner.Get(ctx, dir+"/lock"); !errors.Is(err, store.ErrNoNode) {
+		t.Errorf("owner: Get(lock dir) after Unlock = %v; want ErrNoNode: it goes with its last node", err)
 	}
 }
 
