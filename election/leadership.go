@@ -58,8 +58,9 @@ var notLeader = func() context.Context {
 	return ctx
 }()
 
-// Token returns the fencing token of this term: the Seq of the leader's
-// node. Each new term of the election has a greater token than every
+// Token returns the fencing token of this term: the leader's node's
+// (store.Node.Fence: the Seq, on ZooKeeper plus the directory's creation
+// zxid). Each new term of the election has a greater token than every
 // earlier one, so storage that remembers the greatest token it has seen can
 // reject a deposed leader's writes. Tokens compare only within one election
 // path, and may start at 0 (ZooKeeper's first sequence number).

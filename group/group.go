@@ -7,11 +7,18 @@
 // is its value: [Join] creates it and returns a [*Membership], a hold like a
 // lock's or a leadership's, whose Context is cancelled with a cause the
 // moment the membership ends (left, session ended, node deleted, connection
-// lost under the [DisconnectPolicy]) and whose Token, the node's Seq, grows
-// with every member that joins. [Watch] returns a [*Watcher] whose channel
+// lost under the [DisconnectPolicy]) and whose Token, the node's fencing
+// token, grows with every member that joins. [Watch] returns a [*Watcher] whose channel
 // delivers the members now and then after every change, in the order they
 // joined, with the never-hang, coalescing rules of election.Observe: a list
 // not yet received when a newer one is known is replaced by it.
+//
+// # What stays in the store
+//
+// Nothing, once every member has left: the group's directory, and those
+// above it that the store made, go with the last member's node. One
+// emptied by a session's end goes as package store says for each store
+// (see Parents there).
 //
 // # Interoperability
 //

@@ -109,8 +109,10 @@ func (m *Membership) Context() context.Context {
 // Done returns a channel that is closed when the membership ends.
 func (m *Membership) Done() <-chan struct{} { return m.Context().Done() }
 
-// Token returns the member's fencing token, the Seq of its node: every
-// member that joins the group later has a greater one. It is -1 for the
+// Token returns the member's fencing token, its node's (store.Node.Fence:
+// the Seq, on ZooKeeper plus the directory's creation zxid): every member
+// that joins the group later has a greater one, even after the group's
+// directory was removed and made again. It is -1 for the
 // zero Membership.
 func (m *Membership) Token() int64 {
 	if m == nil || m.hold == nil {

@@ -21,10 +21,19 @@ type Member struct {
 	Path string
 	// Value is the value it joined with (the node's data).
 	Value []byte
-	// Token is the Seq of its node: members are listed by Token, the
-	// order they joined in (on ZooKeeper, another client's member that
-	// is not sequential has Token 0).
+	// Token is its node's fencing token (store.Node.Fence: the Seq, on
+	// ZooKeeper plus the directory's creation zxid), the same as its
+	// Membership's: members are listed by Token, the order they joined
+	// in (on ZooKeeper, another client's member that is not sequential
+	// has Token 0).
 	Token int64
+}
+
+// seen is a member as a read found it, with its node's Seq, which tells
+// it from a node of the same name made since.
+type seen struct {
+	Member
+	seq int64
 }
 
 func (m Member) String() string {
@@ -156,8 +165,8 @@ type watch struct {
 	path  string
 	log   *slog.Logger
 	rec   *telemetry.Recorder
-	known map[string]Member // by path: the members of the last read
-	dirs  map[string]int64  // by path: the Seq of the directories of the last read
+	known map[string]seen  // by path: the members of the last read
+	dirs  map[string]int64 // by path: the Seq of the directories of the last read
 }
 
 // run sends the members on out as they change, until ctx or the session
@@ -285,12 +294,12 @@ func (g *watch) current(ctx context.Context) (ms []Member, ch <-chan store.Event
 // the group, which read remembers as one too.
 func (g *watch) read(ctx context.Context, kids []store.Child) ([]Member, error) {
 	ms := make([]Member, 0, len(kids))
-	known := make(map[string]Member, len(kids))
+	known := make(map[string]seen, len(kids))
 	dirs := make(map[string]int64)
 	for _, k := range kids {
 		p := store.Join(g.path, k.Name)
-		if m, ok := g.known[p]; ok && m.Token == k.Seq {
-			ms = append(ms, m)
+		if m, ok := g.known[p]; ok && m.seq == k.Seq {
+			ms = append(ms, m.Member)
 			known[p] = m
 			continue
 		}
@@ -309,9 +318,9 @@ func (g *watch) read(ctx context.Context, kids []store.Child) ([]Member, error) 
 			dirs[p] = n.Seq
 			continue
 		}
-		m := Member{Path: p, Value: n.Data, Token: n.Seq}
+		m := Member{Path: p, Value: n.Data, Token: n.Fence()}
 		ms = append(ms, m)
-		known[p] = m
+		known[p] = seen{m, n.Seq}
 	}
 	g.known, g.dirs = known, dirs // only the nodes listed now: nothing grows
 	return ms, nil

@@ -18,8 +18,8 @@
 // machinery) only while the assignment gives it the shard, and gives it up
 // (as Unlock does) once the assignment moves it away. So a shard passes to
 // its new owner only after the previous owner released it or its session
-// ended, exactly as a lock does, and the token is the lock's: the Seq of the
-// owner's node.
+// ended, exactly as a lock does, and the token is the lock's: the fencing
+// token of the owner's node (store.Node.Fence).
 //
 // # Balanced and stable
 //
@@ -55,8 +55,9 @@
 // ("group-k16-…") and holding its id. A shard costs one directory, and one
 // ephemeral node while it is owned (two during a hand-over: the owner's and
 // the next owner's); a member costs its group node and its shard-count
-// node. When all members have left, the directories stay (the store never
-// removes a parent; see package store) and no other node does.
+// node. When all members have left and released their shards, nothing
+// stays: every directory of the partition, and those above it that the
+// store made, go with the last node in them (see Parents in package store).
 //
 // Every member must be given the same number of shards: Join compares the
 // joiner's with the shard-count nodes of the members that joined before it

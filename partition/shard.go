@@ -76,8 +76,9 @@ func (s *Shard) Context() context.Context {
 // on the shard.
 func (s *Shard) Done() <-chan struct{} { return s.Context().Done() }
 
-// Token returns the shard's fencing token: the Seq of the owner's lock
-// node, greater than that of every earlier owner of the shard (tokens
+// Token returns the shard's fencing token: the owner's lock node's
+// (store.Node.Fence: the Seq, on ZooKeeper plus the directory's creation
+// zxid), greater than that of every earlier owner of the shard (tokens
 // compare only within one shard). It is -1 for the zero Shard.
 func (s *Shard) Token() int64 {
 	if s == nil || s.hold == nil {

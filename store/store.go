@@ -66,7 +66,10 @@
 // clients cannot tell a container from a persistent node), and the session
 // that deletes a directory's last child deletes the directory, on
 // condition of its version, which fails harmlessly with ErrNotEmpty when a
-// contender came in. etcd keeps a marker key of the adapter's own beside
+// contender came in; a session sends that delete right behind the node's
+// when it knows the directory for one Create made, and a directory's
+// create right before a node's when it removed that directory itself, so
+// neither costs a round trip. etcd keeps a marker key of the adapter's own beside
 // each directory, and the transaction that deletes the last key below a
 // directory removes it with its marker and its front record (see
 // [FrontDeleter]).

@@ -442,8 +442,9 @@ func (l *Lease) Context() context.Context {
 	return l.hold.Context()
 }
 
-// Token returns the lease's node's Seq, which grows with every lease granted
-// by the semaphore: a fencing token that orders the grants.
+// Token returns the lease's fencing token, its node's (store.Node.Fence:
+// the Seq, on ZooKeeper plus the directory's creation zxid), which grows
+// with every lease granted by the semaphore and orders the grants.
 func (l *Lease) Token() int64 {
 	if l == nil || l.hold == nil {
 		return -1

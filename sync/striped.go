@@ -94,8 +94,8 @@ func stripeBlocker(cs []recipe.Contender, own int) int {
 // path + "/stripes", named "s<i>-lock-" for stripe i (or "s<i>-only-lock-")
 // and ordered by Seq as a Mutex's are; a contender waits only for the last
 // earlier contender of its own stripe. Each grant has the stripe's own hold
-// context and fencing token (the node's Seq, which grows with every grant in
-// the directory, so with every grant of the stripe). Since every line is in
+// context and fencing token (the node's store.Node.Fence, which grows with
+// every grant in the directory, so with every grant of the stripe). Since every line is in
 // one directory, one listing shows them all, whatever k. A contender of any
 // other kind there (a Mutex on that directory, say) blocks every stripe
 // behind it and waits for every stripe before it: it holds the whole
@@ -660,8 +660,8 @@ func (st *Stripe) Context() context.Context {
 	return st.hold.Context()
 }
 
-// Token returns the stripe's fencing token: its node's Seq, which grows with
-// every grant of the same stripe; -1 for a nil or zero Stripe.
+// Token returns the stripe's fencing token: its node's (store.Node.Fence),
+// which grows with every grant of the same stripe; -1 for a nil or zero Stripe.
 func (st *Stripe) Token() int64 {
 	if st.usable() != nil {
 		return -1

@@ -60,8 +60,9 @@
 // session ends (store.ErrSessionExpired or store.ErrClosed), the own node is
 // deleted by someone else (HoldOptions.Deleted), the connection is lost if
 // the policy says so (HoldOptions.Disconnected), or the holder releases it
-// (the cause given to [Hold.Release]). Its [Hold.Token] is the node's Seq: a
-// fencing token that grows with every successive grant under the directory.
+// (the cause given to [Hold.Release]). Its [Hold.Token] is the node's
+// store.Node.Fence: a fencing token that grows with every successive grant
+// under the directory, across its removals.
 // A Hold owns a goroutine that watches its own node and, under the
 // disconnect policy, one that watches the connection; Release (or Stop)
 // ends them and waits for them. With HoldOptions.Lazy they start only at the

@@ -264,7 +264,7 @@ func (a Attempt) Granted(ctx context.Context, node store.Node) *Holding {
 	r.in.holders.Add(ctx, 1, r.base)
 	if r.logging(ctx) {
 		r.log.LogAttrs(ctx, slog.LevelDebug, "corral: granted", r.logAttrs(
-			slog.String("node", node.Path), slog.Int64("token", node.Seq), slog.Duration("waited", waited))...)
+			slog.String("node", node.Path), slog.Int64("token", node.Fence()), slog.Duration("waited", waited))...)
 	}
 	return &Holding{r: r, start: now, node: node.Path}
 }
