@@ -233,13 +233,13 @@ func (b *Backend) Freeze(t testing.TB, st store.Store) {
 	}
 }
 
-// Servers returns the addresses of the servers the Backend opens sessions
-// on.
 // ReapWithin implements storetest.Reaper: the harness's servers reap empty
 // containers every zkserver.ContainerCheckInterval, so one emptied just
 // after a check goes within two.
 func (b *Backend) ReapWithin() time.Duration { return 2 * zkserver.ContainerCheckInterval }
 
+// Servers returns the addresses of the servers the Backend opens sessions
+// on.
 func (b *Backend) Servers() []string { return slices.Clone(b.servers) }
 
 // Reconnect lets st reconnect after Disconnect and returns once it has, to
