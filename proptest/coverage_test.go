@@ -188,6 +188,7 @@ var misuseElsewhere = map[string]string{
 	"store.Mode.String":            "TestMisuseValues",
 	"store.EventType.String":       "TestMisuseValues",
 	"store.Node.Stat":              "TestMisuseValues",
+	"store.Node.Fence":             "TestMisuseValues",
 	"store.Join":                   "TestPathHelpers",
 	"store.Parent":                 "TestPathHelpers",
 	"store.Base":                   "TestPathHelpers",

@@ -39,6 +39,15 @@ func TestMisuseValues(t *testing.T) {
 	if got := (store.Node{}).Stat(); got != (store.Stat{}) {
 		t.Errorf("zero Node's Stat() = %+v; want zero", got)
 	}
+	if got := (store.Node{}).Fence(); got != 0 {
+		t.Errorf("zero Node's Fence() = %d; want 0", got)
+	}
+	if got := (store.Node{Seq: 3}).Fence(); got != 3 {
+		t.Errorf("Fence() with no Token = %d; want the Seq, 3", got)
+	}
+	if got := (store.Node{Seq: 3, Token: 40}).Fence(); got != 40 {
+		t.Errorf("Fence() with a Token = %d; want the Token, 40", got)
+	}
 }
 
 func countUpTo(kids []store.Child, seq int64) int {
