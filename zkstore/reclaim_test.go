@@ -4,21 +4,23 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/corral-go/corral/store"
 	"github.com/corral-go/corral/zkstore"
 )
 
 // TestReclaimRoundTrips counts the round trips of a lock's cycle (create
-// and list, then delete) now that its directory goes with its last node:
-// about as many as before. A name used again and again pays one round trip per
+// and list, then delete) with no reclaim delay, its directory going right
+// behind its last node: about as many as before directories were
+// reclaimed. A name used again and again pays one round trip per
 // step, its directory made again ahead of the node's create; a new name
 // pays what it always paid (the create that finds no directory, the
 // directory's, the create and list again, the delete); and a directory a
 // contender is still in stays.
 func TestReclaimRoundTrips(t *testing.T) {
 	_, b := server(t)
-	st := b.Open(t).(*zkstore.Store)
+	st, _ := b.OpenWithProxies(t, zkstore.WithReclaimDelay(0))
 	ctx, root := ctxFor(t), dirFor(t)
 	must[store.Node](t)(st.Create(ctx, root, nil, store.Persistent))
 
@@ -68,7 +70,7 @@ func TestReclaimRoundTrips(t *testing.T) {
 
 	// A contender in the directory keeps it: the delete that goes right
 	// behind the holder's fails harmlessly.
-	other := b.Open(t)
+	other, _ := b.OpenWithProxies(t, zkstore.WithReclaimDelay(0))
 	dir := root + "/shared"
 	a := must[store.Node](t)(st.Create(ctx, dir+"/lock-", nil, store.EphemeralSequential))
 	c := must[store.Node](t)(other.Create(ctx, dir+"/lock-", nil, store.EphemeralSequential))
@@ -83,5 +85,78 @@ func TestReclaimRoundTrips(t *testing.T) {
 	}
 	if _, err := st.Get(ctx, dir); !errors.Is(err, store.ErrNoNode) {
 		t.Fatalf("Get(%q) after the contender left = %v; want ErrNoNode", dir, err)
+	}
+}
+
+// TestReclaimLater: with a reclaim delay, a name used again within it keeps
+// its directory and costs what it cost before directories were reclaimed
+// (2 round trips a cycle, no directory created or deleted); a directory
+// left alone goes by itself once the delay is up; and Close removes those
+// still due, for a delay longer than the session.
+func TestReclaimLater(t *testing.T) {
+	_, b := server(t)
+	ctx, root := ctxFor(t), dirFor(t)
+	long, _ := b.OpenWithProxies(t, zkstore.WithReclaimDelay(time.Hour))
+	short, _ := b.OpenWithProxies(t, zkstore.WithReclaimDelay(50*time.Millisecond))
+	watcher := b.Open(t)
+	must[store.Node](t)(watcher.Create(ctx, root, nil, store.Persistent))
+
+	cycle := func(st *zkstore.Store, name string) {
+		t.Helper()
+		n, _, err := st.CreateAndList(ctx, name+"/lock-", nil, store.EphemeralSequential)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := st.Delete(ctx, n.Path); err != nil {
+			t.Fatal(err)
+		}
+	}
+	hot := root + "/hot"
+	cycle(long, hot)
+	const cycles = 20
+	before := zkstore.Rounds(long)
+	for range cycles {
+		cycle(long, hot)
+		if _, err := watcher.Get(ctx, hot); err != nil {
+			t.Fatalf("Get(%q) within the delay = %v; want the directory kept", hot, err)
+		}
+	}
+	if got := zkstore.Rounds(long) - before; got > cycles*5/2 {
+		t.Errorf("%d cycles on a name in use: %d round trips; want about 2 each", cycles, got)
+	}
+
+	idle := root + "/idle"
+	cycle(short, idle)
+	waitGone(t, watcher, idle)
+
+	// Close removes what is due within the hour.
+	for i := range 3 {
+		cycle(long, fmt.Sprintf("%s/e-%d", root, i))
+	}
+	if err := long.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if kids, err := watcher.Children(ctx, root); err != nil || len(kids) != 0 {
+		t.Errorf("Children(%q) after Close = %v, %v; want none", root, kids, err)
+	}
+}
+
+// waitGone waits, on a watch, until nothing is at p.
+func waitGone(t *testing.T, st store.Store, p string) {
+	t.Helper()
+	ctx := ctxFor(t)
+	for {
+		ok, _, ch, err := st.ExistsW(ctx, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !ok {
+			return
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			t.Fatalf("%q still there: %v", p, ctx.Err())
+		}
 	}
 }

@@ -399,6 +399,7 @@ func TestSecureOptionsInvalid(t *testing.T) {
 		"empty scheme":      zkstore.WithAuth("", []byte("x")),
 		"relative chroot":   zkstore.WithChroot("app"),
 		"chroot ending /":   zkstore.WithChroot("/app/"),
+		"negative delay":    zkstore.WithReclaimDelay(-time.Second),
 	} {
 		st, err := zkstore.Open(t.Context(), []string{"127.0.0.1:1"}, opt)
 		if st != nil {

@@ -216,6 +216,7 @@ type options struct {
 	needIdentity   bool     // WithIdentityRequired
 	invalid        []string // what the options given got wrong
 	noTimer        bool     // tests: end the session only when its state is read
+	reclaimDelay   time.Duration
 }
 
 // Option configures Open.
@@ -245,12 +246,14 @@ type Store struct {
 	log       *slog.Logger
 	requested time.Duration
 	nservers  int
-	over      atomic.Bool  // the session has ended
-	wires     wires        // frames awaited on the wire (see pipeline.go)
-	dirs      dirs         // the directories known as made by Create or not (see reclaim.go)
-	rounds    atomic.Int64 // round trips waited for (see tracker.rounds)
-	zxids     zxids        // the zxids the client has seen, kept in its stead (see zxid.go)
-	syncs     atomic.Int64 // syncs the pacer has sent
+	over      atomic.Bool   // the session has ended
+	wires     wires         // frames awaited on the wire (see pipeline.go)
+	dirs      dirs          // the directories known as made by Create or not (see reclaim.go)
+	delay     time.Duration // WithReclaimDelay
+	later     later         // the directories this Store emptied, until their delay is up
+	rounds    atomic.Int64  // round trips waited for (see tracker.rounds)
+	zxids     zxids         // the zxids the client has seen, kept in its stead (see zxid.go)
+	syncs     atomic.Int64  // syncs the pacer has sent
 
 	// The session's clock. The deadline is in nanoseconds since base (0
 	// until the first connect response), read without s.mu.
@@ -296,7 +299,7 @@ type Store struct {
 // answered, the error names the last connection failure. Invalid options
 // fail with [store.ErrInvalidArgument]. Close the Store to end the session.
 func Open(ctx context.Context, servers []string, opts ...Option) (*Store, error) {
-	o := options{sessionTimeout: DefaultSessionTimeout}
+	o := options{sessionTimeout: DefaultSessionTimeout, reclaimDelay: DefaultReclaimDelay}
 	for _, opt := range opts {
 		opt(&o)
 	}
@@ -331,6 +334,7 @@ func Open(ctx context.Context, servers []string, opts ...Option) (*Store, error)
 		nservers:    len(servers),
 		base:        time.Now(),
 		noTimer:     o.noTimer,
+		delay:       o.reclaimDelay,
 	}
 	s.ctx, s.cancel = context.WithCancelCause(context.Background())
 
@@ -424,6 +428,7 @@ func (s *Store) Disconnected() <-chan struct{} {
 // store.ErrClosed.
 func (s *Store) Close() error {
 	s.expire()
+	s.flushLater()
 	s.mu.Lock()
 	if !s.closed {
 		s.closed = true

@@ -57,3 +57,12 @@ type Freezer interface {
 type Reaper interface {
 	ReapWithin() time.Duration
 }
+
+// Reclaimer is implemented by backends whose store removes a directory
+// Create made some time after the delete of its last node rather than
+// with it (zkstore's WithReclaimDelay); ReclaimWithin bounds that time. The
+// store of a backend that does not implement it must remove the directory
+// with the delete.
+type Reclaimer interface {
+	ReclaimWithin() time.Duration
+}

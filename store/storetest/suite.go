@@ -306,10 +306,7 @@ func (s *suite) parents(t *testing.T) {
 	}
 	wantErr(t, "Delete(parent)", st.Delete(ctx, dir+"/a/b"), store.ErrNotEmpty)
 	req(t).ok(st.Delete(ctx, dir+"/a/b/c"))
-	for _, p := range []string{dir + "/a/b", dir + "/a", dir} {
-		_, err := st.Get(ctx, p)
-		wantErr(t, fmt.Sprintf("Get(%q) after its last node went", p), err, store.ErrNoNode)
-	}
+	s.gone(ctx, t, st, dir+"/a/b", dir+"/a", dir)
 }
 
 func (s *suite) root(t *testing.T) {

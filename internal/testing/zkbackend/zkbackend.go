@@ -54,9 +54,9 @@ type Backend struct {
 }
 
 // New returns a Backend on the servers at addrs. opts apply to every
-// session after the Backend's default (DefaultSessionTimeout).
+// session after the Backend's defaults (DefaultSessionTimeout, ReclaimDelay).
 func New(addrs []string, opts ...zkstore.Option) *Backend {
-	all := append([]zkstore.Option{zkstore.WithSessionTimeout(DefaultSessionTimeout)}, opts...)
+	all := append([]zkstore.Option{zkstore.WithSessionTimeout(DefaultSessionTimeout), zkstore.WithReclaimDelay(ReclaimDelay)}, opts...)
 	return &Backend{servers: addrs, opts: all, sessions: make(map[store.Store]*session)}
 }
 
@@ -232,6 +232,16 @@ func (b *Backend) Freeze(t testing.TB, st store.Store) {
 		p.Freeze()
 	}
 }
+
+// ReclaimDelay is the reclaim delay of the sessions a Backend opens
+// (zkstore.WithReclaimDelay), shorter than the default so that tests that
+// wait for a directory to go do not wait long; it is the same mechanism.
+const ReclaimDelay = 100 * time.Millisecond
+
+// ReclaimWithin implements storetest.Reclaimer: a Store removes an emptied
+// directory at most a quarter of its delay after the delay; the rest is
+// room for a loaded machine.
+func (b *Backend) ReclaimWithin() time.Duration { return 2*ReclaimDelay + 10*time.Second }
 
 // ReapWithin implements storetest.Reaper: the harness's servers reap empty
 // containers every zkserver.ContainerCheckInterval, so one emptied just
