@@ -30,9 +30,7 @@ func TestDirectoryReclaimed(t *testing.T) {
 			if err := l.Resign(ctx); err != nil {
 				t.Fatal(err)
 			}
-			if kids, err := st.Children(ctx, root); err != nil || len(kids) != 0 {
-				t.Errorf("Children(%q) after Resign = %v, %v; want none", root, kids, err)
-			}
+			backends.WaitChildren(t, st, root, backends.Count(0))
 		}
 	})
 }

@@ -29,9 +29,7 @@ func TestDirectoryReclaimed(t *testing.T) {
 			if err := c.Leave(ctx); err != nil {
 				t.Fatal(err)
 			}
-			if kids, err := sts[0].Children(ctx, root); err != nil || len(kids) != 0 {
-				t.Errorf("Children(%q) after every member left = %v, %v; want none", root, kids, err)
-			}
+			backends.WaitChildren(t, sts[0], root, backends.Count(0))
 		}
 	})
 }

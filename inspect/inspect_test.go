@@ -151,6 +151,7 @@ func TestLock(t *testing.T) {
 			t.Fatal(err)
 		}
 		// The lock's directory went with its last node.
+		backends.WaitGone(t, sts[0], p)
 		if _, err := inspect.Read(ctx, sts[0], p); !errors.Is(err, store.ErrNoNode) {
 			t.Errorf("Read(%q) after the last Unlock = %v; want %v", p, err, store.ErrNoNode)
 		}

@@ -29,8 +29,6 @@ func TestDirectoryReclaimed(t *testing.T) {
 				t.Fatalf("Leave = %v", err)
 			}
 		}
-		if kids, err := sts[0].Children(ctx, root); err != nil || len(kids) != 0 {
-			t.Errorf("Children(%q) after every member left = %v, %v; want none", root, kids, err)
-		}
+		backends.WaitChildren(t, sts[0], root, backends.Count(0))
 	})
 }

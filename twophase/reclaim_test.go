@@ -1,7 +1,6 @@
 package twophase_test
 
 import (
-	"errors"
 	"testing"
 	"time"
 
@@ -46,8 +45,6 @@ func TestDirectoryReclaimed(t *testing.T) {
 		if err := p.Forget(ctx); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := sts[0].Get(ctx, root+"/orders"); !errors.Is(err, store.ErrNoNode) {
-			t.Errorf("Get(%q) after every party forgot = %v; want %v", root+"/orders", err, store.ErrNoNode)
-		}
+		backends.WaitGone(t, sts[0], root+"/orders")
 	})
 }

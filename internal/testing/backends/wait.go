@@ -47,3 +47,24 @@ func WaitChildren(t testing.TB, st store.Store, p string, done func([]store.Chil
 func Count(n int) func([]store.Child) bool {
 	return func(kids []store.Child) bool { return len(kids) == n }
 }
+
+// WaitGone waits, with watches, until nothing is at p: a store may remove
+// a directory Create made some time after its last node went (zkstore's
+// reclaim delay). It fails t when WaitTimeout passes first or st fails.
+func WaitGone(t testing.TB, st store.Store, p string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), WaitTimeout)
+	defer cancel()
+	for {
+		exists, _, ev, err := st.ExistsW(ctx, p)
+		if err != nil {
+			t.Fatalf("waiting for %q to go: %v", p, err)
+		}
+		if !exists {
+			return
+		}
+		if e := <-ev; e.Err != nil {
+			t.Fatalf("waiting for %q to go: %v", p, e.Err)
+		}
+	}
+}
