@@ -36,7 +36,11 @@
 // A parent Create made implicitly is a directory, and it does not outlive
 // its use: the delete that takes its last child (Delete, or any delete of
 // the optional capabilities) removes it too, and then each directory above
-// it that is left empty, up to the first node made explicitly. So a
+// it that is left empty, up to the first node made explicitly; with it,
+// or, where an adapter says so, a bounded time after it unless the same
+// session creates in it again meanwhile (zkstore: its reclaim delay, a
+// second by default, which spares a name in constant use a directory's
+// create and delete per cycle). So a
 // per-entity lock ("/locks/order-123") leaves nothing behind once
 // unlocked. A node Create was asked to make is never removed implicitly,
 // empty or not, whatever is above or below it. Creating a directory that
@@ -66,10 +70,9 @@
 // clients cannot tell a container from a persistent node), and the session
 // that deletes a directory's last child deletes the directory, on
 // condition of its version, which fails harmlessly with ErrNotEmpty when a
-// contender came in; a session sends that delete right behind the node's
-// when it knows the directory for one Create made, and a directory's
-// create right before a node's when it removed that directory itself, so
-// neither costs a round trip. etcd keeps a marker key of the adapter's own beside
+// contender came in: after its reclaim delay unless it created in the
+// directory again, or, with no delay, at once, sending that delete right
+// behind the node's (no round trip more). etcd keeps a marker key of the adapter's own beside
 // each directory, and the transaction that deletes the last key below a
 // directory removes it with its marker and its front record (see
 // [FrontDeleter]).

@@ -156,6 +156,19 @@
 // TTL nodes need the server's extendedTypesEnabled, and an expired one is
 // deleted only by the server's container sweep (every minute by default).
 //
+// # Directories
+//
+// A parent Create makes is a container node holding a mark of corral's
+// own ("\x00corral:dir", which Get shows as no data): ZooKeeper's clients
+// cannot tell a container from a persistent node. The Store that deletes
+// the last node of such a directory removes it, and those above it left
+// empty, [DefaultReclaimDelay] later unless it created in it again
+// meanwhile, and Close removes those still due ([WithReclaimDelay]); the
+// server's container reaper takes those emptied by a session's end. A
+// sequential node's Seq starts again in a directory made again, so the
+// fencing token of a node is its directory's creation zxid plus its Seq
+// (store.Node.Fence), set by CreateAndList and Get.
+//
 // # go-zookeeper's lastZxid race
 //
 // go-zookeeper v1.0.4 writes the latest zxid it has seen from its receive
