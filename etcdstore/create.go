@@ -46,13 +46,12 @@ import (
 //
 // The create is one transaction: it checks that the node does not exist and
 // that its parent exists and is not attached to a lease, and puts the node;
-// when the parent is missing and the one above it exists with no lease (or
-// is the root), the same transaction makes the parent, as a persistent
-// empty key, and puts the node. When more ancestors are missing, a
-// transaction first checks that no ancestor is attached to a lease and
-// creates the missing ones, and the create is sent again. Each is one
-// attempt, given up after the attempt
-// timeout. When the outcome of a sequential create is unknown (its reply
+// when the parent is missing and no ancestor is attached to a lease, the
+// same transaction makes the missing ancestors, as persistent empty keys,
+// and puts the node. (For the deepest paths, or data over 256 KiB, that
+// would not fit one request: then a transaction of its own checks the
+// ancestors and makes the missing ones first, and the create is sent
+// again.) Each is one attempt, given up after the attempt timeout. When the outcome of a sequential create is unknown (its reply
 // was lost or did not come in time: ErrDisconnected), Create sends the same
 // transaction again with the same unique name until it gets an answer, ctx
 // ends or the session ends; the node it then finds under that name with
@@ -153,9 +152,9 @@ func (s *Store) create(ctx context.Context, p string, data []byte, mode store.Mo
 // send sends r's transaction, retrying as Create says, and returns its
 // result. ctx is the caller's, octx the call's (see begin).
 func (s *Store) send(ctx, octx context.Context, r *createReq) (store.Node, []store.Child, error) {
-	// The transaction makes a missing parent itself (see createReq); only
-	// when more ancestors are missing are they made first, by a
-	// transaction of their own.
+	// The transaction makes missing ancestors itself (see createReq);
+	// only when they are too many are they made first, by a transaction
+	// of their own.
 	// unknown is set once an attempt may have been applied without our
 	// seeing its reply.
 	name := r.name
@@ -342,8 +341,8 @@ func (s *Store) undo(r *createReq, inflight <-chan txnResult, unknown bool) {
 	}
 }
 
-// errNoParent says that a create's parent and grandparent are missing:
-// make them first.
+// errNoParent says that a create's parent is missing, and the create
+// cannot make it: make it first.
 var errNoParent = errors.New("etcdstore: parent missing")
 
 // errFenced says that a create's transaction was sent with an old fence
@@ -352,18 +351,16 @@ var errFenced = errors.New("etcdstore: create fence moved")
 
 // createReq is one create, sent as one transaction: if the node is absent,
 // the fence unmoved and the parent exists with no lease (below the root),
-// put the node. Else, nested, when the parent is missing but its own parent
-// (the grandparent) exists with no lease, or is the root: make the parent
-// as a directory (with its marker, see reclaim.go) and put the node; so a
-// name whose directory was reclaimed is made again in one round trip. Else
-// read the node, the fence, the parent and the grandparent, to tell
-// ErrNodeExists, a moved fence, ErrEphemeralParent and missing ancestors
-// apart. It lists the parent's subtree after the put when list is set.
-// Deeper missing ancestors are made first by makeParents, apart: the node's
-// data and all its ancestors in one request would not fit etcd's request
-// limit for the longest, deepest paths. For the same reason a node whose
-// data is over inlineMax, which the nested branch would send twice, never
-// makes its parent inline.
+// put the node. Else, nested, when the parent is missing and no ancestor is
+// attached to a lease: make every missing ancestor as a directory (with its
+// marker, see reclaim.go) and put the node; so a name whose directories
+// were reclaimed is made again in one round trip. Else read the node, the
+// fence and the parent, to tell ErrNodeExists, a moved fence and
+// ErrEphemeralParent apart. It lists the parent's subtree after the put
+// when list is set. The nested branch names every ancestor and the node's
+// data a second time: past inlineMax of data, or inlineDepth ancestors or
+// inlineBytes of their paths (etcd bounds a request's size and operations),
+// it is left out, and a missing parent is made first by makeParents, apart.
 type createReq struct {
 	name, parent string
 	data         []byte
@@ -379,23 +376,39 @@ type createReq struct {
 	fence, seenFence int64
 }
 
-// inlineMax is the most data a create sends twice, to make its parent
-// in the same transaction (see createReq).
-const inlineMax = 256 << 10
+// The bounds of a create that makes its missing ancestors itself (see
+// createReq).
+const (
+	inlineMax   = 256 << 10
+	inlineDepth = 32
+	inlineBytes = 64 << 10
+)
 
 // The Else branch of the transaction (the nested transaction's, when the
-// parent may be made inline): the node, the fence, then the parent (below
-// the root only), then the grandparent (below the root only), then the
-// listing (list only).
+// ancestors may be made inline): the node, the fence, then the parent
+// (below the root only), then the listing (list only).
 const (
 	elseNode = iota
 	elseFence
 	elseParent
-	elseGrand
 )
 
-// inline says whether r's transaction makes a missing parent itself.
-func (r *createReq) inline() bool { return r.parent != "/" && len(r.data) <= inlineMax }
+// inline returns the ancestors that r's transaction makes when they are
+// missing, outermost first, or nil when it makes none (see createReq).
+func (r *createReq) inline() []string {
+	if r.parent == "/" || len(r.data) > inlineMax {
+		return nil
+	}
+	as := ancestors(r.name)
+	size := 0
+	for _, a := range as {
+		size += len(a)
+	}
+	if len(as) > inlineDepth || size > inlineBytes {
+		return nil
+	}
+	return as
+}
 
 func (r *createReq) txn(s *Store) (cmps []clientv3.Cmp, then, els []clientv3.Op) {
 	absent := []clientv3.Cmp{
@@ -420,39 +433,38 @@ func (r *createReq) txn(s *Store) (cmps []clientv3.Cmp, then, els []clientv3.Op)
 		key, opts := windowRange(r.parent, 0, r.window)
 		then = append(then, clientv3.OpGet(key, opts...))
 	}
-	var mk []clientv3.Cmp
 	if r.parent != "/" {
 		cmps = append(cmps,
 			clientv3.Compare(clientv3.CreateRevision(r.parent), ">", 0),
 			clientv3.Compare(clientv3.LeaseValue(r.parent), "=", 0))
 		els = append(els, clientv3.OpGet(r.parent, clientv3.WithKeysOnly()))
-		mk = append(slices.Clip(absent), clientv3.Compare(clientv3.CreateRevision(r.parent), "=", 0))
-		if gp := store.Parent(r.parent); r.inline() && gp != "/" {
-			mk = append(mk,
-				clientv3.Compare(clientv3.CreateRevision(gp), ">", 0),
-				clientv3.Compare(clientv3.LeaseValue(gp), "=", 0))
-			els = append(els, clientv3.OpGet(gp, clientv3.WithKeysOnly()))
-		}
 	}
 	if r.list == listAll {
 		key, opts := listRange(r.parent)
 		els = append(els, clientv3.OpGet(key, opts...))
 	}
-	if !r.inline() {
+	as := r.inline()
+	if as == nil {
 		return cmps, then, els
 	}
 	// The nested branch is evaluated against the state before the
 	// transaction, as the outer compares are: it applies exactly when
-	// the outer one fails for a missing parent alone.
-	made := append([]clientv3.Op{clientv3.OpPut(r.parent, ""), clientv3.OpPut(s.dirKey(r.parent), "")}, then...)
-	return cmps, then, []clientv3.Op{clientv3.OpTxn(mk, made, els)}
+	// the outer one fails for a missing parent alone, and then makes
+	// the missing ancestors as makeParents does.
+	mk := append(slices.Clip(absent), clientv3.Compare(clientv3.CreateRevision(r.parent), "=", 0))
+	made := make([]clientv3.Op, 0, len(as)+len(then))
+	for _, a := range as {
+		mk = append(mk, clientv3.Compare(clientv3.LeaseValue(a), "=", 0))
+		made = append(made, s.makeDir(a))
+	}
+	return cmps, then, []clientv3.Op{clientv3.OpTxn(mk, append(made, then...), els)}
 }
 
 // result interprets the reply of r.txn. retried says that an earlier
 // attempt may have made the node.
 func (r *createReq) result(resp *clientv3.TxnResponse, retried bool) (store.Node, []store.Child, error) {
 	made, rs := resp.Succeeded, resp.Responses
-	if !made && r.inline() {
+	if !made && r.inline() != nil {
 		nested := rs[0].GetResponseTxn()
 		made, rs = nested.Succeeded, nested.Responses
 	}
@@ -488,22 +500,22 @@ func (r *createReq) result(resp *clientv3.TxnResponse, retried bool) (store.Node
 }
 
 // refused tells why r's transaction, whose Else branch read rs, made no
-// node though there is none: a moved fence, missing ancestors or an
-// ephemeral parent (or grandparent, when the parent is missing).
+// node though there is none: a moved fence, missing ancestors, or an
+// ancestor attached to a lease.
 func (r *createReq) refused(rs []*pb.ResponseOp) error {
 	var fence int64
 	if f := rs[elseFence].GetResponseRange().Kvs; len(f) > 0 {
 		fence = f[0].ModRevision
 	}
-	exists := func(i int) bool { return len(rs[i].GetResponseRange().Kvs) > 0 }
 	switch {
 	case fence != r.fence:
 		r.seenFence = fence
 		return errFenced
-	case r.parent == "/" || exists(elseParent):
-	case !r.inline() || store.Parent(r.parent) == "/" || !exists(elseGrand):
+	case r.parent != "/" && len(rs[elseParent].GetResponseRange().Kvs) == 0 && r.inline() == nil:
 		return errNoParent
 	}
+	// The parent is attached to a lease; or it is missing and the
+	// nested branch found an ancestor that is.
 	return fmt.Errorf("etcdstore: create %q: %w", r.name, store.ErrEphemeralParent)
 }
 

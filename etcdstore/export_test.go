@@ -47,3 +47,7 @@ func Classify(ctx context.Context, err error) error { return classify(ctx, err) 
 // MaxNest is the number of directories above a deleted node that its
 // delete's own transaction may remove.
 const MaxNest = maxNest
+
+// InlineDepth is the number of ancestors a create makes in its own
+// transaction.
+const InlineDepth = inlineDepth

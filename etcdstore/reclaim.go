@@ -30,10 +30,10 @@ import (
 // effort: one left behind is removed by the next one out of it. A node the
 // user created has no marker and is never removed.
 //
-// Create makes a missing parent in its own transaction (see createReq), so
-// a name used again after its directory went costs one round trip, as it
-// did when the directory stayed; makeParents makes deeper missing
-// ancestors, in a transaction of its own.
+// Create makes missing ancestors in its own transaction (see createReq), so
+// a name used again after its directories went costs one round trip, as it
+// did when they stayed; makeParents makes them, in a transaction of its
+// own, only for the deepest paths.
 //
 // A directory emptied by a session's end (its lease's keys expire) is not
 // removed then: no client sees it happen. It is removed by the next one

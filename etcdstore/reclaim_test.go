@@ -15,10 +15,10 @@ import (
 // cluster's revision, which every applied write transaction moves by one
 // and nothing else moves: a delete that empties a chain of directories made
 // implicitly removes them all in its own transaction, and a create whose
-// parent is missing (a name used again after its directory went) makes it
-// in its own transaction too. A deeper missing chain costs one transaction
-// more, and a chain longer than the delete's nesting bound goes with one
-// transaction per directory past it.
+// parent is missing (a name used again after its directories went) makes
+// the missing ones in its own transaction too. A chain longer than their
+// bounds costs one transaction more to make, and one per directory past
+// the delete's nesting bound to remove.
 func TestReclaimRoundTrips(t *testing.T) {
 	cluster := etcdserver.Start(t, 1)
 	st := open(t, etcdbackend.New(cluster))
@@ -69,12 +69,17 @@ func TestReclaimRoundTrips(t *testing.T) {
 		isGone("/r/lock")
 	}
 
-	// Two missing levels: makeParents first, then the create; one
-	// delete takes both.
+	// Two missing levels: both made by the create's transaction, and
+	// taken by one delete.
 	var n store.Node
-	writes("Create two levels down", 2, func() {
+	writes("Create two levels down", 1, func() {
 		n = must[store.Node](t)(st.Create(ctx, "/r/a/b/n-", nil, store.EphemeralSequential))
 	})
+	for _, d := range []string{"/r/a", "/r/a/b"} {
+		if got := must[store.Node](t)(st.Get(ctx, d)); got.Seq != n.Seq {
+			t.Errorf("Get(%q).Seq = %d; want %d, the node's: made by its transaction", d, got.Seq, n.Seq)
+		}
+	}
 	writes("Delete of the last node two levels down", 1, func() {
 		if err := st.Delete(ctx, n.Path); err != nil {
 			t.Fatal(err)
@@ -94,10 +99,13 @@ func TestReclaimRoundTrips(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// Past the nesting bound, one transaction per directory.
-	extra := 3
-	deep := "/r/d" + strings.Repeat("/d", etcdstore.MaxNest+extra-1)
-	n = must[store.Node](t)(st.Create(ctx, deep+"/n", nil, store.Persistent))
+	// Past the bounds, one transaction more to make the directories, and
+	// one per directory past the delete's nesting.
+	deep := "/r/d" + strings.Repeat("/d", etcdstore.InlineDepth)
+	extra := strings.Count(deep, "/") - 1 - etcdstore.MaxNest
+	writes("Create below a deep chain", 2, func() {
+		n = must[store.Node](t)(st.Create(ctx, deep+"/n", nil, store.Persistent))
+	})
 	writes("Delete of the last node of a deep chain", 1+int64(extra), func() {
 		if err := st.Delete(ctx, n.Path); err != nil {
 			t.Fatal(err)

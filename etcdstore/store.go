@@ -10,9 +10,9 @@
 //     attached to it; SessionID and Node.Owner are the lease ID (0: no
 //     lease).
 //   - The children of "/a" are the keys "/a/<name>" where name has no '/'.
-//     Create makes missing parents as persistent empty keys, the parent in
-//     the same transaction as the node (deeper ancestors in one before
-//     it); a key attached to a lease cannot be a parent.
+//     Create makes missing parents as persistent empty keys in the same
+//     transaction as the node (but for the deepest paths); a key attached
+//     to a lease cannot be a parent.
 //   - Node.Seq is the key's CreateRevision, for every node. So a contender
 //     written under the same prefix by etcd's own concurrency.Mutex or
 //     concurrency.Election, or by etcdctl lock, sorts correctly beside
