@@ -24,9 +24,8 @@ import (
 // compareToPath), so each level's emptiness check leaves out the subtree
 // being removed below it. Every check is in the server's transaction, so a
 // create racing with it either lands first (and the directory stays) or
-// finds the directory gone and makes it again. Past maxNest levels (or
-// nestBytes of paths: etcd bounds a request's operations and size), the
-// directories further up are removed by one transaction each, best
+// finds the directory gone and makes it again. Past maxNest levels (etcd
+// bounds a request's operations and size), the directories further up are removed by one transaction each, best
 // effort: one left behind is removed by the next one out of it. A node the
 // user created has no marker and is never removed.
 //
@@ -41,15 +40,13 @@ import (
 // such directories is bounded by the holds live when sessions died, not by
 // time.
 
-// The bounds of a delete's nested reclaiming: etcd refuses a transaction
+// maxNest bounds a delete's nested reclaiming: etcd refuses a transaction
 // with more than --max-txn-ops (128 by default) operations or compares at
 // any level, nested levels counting against their parent's budget (four
 // each here), and requests over --max-request-bytes (1.5 MiB by default),
-// where each level names its directory about ten times.
-const (
-	maxNest   = 16
-	nestBytes = 64 << 10
-)
+// where each level names its directory about ten times: 16 levels of
+// paths of MaxPathSize take about 640 KiB.
+const maxNest = 16
 
 // dirKey is the marker of the directory p, made implicitly.
 func (s *Store) dirKey(p string) string { return s.ownKeys + "dir" + p }
@@ -73,10 +70,8 @@ func (s *Store) makeDir(a string) clientv3.Op {
 // false for a child of the root, which is never removed: the caller runs
 // els itself.
 func (s *Store) reclaimOp(p string, els ...clientv3.Op) (op clientv3.Op, dirs []string, ok bool) {
-	size := 0
-	for d := store.Parent(p); d != "/" && len(dirs) < maxNest && size+len(d) <= nestBytes; d = store.Parent(d) {
+	for d := store.Parent(p); d != "/" && len(dirs) < maxNest; d = store.Parent(d) {
 		dirs = append(dirs, d)
-		size += len(d)
 	}
 	if len(dirs) == 0 {
 		return clientv3.Op{}, nil, false
