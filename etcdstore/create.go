@@ -5,8 +5,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
@@ -43,11 +45,13 @@ import (
 // session that was deleted with DeleteSeq (see Names in the package doc).
 //
 // The create is one transaction: it checks that the node does not exist and
-// that its parent exists and is not attached to a lease, and puts the node.
-// When the parent is missing, a second transaction checks that no ancestor
-// is attached to a lease, creates the missing ones as persistent empty keys
-// and puts the node. Each is one attempt, given up after the attempt
-// timeout. When the outcome of a sequential create is unknown (its reply
+// that its parent exists and is not attached to a lease, and puts the node;
+// when the parent is missing and no ancestor is attached to a lease, the
+// same transaction makes the missing ancestors, as persistent empty keys,
+// and puts the node. (For the deepest paths, or data over 256 KiB, that
+// would not fit one request: then a transaction of its own checks the
+// ancestors and makes the missing ones first, and the create is sent
+// again.) Each is one attempt, given up after the attempt timeout. When the outcome of a sequential create is unknown (its reply
 // was lost or did not come in time: ErrDisconnected), Create sends the same
 // transaction again with the same unique name until it gets an answer, ctx
 // ends or the session ends; the node it then finds under that name with
@@ -148,9 +152,9 @@ func (s *Store) create(ctx context.Context, p string, data []byte, mode store.Mo
 // send sends r's transaction, retrying as Create says, and returns its
 // result. ctx is the caller's, octx the call's (see begin).
 func (s *Store) send(ctx, octx context.Context, r *createReq) (store.Node, []store.Child, error) {
-	// The transaction assumes the parent exists, as it does for every
-	// create in a recipe's directory but the first; only when it does not
-	// are the missing ancestors made first, by a transaction of their own.
+	// The transaction makes missing ancestors itself (see createReq);
+	// only when they are too many are they made first, by a transaction
+	// of their own.
 	// unknown is set once an attempt may have been applied without our
 	// seeing its reply.
 	name := r.name
@@ -214,7 +218,7 @@ type txnResult struct {
 func (s *Store) attempt1(r *createReq) <-chan txnResult {
 	res := make(chan txnResult, 1)
 	r.fence = s.fenceRev()
-	cmps, then, els := r.txn(s.fenceKey)
+	cmps, then, els := r.txn(s)
 	started := s.goWatch(func() {
 		actx, cancel := context.WithTimeout(s.ctx, s.attempt)
 		defer cancel()
@@ -304,7 +308,7 @@ func (s *Store) undo(r *createReq, inflight <-chan txnResult, unknown bool) {
 	if cmps != nil {
 		cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(r.name+"/"), "=", 0).WithPrefix())
 		then = append(then, clientv3.OpDelete(r.name))
-		if op, ok := s.reclaimOp(r.name); ok {
+		if op, _, ok := s.reclaimOp(r.name); ok {
 			then = append(then, op)
 		}
 	}
@@ -337,7 +341,8 @@ func (s *Store) undo(r *createReq, inflight <-chan txnResult, unknown bool) {
 	}
 }
 
-// errNoParent says that a create's parent is missing: make it first.
+// errNoParent says that a create's parent is missing, and the create
+// cannot make it: make it first.
 var errNoParent = errors.New("etcdstore: parent missing")
 
 // errFenced says that a create's transaction was sent with an old fence
@@ -346,12 +351,16 @@ var errFenced = errors.New("etcdstore: create fence moved")
 
 // createReq is one create, sent as one transaction: if the node is absent,
 // the fence unmoved and the parent exists with no lease (below the root),
-// put the node; else read the node, the fence and the parent, to tell
-// ErrNodeExists, a moved fence, ErrEphemeralParent and a missing parent
-// apart. It lists the parent's subtree after the put when list is set. A
-// missing parent is made first by makeParents, apart: the node's data and
-// all its ancestors in one request would not fit etcd's request limit for
-// the longest, deepest paths.
+// put the node. Else, nested, when the parent is missing and no ancestor is
+// attached to a lease: make every missing ancestor as a directory (with its
+// marker, see reclaim.go) and put the node; so a name whose directories
+// were reclaimed is made again in one round trip. Else read the node, the
+// fence and the parent, to tell ErrNodeExists, a moved fence and
+// ErrEphemeralParent apart. It lists the parent's subtree after the put
+// when list is set. The nested branch names every ancestor and the node's
+// data a second time: past inlineMax of data, or inlineDepth ancestors or
+// inlineBytes of their paths (etcd bounds a request's size and operations),
+// it is left out, and a missing parent is made first by makeParents, apart.
 type createReq struct {
 	name, parent string
 	data         []byte
@@ -367,7 +376,16 @@ type createReq struct {
 	fence, seenFence int64
 }
 
-// The Else branch of the transaction: the node, the fence, then the parent
+// The bounds of a create that makes its missing ancestors itself (see
+// createReq).
+const (
+	inlineMax   = 256 << 10
+	inlineDepth = 32
+	inlineBytes = 64 << 10
+)
+
+// The Else branch of the transaction (the nested transaction's, when the
+// ancestors may be made inline): the node, the fence, then the parent
 // (below the root only), then the listing (list only).
 const (
 	elseNode = iota
@@ -375,17 +393,29 @@ const (
 	elseParent
 )
 
-func (r *createReq) txn(fenceKey string) (cmps []clientv3.Cmp, then, els []clientv3.Op) {
-	cmps = append(cmps,
-		clientv3.Compare(clientv3.CreateRevision(r.name), "=", 0),
-		clientv3.Compare(clientv3.ModRevision(fenceKey), "=", r.fence))
-	els = append(els, clientv3.OpGet(r.name), clientv3.OpGet(fenceKey, clientv3.WithKeysOnly()))
-	if r.parent != "/" {
-		cmps = append(cmps,
-			clientv3.Compare(clientv3.CreateRevision(r.parent), ">", 0),
-			clientv3.Compare(clientv3.LeaseValue(r.parent), "=", 0))
-		els = append(els, clientv3.OpGet(r.parent, clientv3.WithKeysOnly()))
+// inline returns the ancestors that r's transaction makes when they are
+// missing, outermost first, or nil when it makes none (see createReq).
+func (r *createReq) inline() []string {
+	if r.parent == "/" || len(r.data) > inlineMax {
+		return nil
 	}
+	as := ancestors(r.name)
+	size := 0
+	for _, a := range as {
+		size += len(a)
+	}
+	if len(as) > inlineDepth || size > inlineBytes {
+		return nil
+	}
+	return as
+}
+
+func (r *createReq) txn(s *Store) (cmps []clientv3.Cmp, then, els []clientv3.Op) {
+	absent := []clientv3.Cmp{
+		clientv3.Compare(clientv3.CreateRevision(r.name), "=", 0),
+		clientv3.Compare(clientv3.ModRevision(s.fenceKey), "=", r.fence)}
+	cmps = append(cmps, absent...)
+	els = append(els, clientv3.OpGet(r.name), clientv3.OpGet(s.fenceKey, clientv3.WithKeysOnly()))
 	if r.lease != 0 {
 		then = append(then, clientv3.OpPut(r.name, string(r.data), clientv3.WithLease(r.lease)))
 	} else {
@@ -395,7 +425,6 @@ func (r *createReq) txn(fenceKey string) (cmps []clientv3.Cmp, then, els []clien
 	case listAll:
 		key, opts := listRange(r.parent)
 		then = append(then, clientv3.OpGet(key, opts...))
-		els = append(els, clientv3.OpGet(key, opts...))
 	case listWindow:
 		// The new key has the highest CreateRevision of all: the
 		// window's first key. Its Else branch reads no window: a node
@@ -404,30 +433,48 @@ func (r *createReq) txn(fenceKey string) (cmps []clientv3.Cmp, then, els []clien
 		key, opts := windowRange(r.parent, 0, r.window)
 		then = append(then, clientv3.OpGet(key, opts...))
 	}
-	return cmps, then, els
+	if r.parent != "/" {
+		cmps = append(cmps,
+			clientv3.Compare(clientv3.CreateRevision(r.parent), ">", 0),
+			clientv3.Compare(clientv3.LeaseValue(r.parent), "=", 0))
+		els = append(els, clientv3.OpGet(r.parent, clientv3.WithKeysOnly()))
+	}
+	if r.list == listAll {
+		key, opts := listRange(r.parent)
+		els = append(els, clientv3.OpGet(key, opts...))
+	}
+	as := r.inline()
+	if as == nil {
+		return cmps, then, els
+	}
+	// The nested branch is evaluated against the state before the
+	// transaction, as the outer compares are: it applies exactly when
+	// the outer one fails for a missing parent alone, and then makes
+	// the missing ancestors as makeParents does.
+	mk := append(slices.Clip(absent), clientv3.Compare(clientv3.CreateRevision(r.parent), "=", 0))
+	made := make([]clientv3.Op, 0, len(as)+len(then))
+	for _, a := range as {
+		mk = append(mk, clientv3.Compare(clientv3.LeaseValue(a), "=", 0))
+		made = append(made, s.makeDir(a))
+	}
+	return cmps, then, []clientv3.Op{clientv3.OpTxn(mk, append(made, then...), els)}
 }
 
 // result interprets the reply of r.txn. retried says that an earlier
 // attempt may have made the node.
 func (r *createReq) result(resp *clientv3.TxnResponse, retried bool) (store.Node, []store.Child, error) {
+	made, rs := resp.Succeeded, resp.Responses
+	if !made && r.inline() != nil {
+		nested := rs[0].GetResponseTxn()
+		made, rs = nested.Succeeded, nested.Responses
+	}
 	var n store.Node
-	if resp.Succeeded {
+	if made {
 		n = store.Node{Path: r.name, Data: r.data, Seq: resp.Header.Revision, Owner: int64(r.lease)}
 	} else {
-		kvs := resp.Responses[elseNode].GetResponseRange().Kvs
+		kvs := rs[elseNode].GetResponseRange().Kvs
 		if len(kvs) == 0 {
-			var fence int64
-			if f := resp.Responses[elseFence].GetResponseRange().Kvs; len(f) > 0 {
-				fence = f[0].ModRevision
-			}
-			switch {
-			case fence != r.fence:
-				r.seenFence = fence
-				return store.Node{}, nil, errFenced
-			case r.parent != "/" && len(resp.Responses[elseParent].GetResponseRange().Kvs) == 0:
-				return store.Node{}, nil, errNoParent
-			}
-			return store.Node{}, nil, fmt.Errorf("etcdstore: create %q: %w", r.name, store.ErrEphemeralParent)
+			return store.Node{}, nil, r.refused(rs)
 		}
 		kv := kvs[0]
 		// Only a sequential name is ours alone; finding it after a lost
@@ -440,16 +487,36 @@ func (r *createReq) result(resp *clientv3.TxnResponse, retried bool) (store.Node
 	}
 	switch {
 	case r.list == listAll:
-		listResp := resp.Responses[len(resp.Responses)-1].GetResponseRange()
+		listResp := rs[len(rs)-1].GetResponseRange()
 		_, kids := children(r.parent, listResp.Kvs)
 		return n, kids, nil
-	case r.list == listWindow && resp.Succeeded:
-		listResp := resp.Responses[len(resp.Responses)-1].GetResponseRange()
+	case r.list == listWindow && made:
+		listResp := rs[len(rs)-1].GetResponseRange()
 		kids, complete := window(r.parent, listResp, r.window)
 		r.complete = complete
 		return n, kids, nil
 	}
 	return n, nil, nil
+}
+
+// refused tells why r's transaction, whose Else branch read rs, made no
+// node though there is none: a moved fence, missing ancestors, or an
+// ancestor attached to a lease.
+func (r *createReq) refused(rs []*pb.ResponseOp) error {
+	var fence int64
+	if f := rs[elseFence].GetResponseRange().Kvs; len(f) > 0 {
+		fence = f[0].ModRevision
+	}
+	switch {
+	case fence != r.fence:
+		r.seenFence = fence
+		return errFenced
+	case r.parent != "/" && len(rs[elseParent].GetResponseRange().Kvs) == 0 && r.inline() == nil:
+		return errNoParent
+	}
+	// The parent is attached to a lease; or it is missing and the
+	// nested branch found an ancestor that is.
+	return fmt.Errorf("etcdstore: create %q: %w", r.name, store.ErrEphemeralParent)
 }
 
 // ancestors returns the ancestors of p below the root, outermost first.
@@ -464,8 +531,9 @@ func ancestors(p string) []string {
 }
 
 // makeParents makes the missing ancestors of name as persistent empty keys,
-// each marked as made implicitly (see reclaim.go), in one transaction (one attempt) that checks that none of them is attached
-// to a lease: ErrEphemeralParent if one is.
+// each marked as made implicitly (see reclaim.go), in one transaction (one
+// attempt) that checks that none of them is attached to a lease:
+// ErrEphemeralParent if one is.
 func (s *Store) makeParents(ctx context.Context, name string) error {
 	as := ancestors(name)
 	var cmps []clientv3.Cmp

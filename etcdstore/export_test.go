@@ -35,7 +35,7 @@ func StaleCreate(s *Store, name string, data []byte, mode store.Mode) func(conte
 		r.lease = s.lease
 	}
 	r.fence = s.fenceRev()
-	cmps, then, els := r.txn(s.fenceKey)
+	cmps, then, els := r.txn(s)
 	return func(ctx context.Context) (*clientv3.TxnResponse, error) {
 		return s.kv.Txn(ctx).If(cmps...).Then(then...).Else(els...).Commit()
 	}
@@ -43,3 +43,11 @@ func StaleCreate(s *Store, name string, data []byte, mode store.Mode) func(conte
 
 // Classify is the sentinel mapping of every etcd client error.
 func Classify(ctx context.Context, err error) error { return classify(ctx, err) }
+
+// MaxNest is the number of directories above a deleted node that its
+// delete's own transaction may remove.
+const MaxNest = maxNest
+
+// InlineDepth is the number of ancestors a create makes in its own
+// transaction.
+const InlineDepth = inlineDepth

@@ -173,7 +173,8 @@ func (s *Store) GetDelete(ctx context.Context, p string) (store.Node, error) {
 	}
 	defer done()
 	then := []clientv3.Op{clientv3.OpDelete(p, clientv3.WithPrevKV()), clientv3.OpDelete(s.dirKey(p)), clientv3.OpDelete(s.frontOf(p))}
-	if op, ok := s.reclaimOp(p); ok {
+	op, dirs, ok := s.reclaimOp(p)
+	if ok {
 		then = append(then, op)
 	}
 	resp, err := do(s, ctx, func(ctx context.Context) (*clientv3.TxnResponse, error) {
@@ -186,8 +187,8 @@ func (s *Store) GetDelete(ctx context.Context, p string) (store.Node, error) {
 	if err != nil {
 		return store.Node{}, s.fail(ctx, "delete", p, err)
 	}
-	if resp.Succeeded && len(resp.Responses) > 3 && reclaimed(resp.Responses[3].GetResponseTxn()) {
-		s.reclaimAbove(ctx, store.Parent(p))
+	if resp.Succeeded && ok {
+		s.reclaimed(ctx, resp.Responses[3].GetResponseTxn(), dirs)
 	}
 	if resp.Succeeded {
 		dr := resp.Responses[0].GetResponseDeleteRange()

@@ -11,24 +11,42 @@ import (
 
 // Directories made implicitly, and taken back.
 //
-// A parent that Create makes (makeParents) is a key like any other, plus a
-// marker key of the adapter's own (dirKey) that says the library made it.
-// A delete that empties such a directory deletes it in the same
-// transaction, with its marker and its front record (see DeleteFront): a
-// nested transaction that checks that the marker is there and that no key
-// but the deleted one lies below the directory. Every check is in the
-// server's transaction, so a create racing with it either lands first (and
-// the directory stays) or finds the directory gone and makes it again. A
-// directory above one so removed is removed in turn, by one transaction of
-// the same checks each, best effort: one left behind is removed by the
-// next one out of it. A node the user created has no marker and is never
-// removed.
+// A parent that Create makes is a key like any other, plus a marker key of
+// the adapter's own (dirKey) that says the library made it. A delete that
+// empties such a directory deletes it in the same transaction, with its
+// marker and its front record (see DeleteFront): a nested transaction that
+// checks that the marker is there and that no key but the deleted one lies
+// below the directory. Nested in that one, a transaction of the same
+// checks does the same for the directory above, and so on up to the first
+// node made explicitly: the whole chain goes in the delete's one round
+// trip. etcd evaluates every compare of a transaction, nested ones
+// included, against the state before any of its operations (the server's
+// compareToPath), so each level's emptiness check leaves out the subtree
+// being removed below it. Every check is in the server's transaction, so a
+// create racing with it either lands first (and the directory stays) or
+// finds the directory gone and makes it again. Past maxNest levels (etcd
+// bounds a request's operations and size), the directories further up are removed by one transaction each, best
+// effort: one left behind is removed by the next one out of it. A node the
+// user created has no marker and is never removed.
+//
+// Create makes missing ancestors in its own transaction (see createReq), so
+// a name used again after its directories went costs one round trip, as it
+// did when they stayed; makeParents makes them, in a transaction of its
+// own, only for the deepest paths.
 //
 // A directory emptied by a session's end (its lease's keys expire) is not
 // removed then: no client sees it happen. It is removed by the next one
 // out of it, when a contender comes back to the same name; the number of
 // such directories is bounded by the holds live when sessions died, not by
 // time.
+
+// maxNest bounds a delete's nested reclaiming: etcd refuses a transaction
+// with more than --max-txn-ops (128 by default) operations or compares at
+// any level, nested levels counting against their parent's budget (four
+// each here), and requests over --max-request-bytes (1.5 MiB by default),
+// where each level names its directory about ten times: 16 levels of
+// paths of MaxPathSize take about 640 KiB.
+const maxNest = 16
 
 // dirKey is the marker of the directory p, made implicitly.
 func (s *Store) dirKey(p string) string { return s.ownKeys + "dir" + p }
@@ -46,38 +64,94 @@ func (s *Store) makeDir(a string) clientv3.Op {
 
 // reclaimOp returns the nested transaction that removes p's parent when it
 // was made implicitly and p, deleted in the same transaction, was the last
-// key below it; otherwise it runs els. ok is false for a child of the root,
-// which is never removed: the caller runs els itself.
-func (s *Store) reclaimOp(p string, els ...clientv3.Op) (op clientv3.Op, ok bool) {
-	dir := store.Parent(p)
-	if dir == "/" {
-		return clientv3.Op{}, false
+// key below it, and, nested in it, each directory above that this leaves
+// empty, up to the bounds above; when the parent stays, it runs els
+// instead. dirs are the directories it may remove, innermost first. ok is
+// false for a child of the root, which is never removed: the caller runs
+// els itself.
+func (s *Store) reclaimOp(p string, els ...clientv3.Op) (op clientv3.Op, dirs []string, ok bool) {
+	for d := store.Parent(p); d != "/" && len(dirs) < maxNest; d = store.Parent(d) {
+		dirs = append(dirs, d)
 	}
-	end := clientv3.GetPrefixRangeEnd(dir + "/")
-	cmps := []clientv3.Cmp{
-		clientv3.Compare(clientv3.CreateRevision(s.dirKey(dir)), ">", 0),
-		clientv3.Compare(clientv3.CreateRevision(dir+"/"), "=", 0).WithRange(p),
-		clientv3.Compare(clientv3.CreateRevision(p+"\x00"), "=", 0).WithRange(end),
+	if len(dirs) == 0 {
+		return clientv3.Op{}, nil, false
 	}
-	then := []clientv3.Op{clientv3.OpDelete(dir), clientv3.OpDelete(s.dirKey(dir)), clientv3.OpDelete(s.frontOf(dir))}
-	return clientv3.OpTxn(cmps, then, els), true
+	var inner []clientv3.Op
+	for i := len(dirs) - 1; i >= 0; i-- {
+		below := p
+		if i > 0 {
+			below = dirs[i-1]
+		}
+		var e []clientv3.Op
+		if i == 0 {
+			e = els
+		}
+		inner = []clientv3.Op{clientv3.OpTxn(s.emptyBut(dirs[i], below), append(s.dropDir(dirs[i]), inner...), e)}
+	}
+	return inner[0], dirs, true
 }
 
-// reclaimed reports whether the reply r of a reclaimOp removed the
-// directory.
-func reclaimed(r *pb.TxnResponse) bool { return r != nil && r.Succeeded }
+// emptyBut is the check that dir was made implicitly and holds nothing
+// but below (its child) and below's subtree: the keys of dir's subtree
+// before below, between below and its subtree ("below-x" and the like)
+// and after below's subtree. The marker comes first: etcd stops at the
+// first compare that fails, so a directory made explicitly costs one
+// point read, whatever it holds.
+func (s *Store) emptyBut(dir, below string) []clientv3.Cmp {
+	none := func(from, to string) clientv3.Cmp {
+		return clientv3.Compare(clientv3.CreateRevision(from), "=", 0).WithRange(to)
+	}
+	return []clientv3.Cmp{
+		clientv3.Compare(clientv3.CreateRevision(s.dirKey(dir)), ">", 0),
+		none(dir+"/", below),
+		none(below+"\x00", below+"/"),
+		none(below+"0", clientv3.GetPrefixRangeEnd(dir+"/")),
+	}
+}
+
+// dropDir deletes the directory dir with its marker and front record.
+func (s *Store) dropDir(dir string) []clientv3.Op {
+	return []clientv3.Op{clientv3.OpDelete(dir), clientv3.OpDelete(s.dirKey(dir)), clientv3.OpDelete(s.frontOf(dir))}
+}
+
+// reclaimedTo returns the outermost of dirs that the reply r of a
+// reclaimOp removed, or "" if it removed none.
+func reclaimedTo(r *pb.TxnResponse, dirs []string) string {
+	last := ""
+	for _, d := range dirs {
+		if r == nil || !r.Succeeded {
+			break
+		}
+		last = d
+		// The transaction of the level above follows dropDir's deletes.
+		if len(r.Responses) <= 3 {
+			break
+		}
+		r = r.Responses[3].GetResponseTxn()
+	}
+	return last
+}
+
+// reclaimed finishes what the reply r of reclaimOp(p) began: when it
+// removed the outermost directory it may remove, those above it that are
+// left empty are removed in turn.
+func (s *Store) reclaimed(ctx context.Context, r *pb.TxnResponse, dirs []string) {
+	if top := reclaimedTo(r, dirs); top != "" && top == dirs[len(dirs)-1] {
+		s.reclaimAbove(ctx, top)
+	}
+}
 
 // reclaimAbove removes dir's implicit ancestors that are left empty, from
 // the innermost, after dir itself was removed; each check and delete is
-// one transaction, as in reclaimOp. It stops at the first that stays, or
-// on any error: one left behind is removed by the next one out of it.
+// one transaction. It stops at the first that stays, or on any error: one
+// left behind is removed by the next one out of it.
 func (s *Store) reclaimAbove(ctx context.Context, dir string) {
 	for p := store.Parent(dir); p != "/"; p = store.Parent(p) {
 		actx, cancel := context.WithTimeout(ctx, s.attempt)
 		resp, err := s.kv.Txn(actx).If(
 			clientv3.Compare(clientv3.CreateRevision(s.dirKey(p)), ">", 0),
 			clientv3.Compare(clientv3.CreateRevision(p+"/"), "=", 0).WithPrefix(),
-		).Then(clientv3.OpDelete(p), clientv3.OpDelete(s.dirKey(p)), clientv3.OpDelete(s.frontOf(p))).Commit()
+		).Then(s.dropDir(p)...).Commit()
 		cancel()
 		if err != nil || !resp.Succeeded {
 			return

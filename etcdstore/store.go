@@ -11,7 +11,8 @@
 //     lease).
 //   - The children of "/a" are the keys "/a/<name>" where name has no '/'.
 //     Create makes missing parents as persistent empty keys in the same
-//     transaction as the node; a key attached to a lease cannot be a parent.
+//     transaction as the node (but for the deepest paths); a key attached
+//     to a lease cannot be a parent.
 //   - Node.Seq is the key's CreateRevision, for every node. So a contender
 //     written under the same prefix by etcd's own concurrency.Mutex or
 //     concurrency.Election, or by etcdctl lock, sorts correctly beside
@@ -950,8 +951,9 @@ func (s *Store) delete(ctx context.Context, p string, seq int64, how int) error 
 		rec = append(rec, clientv3.OpPut(s.frontKey(p), strconv.FormatInt(seq, 10), clientv3.WithLease(s.lease)))
 	}
 	// A directory deleted by name takes its marker and record along.
-	then := []clientv3.Op{clientv3.OpDelete(p), clientv3.OpDelete(s.dirKey(p)), clientv3.OpDelete(s.frontOf(p))}
-	if op, ok := s.reclaimOp(p, rec...); ok {
+	then := s.dropDir(p)
+	op, dirs, ok := s.reclaimOp(p, rec...)
+	if ok {
 		then = append(then, op)
 	} else {
 		then = append(then, rec...)
@@ -959,8 +961,8 @@ func (s *Store) delete(ctx context.Context, p string, seq int64, how int) error 
 	resp, err := do(s, ctx, func(ctx context.Context) (*clientv3.TxnResponse, error) {
 		return s.kv.Txn(ctx).If(cmps...).Then(then...).Else(clientv3.OpGet(p, clientv3.WithKeysOnly())).Commit()
 	})
-	if err == nil && resp.Succeeded && len(resp.Responses) > 3 && reclaimed(resp.Responses[3].GetResponseTxn()) {
-		s.reclaimAbove(ctx, store.Parent(p))
+	if err == nil && resp.Succeeded && ok {
+		s.reclaimed(ctx, resp.Responses[3].GetResponseTxn(), dirs)
 	}
 	// A name whose node is gone is free again (see names) when the node is
 	// known to be the one this session made; a delete by name cannot tell

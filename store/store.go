@@ -72,15 +72,18 @@
 // condition of its version, which fails harmlessly with ErrNotEmpty when a
 // contender came in: after its reclaim delay unless it created in the
 // directory again, or, with no delay, at once, sending that delete right
-// behind the node's (no round trip more). etcd keeps a marker key of the adapter's own beside
-// each directory, and the transaction that deletes the last key below a
-// directory removes it with its marker and its front record (see
-// [FrontDeleter]).
+// behind the node's (no round trip more). etcd keeps a marker key of the
+// adapter's own beside each directory; the transaction that deletes the
+// last key below a directory removes it with its marker and its front
+// record (see [FrontDeleter]), and every directory above that this
+// empties, and the transaction of a create makes the missing directories
+// itself: on etcd a directory costs no request of its own.
 //
 // A directory that many short-lived names share (a service's "/locks")
 // comes and goes with them when Create made it: each time it empties, it
 // is removed, and the next name makes it again, a few requests more per
-// cycle, and on etcd a check of its emptiness that reads the directory's
+// cycle on ZooKeeper, and on etcd more work for the server in the same
+// requests, with a check of its emptiness that reads the directory's
 // history since the last compaction. Create such a directory explicitly
 // once, and only each name's own directory comes and goes.
 //

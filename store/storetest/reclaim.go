@@ -228,3 +228,44 @@ func (s *suite) reclaimWatch(t *testing.T) {
 		}
 	}
 }
+
+// reclaimSiblings: a directory emptied of one child's subtree stays while
+// it holds anything else, whatever its name: siblings whose names continue
+// the emptied child's ("r.x", "q0") keep it, level after level.
+func (s *suite) reclaimSiblings(t *testing.T) {
+	st := s.open(t)
+	ctx, dir := ctxFor(t), ns(t)
+	req(t).node(st.Create(ctx, dir, nil, store.Persistent))
+	n := req(t).node(st.Create(ctx, dir+"/p/q/r/n-", nil, store.EphemeralSequential))
+	req(t).node(st.Create(ctx, dir+"/p/q/r.x", nil, store.Persistent))
+	req(t).node(st.Create(ctx, dir+"/p/q0", nil, store.Persistent))
+	req(t).ok(st.Delete(ctx, n.Path))
+	s.gone(ctx, t, st, dir+"/p/q/r")
+	req(t).node(st.Get(ctx, dir+"/p/q"))
+	req(t).ok(st.Delete(ctx, dir+"/p/q/r.x"))
+	s.gone(ctx, t, st, dir+"/p/q")
+	req(t).node(st.Get(ctx, dir+"/p"))
+	req(t).ok(st.Delete(ctx, dir+"/p/q0"))
+	s.gone(ctx, t, st, dir+"/p")
+	req(t).node(st.Get(ctx, dir))
+}
+
+// reclaimReuse: a name used again after its directory went (a lock
+// locked and unlocked over and over) makes the directory again, as
+// implicit as the first time, at one level as at two.
+func (s *suite) reclaimReuse(t *testing.T) {
+	st := s.open(t)
+	ctx, dir := ctxFor(t), ns(t)
+	req(t).node(st.Create(ctx, dir, nil, store.Persistent))
+	for _, p := range []string{dir + "/one/n-", dir + "/two/d/n-"} {
+		for i := range 3 {
+			n := req(t).node(st.Create(ctx, p, nil, store.EphemeralSequential))
+			if kids := req(t).kids(st.Children(ctx, store.Parent(n.Path))); len(kids) != 1 || kids[0].Name != n.Name() {
+				t.Errorf("round %d: Children(%q) = %v; want only %q", i, store.Parent(n.Path), kids, n.Name())
+			}
+			req(t).ok(st.Delete(ctx, n.Path))
+			s.gone(ctx, t, st, dir+"/one", dir+"/two")
+		}
+	}
+	req(t).node(st.Get(ctx, dir))
+}

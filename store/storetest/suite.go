@@ -37,6 +37,8 @@ func Run(t *testing.T, b Backend) {
 		{"ReclaimedOnSessionEnd", s.reclaimedOnSessionEnd},
 		{"ReclaimRace", s.reclaimRace},
 		{"ReclaimWatch", s.reclaimWatch},
+		{"ReclaimSiblings", s.reclaimSiblings},
+		{"ReclaimReuse", s.reclaimReuse},
 		{"Root", s.root},
 		{"EphemeralParent", s.ephemeralParent},
 		{"SetVersion", s.setVersion},
@@ -331,6 +333,11 @@ func (s *suite) ephemeralParent(t *testing.T) {
 	wantErr(t, "Create(child of ephemeral)", err, store.ErrEphemeralParent)
 	_, err = st.Create(ctx, dir+"/e/child-", nil, store.EphemeralSequential)
 	wantErr(t, "Create(sequential child of ephemeral)", err, store.ErrEphemeralParent)
+	// Below a missing parent too, and the parent is not made.
+	_, err = st.Create(ctx, dir+"/e/d/child-", nil, store.EphemeralSequential)
+	wantErr(t, "Create(grandchild of ephemeral)", err, store.ErrEphemeralParent)
+	_, err = st.Get(ctx, dir+"/e/d")
+	wantErr(t, "Get(parent below ephemeral)", err, store.ErrNoNode)
 }
 
 func (s *suite) setVersion(t *testing.T) {

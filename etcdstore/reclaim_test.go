@@ -1,0 +1,118 @@
+package etcdstore_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/corral-go/corral/etcdstore"
+	"github.com/corral-go/corral/internal/testing/etcdbackend"
+	"github.com/corral-go/corral/internal/testing/etcdserver"
+	"github.com/corral-go/corral/store"
+)
+
+// TestReclaimRoundTrips pins what reclaiming costs on etcd, by the
+// cluster's revision, which every applied write transaction moves by one
+// and nothing else moves: a delete that empties a chain of directories made
+// implicitly removes them all in its own transaction, and a create whose
+// parent is missing (a name used again after its directories went) makes
+// the missing ones in its own transaction too. A chain longer than their
+// bounds costs one transaction more to make, and one per directory past
+// the delete's nesting bound to remove.
+func TestReclaimRoundTrips(t *testing.T) {
+	cluster := etcdserver.Start(t, 1)
+	st := open(t, etcdbackend.New(cluster))
+	cli := cluster.Client(t)
+	ctx := ctxFor(t)
+	rev := func() int64 {
+		t.Helper()
+		resp, err := cli.Get(ctx, "\x00probe")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.Header.Revision
+	}
+	// writes runs f and checks that it applied want write transactions.
+	writes := func(what string, want int64, f func()) {
+		t.Helper()
+		before := rev()
+		f()
+		if got := rev() - before; got != want {
+			t.Errorf("%s: %d write transactions; want %d", what, got, want)
+		}
+	}
+	isGone := func(paths ...string) {
+		t.Helper()
+		for _, p := range paths {
+			if _, err := st.Get(ctx, p); !errors.Is(err, store.ErrNoNode) {
+				t.Errorf("Get(%q) = %v; want ErrNoNode", p, err)
+			}
+		}
+	}
+	must[store.Node](t)(st.Create(ctx, "/r", nil, store.Persistent))
+
+	// A name used over and over: its directory goes with each Unlock and
+	// comes back with the next Lock's create, in the same transaction.
+	for i := range 3 {
+		var n store.Node
+		writes("Create in a reclaimed directory", 1, func() {
+			n = must[store.Node](t)(st.Create(ctx, "/r/lock/n-", nil, store.EphemeralSequential))
+		})
+		if d := must[store.Node](t)(st.Get(ctx, "/r/lock")); d.Seq != n.Seq {
+			t.Errorf("round %d: directory Seq %d, node Seq %d; want the directory made by the node's transaction", i, d.Seq, n.Seq)
+		}
+		writes("DeleteSeq of the last node", 1, func() {
+			if err := st.DeleteSeq(ctx, n.Path, n.Seq); err != nil {
+				t.Fatal(err)
+			}
+		})
+		isGone("/r/lock")
+	}
+
+	// Two missing levels: both made by the create's transaction, and
+	// taken by one delete.
+	var n store.Node
+	writes("Create two levels down", 1, func() {
+		n = must[store.Node](t)(st.Create(ctx, "/r/a/b/n-", nil, store.EphemeralSequential))
+	})
+	for _, d := range []string{"/r/a", "/r/a/b"} {
+		if got := must[store.Node](t)(st.Get(ctx, d)); got.Seq != n.Seq {
+			t.Errorf("Get(%q).Seq = %d; want %d, the node's: made by its transaction", d, got.Seq, n.Seq)
+		}
+	}
+	writes("Delete of the last node two levels down", 1, func() {
+		if err := st.Delete(ctx, n.Path); err != nil {
+			t.Fatal(err)
+		}
+	})
+	isGone("/r/a/b", "/r/a")
+
+	// A grandparent attached to a lease: nothing is written.
+	must[store.Node](t)(st.Create(ctx, "/r/e", nil, store.Ephemeral))
+	writes("Create below an ephemeral grandparent", 0, func() {
+		_, err := st.Create(ctx, "/r/e/d/n", nil, store.Persistent)
+		if !errors.Is(err, store.ErrEphemeralParent) {
+			t.Errorf("Create(/r/e/d/n) = %v; want ErrEphemeralParent", err)
+		}
+	})
+	if err := st.Delete(ctx, "/r/e"); err != nil {
+		t.Fatal(err)
+	}
+
+	// Past the bounds, one transaction more to make the directories, and
+	// one per directory past the delete's nesting.
+	deep := "/r/d" + strings.Repeat("/d", etcdstore.InlineDepth)
+	extra := strings.Count(deep, "/") - 1 - etcdstore.MaxNest
+	writes("Create below a deep chain", 2, func() {
+		n = must[store.Node](t)(st.Create(ctx, deep+"/n", nil, store.Persistent))
+	})
+	writes("Delete of the last node of a deep chain", 1+int64(extra), func() {
+		if err := st.Delete(ctx, n.Path); err != nil {
+			t.Fatal(err)
+		}
+	})
+	isGone("/r/d")
+	if kids := must[[]store.Child](t)(st.Children(ctx, "/r")); len(kids) != 0 {
+		t.Errorf("Children(/r) = %v; want none", kids)
+	}
+}
