@@ -46,7 +46,7 @@ func (s *Store) CreateBatch(ctx context.Context, parent string, batch []store.Ba
 // createMany sends the multi, making parent first when it is missing, and
 // returns the paths made.
 func (s *Store) createMany(parent string, paths []string, data [][]byte, flags int32) ([]string, error) {
-	s.keep(parent)
+	s.later.Keep(parent)
 	for attempt := 0; ; attempt++ {
 		res, err := s.conn.CreateMany(paths, data, flags, s.acl)
 		if err == nil {

@@ -81,7 +81,7 @@ var errAbandoned = errors.New("zkstore: create abandoned before it was made")
 // the caller has not left.
 func (s *Store) create(left <-chan struct{}, path string, data []byte, flags int32, guid string) (string, error) {
 	parent := store.Parent(path)
-	s.keep(parent)
+	s.later.Keep(parent)
 	for attempt := 0; ; attempt++ {
 		var made func()
 		if attempt == 0 && s.dirs.get(parent) == dirRemoved {
@@ -229,7 +229,7 @@ func (s *Store) undoCreate(target string, mode store.Mode, created string, err e
 		}
 		err := s.conn.Delete(path, 0)
 		if err == nil {
-			s.emptied(store.Parent(path))
+			s.later.Emptied(store.Parent(path))
 		}
 		if !isConnErr(err) || errors.Is(err, zk.ErrClosing) {
 			return // deleted, gone already (a retry may find its own work done), changed, or closing

@@ -61,7 +61,7 @@ func (s *Store) CreateIf(ctx context.Context, path string, data []byte, mode sto
 // createIf sends the multi, making the parents of path when they are
 // missing.
 func (s *Store) createIf(path string, data []byte, flags int32, guard string) (string, error) {
-	s.keep(store.Parent(path))
+	s.later.Keep(store.Parent(path))
 	for attempt := 0; ; attempt++ {
 		res, err := s.conn.CreateIfExists(guard, path, data, flags, s.acl)
 		switch {

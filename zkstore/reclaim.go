@@ -10,6 +10,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/corral-go/corral/internal/reclaim"
 	"github.com/corral-go/corral/store"
 )
 
@@ -26,7 +27,7 @@ import (
 // cycles a second of an uncontended lock (measured: 1,250 against 600 on
 // the 2-core machine). So a Store notes each directory it emptied and
 // removes it once [WithReclaimDelay] has passed without this Store
-// creating in it again (reclaimLater): a name in use keeps its directory
+// creating in it again (internal/reclaim): a name in use keeps its directory
 // and pays nothing; one no longer used pays one delete, off its caller's
 // path. Close removes what is still due before the session ends.
 //
@@ -51,7 +52,7 @@ import (
 // DefaultReclaimDelay is how long, by default, a Store keeps a directory
 // Create made after it deleted the last node in it (see
 // [WithReclaimDelay]).
-const DefaultReclaimDelay = time.Second
+const DefaultReclaimDelay = reclaim.DefaultDelay
 
 // WithReclaimDelay sets how long a Store keeps a directory Create made
 // (see Parents in package store) after it deleted the last node in it: a
@@ -70,122 +71,14 @@ func WithReclaimDelay(d time.Duration) Option {
 	}
 }
 
-// later is what a Store holds of the directories it emptied, until each
-// one's delay is up.
-type later struct {
-	mu      sync.Mutex
-	due     map[string]time.Time
-	timer   *time.Timer // armed while due is not empty
-	stopped bool        // Close took what was due
-}
-
 // maxFlush bounds how long Close spends removing the directories still
 // due: they are the server's reaper's after that.
 const maxFlush = time.Second
 
-// emptied is told that this Store deleted a node in dir: its directory
-// goes now or after the delay.
-func (s *Store) emptied(dir string) {
-	if dir == "/" {
-		return
-	}
-	if s.delay == 0 {
-		s.reclaim(dir)
-		return
-	}
-	l := &s.later
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.stopped {
-		return
-	}
-	if l.due == nil {
-		l.due = make(map[string]time.Time)
-	}
-	l.due[dir] = time.Now().Add(s.delay)
-	if l.timer == nil {
-		l.timer = time.AfterFunc(s.delay, s.reclaimDue)
-	}
-}
-
-// keep is told that this Store creates in dir: it is no longer due.
-func (s *Store) keep(dir string) {
-	if s.delay == 0 {
-		return
-	}
-	l := &s.later
-	l.mu.Lock()
-	delete(l.due, dir)
-	l.mu.Unlock()
-}
-
-// reclaimDue removes the directories whose delay is up, and arms the timer
-// for the rest, no sooner than a quarter of the delay: a directory waits
-// at most a quarter more than the delay, and the timer fires at most four
-// times per delay however many are due.
-func (s *Store) reclaimDue() {
-	now := time.Now()
-	var dirs []string
-	l := &s.later
-	l.mu.Lock()
-	if l.stopped {
-		l.mu.Unlock()
-		return
-	}
-	var next time.Time
-	for dir, at := range l.due {
-		switch {
-		case !at.After(now):
-			dirs = append(dirs, dir)
-			delete(l.due, dir)
-		case next.IsZero() || at.Before(next):
-			next = at
-		}
-	}
-	l.timer = nil
-	if !next.IsZero() {
-		l.timer = time.AfterFunc(max(next.Sub(now), s.delay/4), s.reclaimDue)
-	}
-	l.mu.Unlock()
-	s.reclaimAll(dirs)
-}
-
-// flushLater removes, within maxFlush, the directories still due; called
-// by Close while the session lives. Those not removed by then are left to
-// the server's reaper.
-func (s *Store) flushLater() {
-	l := &s.later
-	l.mu.Lock()
-	l.stopped = true
-	if l.timer != nil {
-		l.timer.Stop()
-	}
-	dirs := make([]string, 0, len(l.due))
-	for dir := range l.due {
-		dirs = append(dirs, dir)
-	}
-	l.due = nil
-	l.mu.Unlock()
-	if len(dirs) == 0 {
-		return
-	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		s.reclaimAll(dirs)
-	}()
-	t := time.NewTimer(maxFlush)
-	defer t.Stop()
-	select {
-	case <-done:
-	case <-t.C: // the session's end fails what is left, and Close waits for it
-	}
-}
-
 // reclaimAll reclaims dirs, a few at a time, as calls of the session: Close
 // waits for them, and none starts after the session ended.
 func (s *Store) reclaimAll(dirs []string) {
-	if len(dirs) == 0 || s.begin() != nil {
+	if s.begin() != nil {
 		return
 	}
 	defer s.calls.Done()
@@ -287,15 +180,15 @@ func (s *Store) learn(p string, dataLen, version int32) {
 }
 
 // deleteNode deletes the node at path, and its directory when it was the
-// last node there (see emptied). With no reclaim delay and a directory this
+// last node there (s.later). With no reclaim delay and a directory this
 // Store knows as its own, the directory's delete goes out right behind the
 // node's; other directories are examined after the node's delete.
 func (s *Store) deleteNode(path string) error {
 	dir := store.Parent(path)
-	if dir == "/" || s.delay > 0 || s.dirs.get(dir) != dirOurs {
+	if dir == "/" || s.later.Delay > 0 || s.dirs.get(dir) != dirOurs {
 		err := s.conn.Delete(path, -1)
-		if err == nil {
-			s.emptied(dir)
+		if err == nil && dir != "/" {
+			s.later.Emptied(dir)
 		}
 		return err
 	}
@@ -312,7 +205,7 @@ func (s *Store) deleteNode(path string) error {
 	case err = <-done:
 		stop()
 		if err == nil {
-			s.emptied(dir)
+			s.later.Emptied(dir)
 		}
 	}
 	return err

@@ -198,8 +198,10 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/corral-go/corral/store"
 	"github.com/go-zookeeper/zk"
+
+	"github.com/corral-go/corral/internal/reclaim"
+	"github.com/corral-go/corral/store"
 )
 
 var (
@@ -262,8 +264,7 @@ type Store struct {
 	over      atomic.Bool   // the session has ended
 	wires     wires         // frames awaited on the wire (see pipeline.go)
 	dirs      dirs          // the directories known as made by Create or not (see reclaim.go)
-	delay     time.Duration // WithReclaimDelay
-	later     later         // the directories this Store emptied, until their delay is up
+	later     reclaim.Later // the directories this Store emptied, until their delay is up
 	rounds    atomic.Int64  // round trips waited for (see tracker.rounds)
 	zxids     zxids         // the zxids the client has seen, kept in its stead (see zxid.go)
 	syncs     atomic.Int64  // syncs the pacer has sent
@@ -347,8 +348,8 @@ func Open(ctx context.Context, servers []string, opts ...Option) (*Store, error)
 		nservers:    len(servers),
 		base:        time.Now(),
 		noTimer:     o.noTimer,
-		delay:       o.reclaimDelay,
 	}
+	s.later.Delay, s.later.Remove = o.reclaimDelay, s.reclaimAll
 	s.ctx, s.cancel = context.WithCancelCause(context.Background())
 
 	// The event callback needs s.conn; it waits on s.mu until it is set.
@@ -441,7 +442,7 @@ func (s *Store) Disconnected() <-chan struct{} {
 // store.ErrClosed.
 func (s *Store) Close() error {
 	s.expire()
-	s.flushLater()
+	reclaim.Flush(s.later.Stop(), s.reclaimAll, maxFlush)
 	s.mu.Lock()
 	if !s.closed {
 		s.closed = true
