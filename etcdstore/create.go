@@ -123,6 +123,7 @@ func (s *Store) create(ctx context.Context, p string, data []byte, mode store.Mo
 		return store.Node{}, nil, false, fmt.Errorf("etcdstore: create %q: %w", p, err)
 	}
 	defer done()
+	s.later.Keep(store.Parent(p))
 
 	name, reused := p, false
 	switch mode {
@@ -308,7 +309,7 @@ func (s *Store) undo(r *createReq, inflight <-chan txnResult, unknown bool) {
 	if cmps != nil {
 		cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(r.name+"/"), "=", 0).WithPrefix())
 		then = append(then, clientv3.OpDelete(r.name))
-		if op, _, ok := s.reclaimOp(r.name); ok {
+		if op, _, ok := s.reclaimNow(r.name); ok {
 			then = append(then, op)
 		}
 	}
@@ -326,6 +327,9 @@ func (s *Store) undo(r *createReq, inflight <-chan txnResult, unknown bool) {
 				s.raiseFence(resp.Header.Revision)
 			}
 			s.log.Debug("etcdstore: abandoned create undone", "node", r.name, "deleted", resp.Succeeded && cmps != nil, "fenced", unknown, "attempts", i)
+			if resp.Succeeded && cmps != nil && s.later.Delay > 0 && r.parent != "/" {
+				s.later.Emptied(r.parent)
+			}
 			return
 		case errors.Is(err, rpctypes.ErrLeaseNotFound):
 			s.end(fmt.Errorf("%w: lease not found by the undo of a create", store.ErrSessionExpired))

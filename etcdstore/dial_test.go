@@ -104,7 +104,7 @@ func TestInvalidArguments(t *testing.T) {
 		t.Errorf("Dial(no endpoints) = %v; want ErrInvalidArgument", err)
 	}
 	cfg := clientv3.Config{Endpoints: []string{"127.0.0.1:1"}}
-	for _, opt := range []etcdstore.Option{etcdstore.WithTTL(0), etcdstore.WithAttemptTimeout(-time.Second)} {
+	for _, opt := range []etcdstore.Option{etcdstore.WithTTL(0), etcdstore.WithAttemptTimeout(-time.Second), etcdstore.WithReclaimDelay(-time.Second)} {
 		if _, err := etcdstore.Dial(ctx, cfg, opt); !errors.Is(err, store.ErrInvalidArgument) {
 			t.Errorf("Dial(bad option) = %v; want ErrInvalidArgument", err)
 		}

@@ -173,7 +173,7 @@ func (s *Store) GetDelete(ctx context.Context, p string) (store.Node, error) {
 	}
 	defer done()
 	then := []clientv3.Op{clientv3.OpDelete(p, clientv3.WithPrevKV()), clientv3.OpDelete(s.dirKey(p)), clientv3.OpDelete(s.frontOf(p))}
-	op, dirs, ok := s.reclaimOp(p)
+	op, dirs, ok := s.reclaimNow(p)
 	if ok {
 		then = append(then, op)
 	}
@@ -187,8 +187,8 @@ func (s *Store) GetDelete(ctx context.Context, p string) (store.Node, error) {
 	if err != nil {
 		return store.Node{}, s.fail(ctx, "delete", p, err)
 	}
-	if resp.Succeeded && ok {
-		s.reclaimed(ctx, resp.Responses[3].GetResponseTxn(), dirs)
+	if resp.Succeeded {
+		s.deleted(ctx, p, resp, ok, dirs)
 	}
 	if resp.Succeeded {
 		dr := resp.Responses[0].GetResponseDeleteRange()

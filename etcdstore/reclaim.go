@@ -2,10 +2,14 @@ package etcdstore
 
 import (
 	"context"
+	"fmt"
+	"sync"
+	"time"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/corral-go/corral/internal/reclaim"
 	"github.com/corral-go/corral/store"
 )
 
@@ -34,6 +38,15 @@ import (
 // did when they stayed; makeParents makes them, in a transaction of its
 // own, only for the deepest paths.
 //
+// Not at once, by default: each directory's and marker's put and delete is
+// server work, and a name locked and unlocked over and over would pay for
+// its directories every cycle (measured: 0.5× etcd's concurrency.Mutex,
+// against 0.7–0.9× when they stayed). So the delete leaves the directory,
+// and the Store removes it once [WithReclaimDelay] has passed without this
+// Store creating in it again (internal/reclaim), by a transaction of the
+// same checks (reclaimAll); with a delay of 0, in the delete's own
+// transaction, as described above.
+//
 // A directory emptied by a session's end (its lease's keys expire) is not
 // removed then: no client sees it happen. It is removed by the next one
 // out of it, when a contender comes back to the same name; the number of
@@ -47,6 +60,95 @@ import (
 // where each level names its directory about ten times: 16 levels of
 // paths of MaxPathSize take about 640 KiB.
 const maxNest = 16
+
+// DefaultReclaimDelay is how long, by default, a Store keeps a directory
+// Create made after it deleted the last key below it (see
+// [WithReclaimDelay]).
+const DefaultReclaimDelay = reclaim.DefaultDelay
+
+// WithReclaimDelay sets how long a Store keeps a directory Create made
+// (see Parents in package store) after it deleted the last key below it: a
+// Store that creates in it again within d keeps it, at no cost, and one
+// that does not removes it then (one transaction); Close removes those
+// still due. 0 removes it in the delete's own transaction, at no extra
+// request but with the server work of its keys every cycle for a name used
+// over and over; a negative d is invalid ([store.ErrInvalidArgument]).
+func WithReclaimDelay(d time.Duration) Option {
+	return func(o *options) {
+		if d < 0 {
+			o.invalid = fmt.Sprintf("negative reclaim delay %v", d)
+			return
+		}
+		o.delay = d
+	}
+}
+
+// maxFlush bounds how long Close spends removing the directories still
+// due; a directory left is removed by the next one out of it.
+const maxFlush = time.Second
+
+// reclaimNow is reclaimOp(p, els) with no reclaim delay, and no operation
+// (ok false) with one: the directory is removed later (see deleted).
+func (s *Store) reclaimNow(p string, els ...clientv3.Op) (op clientv3.Op, dirs []string, ok bool) {
+	if s.later.Delay > 0 {
+		return clientv3.Op{}, nil, false
+	}
+	return s.reclaimOp(p, els...)
+}
+
+// deleted finishes the delete of p, whose transaction resp succeeded:
+// the removal of the directories it emptied is finished (ok, with no
+// delay: reclaimOp was in it) or left for later.
+func (s *Store) deleted(ctx context.Context, p string, resp *clientv3.TxnResponse, ok bool, dirs []string) {
+	switch {
+	case ok:
+		s.reclaimed(ctx, resp.Responses[3].GetResponseTxn(), dirs)
+	case s.later.Delay > 0 && store.Parent(p) != "/":
+		s.later.Emptied(store.Parent(p))
+	}
+}
+
+// reclaimAll removes each of dirs that is empty and made implicitly, and
+// each directory above it that this empties, by one transaction each (and
+// more past maxNest levels); a few at a time, in goroutines Close waits
+// for, none after the session ended.
+func (s *Store) reclaimAll(dirs []string) {
+	done := make(chan struct{})
+	if !s.goWatch(func() {
+		defer close(done)
+		sem := make(chan struct{}, 8)
+		var wg sync.WaitGroup
+		for _, dir := range dirs {
+			sem <- struct{}{}
+			wg.Go(func() {
+				defer func() { <-sem }()
+				s.reclaimDir(dir)
+			})
+		}
+		wg.Wait()
+	}) {
+		return
+	}
+	<-done
+}
+
+// reclaimDir removes dir if it was made implicitly and holds nothing, and
+// each directory above it that this empties (see reclaimOp).
+func (s *Store) reclaimDir(dir string) {
+	// dir+"/" stands for a key deleted below dir: reclaimOp's check that
+	// dir holds nothing but it and its subtree then covers all of dir.
+	op, dirs, ok := s.reclaimOp(dir + "/")
+	if !ok {
+		return
+	}
+	ctx, cancel := context.WithTimeout(s.ctx, s.attempt)
+	defer cancel()
+	resp, err := s.kv.Txn(ctx).Then(op).Commit()
+	if err != nil || len(resp.Responses) == 0 {
+		return
+	}
+	s.reclaimed(s.ctx, resp.Responses[0].GetResponseTxn(), dirs)
+}
 
 // dirKey is the marker of the directory p, made implicitly.
 func (s *Store) dirKey(p string) string { return s.ownKeys + "dir" + p }

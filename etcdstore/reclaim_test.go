@@ -2,8 +2,10 @@ package etcdstore_test
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/corral-go/corral/etcdstore"
 	"github.com/corral-go/corral/internal/testing/etcdbackend"
@@ -11,9 +13,9 @@ import (
 	"github.com/corral-go/corral/store"
 )
 
-// TestReclaimRoundTrips pins what reclaiming costs on etcd, by the
-// cluster's revision, which every applied write transaction moves by one
-// and nothing else moves: a delete that empties a chain of directories made
+// TestReclaimRoundTrips pins what reclaiming costs on etcd with no reclaim
+// delay, by the cluster's revision, which every applied write transaction
+// moves by one and nothing else moves: a delete that empties a chain of directories made
 // implicitly removes them all in its own transaction, and a create whose
 // parent is missing (a name used again after its directories went) makes
 // the missing ones in its own transaction too. A chain longer than their
@@ -21,7 +23,7 @@ import (
 // the delete's nesting bound to remove.
 func TestReclaimRoundTrips(t *testing.T) {
 	cluster := etcdserver.Start(t, 1)
-	st := open(t, etcdbackend.New(cluster))
+	st := open(t, etcdbackend.New(cluster, etcdstore.WithReclaimDelay(0)))
 	cli := cluster.Client(t)
 	ctx := ctxFor(t)
 	rev := func() int64 {
@@ -114,5 +116,77 @@ func TestReclaimRoundTrips(t *testing.T) {
 	isGone("/r/d")
 	if kids := must[[]store.Child](t)(st.Children(ctx, "/r")); len(kids) != 0 {
 		t.Errorf("Children(/r) = %v; want none", kids)
+	}
+}
+
+// TestReclaimLater: with a reclaim delay, a name used again within it keeps
+// its directory and costs one write transaction a create and one a delete,
+// with no directory key written; a directory left alone goes by itself
+// once the delay is up; and Close removes those still due, for a delay
+// longer than the session.
+func TestReclaimLater(t *testing.T) {
+	cluster := etcdserver.Start(t, 1)
+	long := open(t, etcdbackend.New(cluster, etcdstore.WithReclaimDelay(time.Hour)))
+	short := open(t, etcdbackend.New(cluster, etcdstore.WithReclaimDelay(50*time.Millisecond)))
+	cli := cluster.Client(t)
+	ctx := ctxFor(t)
+	must[store.Node](t)(long.Create(ctx, "/r", nil, store.Persistent))
+	cycle := func(st *etcdstore.Store, p string) {
+		t.Helper()
+		n := must[store.Node](t)(st.Create(ctx, p+"/n-", nil, store.EphemeralSequential))
+		if err := st.Delete(ctx, n.Path); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rev := func() int64 {
+		t.Helper()
+		resp, err := cli.Get(ctx, "\x00probe")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.Header.Revision
+	}
+	cycle(long, "/r/hot")
+	before := rev()
+	for range 5 {
+		cycle(long, "/r/hot")
+		must[store.Node](t)(long.Get(ctx, "/r/hot"))
+	}
+	if got := rev() - before; got != 10 {
+		t.Errorf("5 cycles on a name in use: %d write transactions; want 10, one a create and one a delete", got)
+	}
+
+	cycle(short, "/r/idle")
+	waitGone(t, long, "/r/idle")
+
+	for i := range 3 {
+		cycle(long, fmt.Sprintf("/r/e-%d/d", i))
+	}
+	if err := long.Close(); err != nil {
+		t.Fatal(err)
+	}
+	kids, err := short.Children(ctx, "/r")
+	if err != nil || len(kids) != 0 {
+		t.Errorf("Children(/r) after Close = %v, %v; want none", kids, err)
+	}
+}
+
+// waitGone waits, on a watch, until nothing is at p.
+func waitGone(t *testing.T, st store.Store, p string) {
+	t.Helper()
+	ctx := ctxFor(t)
+	for {
+		ok, _, ch, err := st.ExistsW(ctx, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !ok {
+			return
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			t.Fatalf("%q still there: %v", p, ctx.Err())
+		}
 	}
 }

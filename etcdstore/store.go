@@ -24,10 +24,14 @@
 //
 // The root "/" is not a key: it always exists, has no data, never changes
 // and cannot be written or deleted. Keys that do not start with '/' are
-// invisible to the adapter; it uses two of its own there: one it watches
+// invisible to the adapter; it uses some of its own there: one it watches
 // and never writes (see the Store type), the session's create fence,
-// attached to the lease (see Abandoned creates), and the front records of
-// lock directories (see below). With [WithChroot] every
+// attached to the lease (see Abandoned creates), the front records of
+// lock directories (see below), and a marker beside each directory Create
+// made, which goes with it: the Store that deletes the last key below such
+// a directory removes it, [DefaultReclaimDelay] later unless it created in
+// it again meanwhile ([WithReclaimDelay]; Close removes those still due).
+// With [WithChroot] every
 // key, the adapter's own included, is below the chroot instead.
 //
 // A Children call reads every key under the node, not only its direct
@@ -215,6 +219,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/corral-go/corral/internal/reclaim"
 	"github.com/corral-go/corral/store"
 )
 
@@ -254,6 +259,7 @@ type options struct {
 	logger  *slog.Logger
 	chroot  string // "" for none
 	invalid string // what an option got wrong
+	delay   time.Duration
 	// expiryHook, when set, runs in the keepalive loop when its timer
 	// finds the deadline passed, before it ends the session (tests only,
 	// see export_test.go).
@@ -261,7 +267,7 @@ type options struct {
 }
 
 func newOptions(opts []Option) (options, error) {
-	o := options{ttl: DefaultTTL, attempt: DefaultAttemptTimeout}
+	o := options{ttl: DefaultTTL, attempt: DefaultAttemptTimeout, delay: DefaultReclaimDelay}
 	for _, opt := range opts {
 		opt(&o)
 	}
@@ -321,6 +327,7 @@ func WithLogger(l *slog.Logger) Option {
 // one more until its event is delivered, and each abandoned create one
 // until it is undone. Close waits for all of them.
 type Store struct {
+	later      reclaim.Later // the directories this Store emptied, until their delay is up (reclaim.go)
 	cli        *clientv3.Client
 	kv         clientv3.KV      // cli's, below the chroot if any
 	watcher    clientv3.Watcher // cli's, below the chroot if any
@@ -396,6 +403,7 @@ func open(ctx context.Context, cli *clientv3.Client, o options, diag *dialDiag) 
 		kick:       make(chan struct{}, 1),
 		disc:       make(chan struct{}),
 	}
+	s.later.Delay, s.later.Remove = o.delay, s.reclaimAll
 	if s.chroot != "" {
 		s.kv = namespace.NewKV(cli.KV, s.chroot)
 		s.watcher = namespace.NewWatcher(cli.Watcher, s.chroot)
@@ -555,6 +563,7 @@ func (s *Store) Disconnected() <-chan struct{} {
 func (s *Store) Close() error {
 	var err error
 	s.closeOnce.Do(func() {
+		reclaim.Flush(s.later.Stop(), s.reclaimAll, min(s.attempt, maxFlush))
 		s.mu.Lock()
 		s.closed = true
 		s.cancel(store.ErrClosed)
@@ -952,7 +961,7 @@ func (s *Store) delete(ctx context.Context, p string, seq int64, how int) error 
 	}
 	// A directory deleted by name takes its marker and record along.
 	then := s.dropDir(p)
-	op, dirs, ok := s.reclaimOp(p, rec...)
+	op, dirs, ok := s.reclaimNow(p, rec...)
 	if ok {
 		then = append(then, op)
 	} else {
@@ -961,8 +970,8 @@ func (s *Store) delete(ctx context.Context, p string, seq int64, how int) error 
 	resp, err := do(s, ctx, func(ctx context.Context) (*clientv3.TxnResponse, error) {
 		return s.kv.Txn(ctx).If(cmps...).Then(then...).Else(clientv3.OpGet(p, clientv3.WithKeysOnly())).Commit()
 	})
-	if err == nil && resp.Succeeded && ok {
-		s.reclaimed(ctx, resp.Responses[3].GetResponseTxn(), dirs)
+	if err == nil && resp.Succeeded {
+		s.deleted(ctx, p, resp, ok, dirs)
 	}
 	// A name whose node is gone is free again (see names) when the node is
 	// known to be the one this session made; a delete by name cannot tell

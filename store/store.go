@@ -38,9 +38,9 @@
 // the optional capabilities) removes it too, and then each directory above
 // it that is left empty, up to the first node made explicitly; with it,
 // or, where an adapter says so, a bounded time after it unless the same
-// session creates in it again meanwhile (zkstore: its reclaim delay, a
-// second by default, which spares a name in constant use a directory's
-// create and delete per cycle). So a
+// session creates in it again meanwhile (zkstore and etcdstore: their
+// reclaim delay, a second by default, which spares a name in constant use
+// its directory's making and removal every cycle). So a
 // per-entity lock ("/locks/order-123") leaves nothing behind once
 // unlocked. A node Create was asked to make is never removed implicitly,
 // empty or not, whatever is above or below it. Creating a directory that
@@ -73,11 +73,12 @@
 // contender came in: after its reclaim delay unless it created in the
 // directory again, or, with no delay, at once, sending that delete right
 // behind the node's (no round trip more). etcd keeps a marker key of the
-// adapter's own beside each directory; the transaction that deletes the
-// last key below a directory removes it with its marker and its front
-// record (see [FrontDeleter]), and every directory above that this
-// empties, and the transaction of a create makes the missing directories
-// itself: on etcd a directory costs no request of its own.
+// adapter's own beside each directory; a transaction removes it with its
+// marker and its front record (see [FrontDeleter]), and every directory
+// above that this empties, on condition that it holds nothing: after the
+// reclaim delay unless the session created in it again, or, with no delay,
+// the very transaction that deletes its last key; and the transaction of a
+// create makes the missing directories itself.
 //
 // A directory that many short-lived names share (a service's "/locks")
 // comes and goes with them when Create made it: each time it empties, it

@@ -32,6 +32,7 @@ func (s *suite) getDelete(t *testing.T) {
 	}
 	_, err = gd.GetDelete(ctx, n.Path)
 	wantErr(t, "GetDelete(gone)", err, store.ErrNoNode)
+	s.gone(ctx, t, b, dir+"/q")
 	_, err = gd.GetDelete(ctx, dir+"/q")
 	wantErr(t, "GetDelete(emptied implicit dir)", err, store.ErrNoNode)
 	req(t).node(b.Create(ctx, dir+"/p/c", nil, store.Persistent))

@@ -86,12 +86,22 @@ type Hooks struct {
 	Request, Reply func(ctx context.Context, method string)
 }
 
-// New returns a Backend on c whose sessions are opened with opts (after a
-// default of WithTTL(TTL)).
+// ReclaimDelay is the reclaim delay of the sessions a Backend opens
+// (etcdstore.WithReclaimDelay), shorter than the default so that tests that
+// wait for a directory to go do not wait long; it is the same mechanism.
+const ReclaimDelay = 100 * time.Millisecond
+
+// ReclaimWithin implements storetest.Reclaimer: a Store removes an emptied
+// directory at most a quarter of its delay after the delay; the rest is
+// room for a loaded machine.
+func (b *Backend) ReclaimWithin() time.Duration { return 2*ReclaimDelay + 10*time.Second }
+
+// New returns a Backend on c whose sessions are opened with opts (after
+// defaults of WithTTL(TTL) and WithReclaimDelay(ReclaimDelay)).
 func New(c *etcdserver.Cluster, opts ...etcdstore.Option) *Backend {
 	return &Backend{
 		cluster: c,
-		opts:    append([]etcdstore.Option{etcdstore.WithTTL(TTL)}, opts...),
+		opts:    append([]etcdstore.Option{etcdstore.WithTTL(TTL), etcdstore.WithReclaimDelay(ReclaimDelay)}, opts...),
 		conns:   map[*etcdstore.Store]*conn{},
 	}
 }
