@@ -136,13 +136,17 @@ func (s *Store) create(ctx context.Context, p string, data []byte, mode store.Mo
 	if mode&store.Ephemeral != 0 {
 		lease = s.lease
 	}
-	r := &createReq{name: name, parent: store.Parent(name), data: data, lease: lease, mode: mode, list: list, window: window}
+	parent := store.Parent(name)
+	r := &createReq{name: name, parent: parent, known: s.dirs.has(parent), data: data, lease: lease, mode: mode, list: list, window: window}
 	n, kids, err := s.send(ctx, octx, r)
 	if reused && errors.Is(err, store.ErrNodeExists) {
 		// Someone made a node under a name this session freed: its
 		// own, or a guess. Take a new one.
-		r = &createReq{name: freshName(p), parent: r.parent, data: data, lease: lease, mode: mode, list: list, window: window}
+		r = &createReq{name: freshName(p), parent: parent, known: r.known, data: data, lease: lease, mode: mode, list: list, window: window}
 		n, kids, err = s.send(ctx, octx, r)
+	}
+	if err == nil {
+		s.dirs.add(parent)
 	}
 	if err == nil && mode == store.EphemeralSequential {
 		s.names.made(n.Path, p, n.Seq)
@@ -179,6 +183,7 @@ func (s *Store) send(ctx, octx context.Context, r *createReq) (store.Node, []sto
 			n, kids, err := r.result(out.resp, unknown)
 			switch {
 			case errors.Is(err, errNoParent):
+				s.dirs.drop(r.parent)
 				if err := s.makeParents(octx, r.name); err != nil {
 					if ctx.Err() != nil {
 						s.abandon(r, nil, unknown)
@@ -367,11 +372,14 @@ var errFenced = errors.New("etcdstore: create fence moved")
 // it is left out, and a missing parent is made first by makeParents, apart.
 type createReq struct {
 	name, parent string
-	data         []byte
-	lease        clientv3.LeaseID
-	mode         store.Mode
-	list         int // listNone, listAll or listWindow
-	window       int // the window's size, with listWindow
+	// known says that the parent exists as far as the Store knows (see
+	// dirs): the transaction carries no branch that makes it.
+	known  bool
+	data   []byte
+	lease  clientv3.LeaseID
+	mode   store.Mode
+	list   int // listNone, listAll or listWindow
+	window int // the window's size, with listWindow
 	// complete says, with listWindow, whether the window read reaches the
 	// first child.
 	complete bool
@@ -400,7 +408,7 @@ const (
 // inline returns the ancestors that r's transaction makes when they are
 // missing, outermost first, or nil when it makes none (see createReq).
 func (r *createReq) inline() []string {
-	if r.parent == "/" || len(r.data) > inlineMax {
+	if r.known || r.parent == "/" || len(r.data) > inlineMax {
 		return nil
 	}
 	as := ancestors(r.name)

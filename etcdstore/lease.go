@@ -172,6 +172,7 @@ func (s *Store) GetDelete(ctx context.Context, p string) (store.Node, error) {
 		return store.Node{}, fmt.Errorf("etcdstore: delete %q: %w", p, err)
 	}
 	defer done()
+	s.dirs.drop(p)
 	then := []clientv3.Op{clientv3.OpDelete(p, clientv3.WithPrevKV()), clientv3.OpDelete(s.dirKey(p)), clientv3.OpDelete(s.frontOf(p))}
 	op, dirs, ok := s.reclaimNow(p)
 	if ok {

@@ -150,6 +150,42 @@ func (s *Store) reclaimDir(dir string) {
 	s.reclaimed(s.ctx, resp.Responses[0].GetResponseTxn(), dirs)
 }
 
+// dirs is what a Store knows to exist of the directories it created in,
+// so that its next create there carries no branch that makes them (a
+// larger transaction for the server to decode, log and check every time):
+// a directory removed by someone else meanwhile costs that create one
+// transaction more (errNoParent, then makeParents). It forgets a directory
+// it removes, and forgets all once it knows maxDirs.
+type dirs struct {
+	mu sync.Mutex
+	m  map[string]struct{}
+}
+
+// maxDirs bounds what dirs remembers.
+const maxDirs = 4096
+
+func (d *dirs) has(p string) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	_, ok := d.m[p]
+	return ok
+}
+
+func (d *dirs) add(p string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.m == nil || len(d.m) >= maxDirs {
+		d.m = make(map[string]struct{})
+	}
+	d.m[p] = struct{}{}
+}
+
+func (d *dirs) drop(p string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	delete(d.m, p)
+}
+
 // dirKey is the marker of the directory p, made implicitly.
 func (s *Store) dirKey(p string) string { return s.ownKeys + "dir" + p }
 
@@ -238,6 +274,9 @@ func reclaimedTo(r *pb.TxnResponse, dirs []string) string {
 // removed the outermost directory it may remove, those above it that are
 // left empty are removed in turn.
 func (s *Store) reclaimed(ctx context.Context, r *pb.TxnResponse, dirs []string) {
+	for _, d := range dirs {
+		s.dirs.drop(d) // maybe removed: the next create may make it
+	}
 	if top := reclaimedTo(r, dirs); top != "" && top == dirs[len(dirs)-1] {
 		s.reclaimAbove(ctx, top)
 	}
@@ -249,6 +288,7 @@ func (s *Store) reclaimed(ctx context.Context, r *pb.TxnResponse, dirs []string)
 // left behind is removed by the next one out of it.
 func (s *Store) reclaimAbove(ctx context.Context, dir string) {
 	for p := store.Parent(dir); p != "/"; p = store.Parent(p) {
+		s.dirs.drop(p)
 		actx, cancel := context.WithTimeout(ctx, s.attempt)
 		resp, err := s.kv.Txn(actx).If(
 			clientv3.Compare(clientv3.CreateRevision(s.dirKey(p)), ">", 0),

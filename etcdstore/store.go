@@ -328,6 +328,7 @@ func WithLogger(l *slog.Logger) Option {
 // until it is undone. Close waits for all of them.
 type Store struct {
 	later      reclaim.Later // the directories this Store emptied, until their delay is up (reclaim.go)
+	dirs       dirs          // the directories it knows to exist (reclaim.go)
 	cli        *clientv3.Client
 	kv         clientv3.KV      // cli's, below the chroot if any
 	watcher    clientv3.Watcher // cli's, below the chroot if any
@@ -960,6 +961,7 @@ func (s *Store) delete(ctx context.Context, p string, seq int64, how int) error 
 		rec = append(rec, clientv3.OpPut(s.frontKey(p), strconv.FormatInt(seq, 10), clientv3.WithLease(s.lease)))
 	}
 	// A directory deleted by name takes its marker and record along.
+	s.dirs.drop(p)
 	then := s.dropDir(p)
 	op, dirs, ok := s.reclaimNow(p, rec...)
 	if ok {
