@@ -211,6 +211,8 @@ var misuseElsewhere = map[string]string{
 	"etcdstore.Open":               "TestInvalidArguments",
 	"etcdstore.WithTTL":            "TestInvalidArguments",
 	"etcdstore.WithAttemptTimeout": "TestInvalidArguments",
+	"etcdstore.WithReclaimDelay":   "TestInvalidArguments",
+	"zkstore.WithReclaimDelay":     "TestSecureOptionsInvalid",
 	"etcdstore.WithChroot":         "TestAuth",
 	"etcdstore.WithLogger":         "TestDialLogger",
 	"etcdstore.Store.Client":       "TestDialLogger",
