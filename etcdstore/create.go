@@ -51,10 +51,11 @@ import (
 // and puts the node. (For the deepest paths, or data over 256 KiB, that
 // would not fit one request: then a transaction of its own checks the
 // ancestors and makes the missing ones first, and the create is sent
-// again.) Each is one attempt, given up after the attempt timeout. When the outcome of a sequential create is unknown (its reply
-// was lost or did not come in time: ErrDisconnected), Create sends the same
-// transaction again with the same unique name until it gets an answer, ctx
-// ends or the session ends; the node it then finds under that name with
+// again.) Each is one attempt, given up after the attempt timeout. When
+// the outcome of a sequential create is unknown (its reply was lost or did
+// not come in time: ErrDisconnected), Create sends the same transaction
+// again with the same unique name until it gets an answer, ctx ends or the
+// session ends; the node it then finds under that name with
 // this session's lease is the one it created, so a lost reply never makes a
 // duplicate. A non-sequential create with an unknown outcome fails with
 // ErrDisconnected.

@@ -29,8 +29,9 @@ import (
 // being removed below it. Every check is in the server's transaction, so a
 // create racing with it either lands first (and the directory stays) or
 // finds the directory gone and makes it again. Past maxNest levels (etcd
-// bounds a request's operations and size), the directories further up are removed by one transaction each, best
-// effort: one left behind is removed by the next one out of it. A node the
+// bounds a request's operations and size), the directories further up are
+// removed by one transaction each, best effort: one left behind is removed
+// by the next one out of it. A node the
 // user created has no marker and is never removed.
 //
 // Create makes missing ancestors in its own transaction (see createReq), so
