@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/corral-go/corral/etcdstore"
+	"github.com/corral-go/corral/internal/testing/backends"
 	"github.com/corral-go/corral/internal/testing/etcdbackend"
 	"github.com/corral-go/corral/internal/testing/etcdserver"
 	"github.com/corral-go/corral/store"
@@ -157,7 +158,7 @@ func TestReclaimLater(t *testing.T) {
 	}
 
 	cycle(short, "/r/idle")
-	waitGone(t, long, "/r/idle")
+	backends.WaitGone(t, long, "/r/idle")
 
 	for i := range 3 {
 		cycle(long, fmt.Sprintf("/r/e-%d/d", i))
@@ -168,25 +169,5 @@ func TestReclaimLater(t *testing.T) {
 	kids, err := short.Children(ctx, "/r")
 	if err != nil || len(kids) != 0 {
 		t.Errorf("Children(/r) after Close = %v, %v; want none", kids, err)
-	}
-}
-
-// waitGone waits, on a watch, until nothing is at p.
-func waitGone(t *testing.T, st store.Store, p string) {
-	t.Helper()
-	ctx := ctxFor(t)
-	for {
-		ok, _, ch, err := st.ExistsW(ctx, p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !ok {
-			return
-		}
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			t.Fatalf("%q still there: %v", p, ctx.Err())
-		}
 	}
 }

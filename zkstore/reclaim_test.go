@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/corral-go/corral/internal/testing/backends"
 	"github.com/corral-go/corral/store"
 	"github.com/corral-go/corral/zkstore"
 )
@@ -127,7 +128,7 @@ func TestReclaimLater(t *testing.T) {
 
 	idle := root + "/idle"
 	cycle(short, idle)
-	waitGone(t, watcher, idle)
+	backends.WaitGone(t, watcher, idle)
 
 	// Close removes what is due within the hour.
 	for i := range 3 {
@@ -138,25 +139,5 @@ func TestReclaimLater(t *testing.T) {
 	}
 	if kids, err := watcher.Children(ctx, root); err != nil || len(kids) != 0 {
 		t.Errorf("Children(%q) after Close = %v, %v; want none", root, kids, err)
-	}
-}
-
-// waitGone waits, on a watch, until nothing is at p.
-func waitGone(t *testing.T, st store.Store, p string) {
-	t.Helper()
-	ctx := ctxFor(t)
-	for {
-		ok, _, ch, err := st.ExistsW(ctx, p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !ok {
-			return
-		}
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			t.Fatalf("%q still there: %v", p, ctx.Err())
-		}
 	}
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/corral-go/corral/internal/testing/backends"
 	"github.com/corral-go/corral/internal/testing/smoke"
 	"github.com/corral-go/corral/internal/testing/testcert"
 	"github.com/corral-go/corral/internal/testing/zkbackend"
@@ -126,7 +127,7 @@ func TestDigestACL(t *testing.T) {
 		t.Errorf("Get(holder) after Unlock = %v; want ErrNoNode", err)
 	}
 	// The lock's directory goes with its last node, under the ACL too.
-	waitGone(t, anon, dir+"/lock")
+	backends.WaitGone(t, anon, dir+"/lock")
 }
 
 // TestDigestWrongPassword: a password that does not match the user's entry
@@ -454,7 +455,7 @@ func assertCreatorOnly(t *testing.T, plainAddr, dir string, owner, other *zkstor
 	if err := m.Unlock(ctx); err != nil {
 		t.Errorf("owner: Unlock = %v", err)
 	}
-	waitGone(t, owner, dir+"/lock") // it goes with its last node
+	backends.WaitGone(t, owner, dir+"/lock") // it goes with its last node
 }
 
 // TestIdentity: whether a session holds an identity is what the server
