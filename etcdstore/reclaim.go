@@ -117,16 +117,7 @@ func (s *Store) reclaimAll(dirs []string) {
 	done := make(chan struct{})
 	if !s.goWatch(func() {
 		defer close(done)
-		sem := make(chan struct{}, 8)
-		var wg sync.WaitGroup
-		for _, dir := range dirs {
-			sem <- struct{}{}
-			wg.Go(func() {
-				defer func() { <-sem }()
-				s.reclaimDir(dir)
-			})
-		}
-		wg.Wait()
+		reclaim.Each(dirs, s.reclaimDir)
 	}) {
 		return
 	}

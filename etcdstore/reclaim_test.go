@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
+
 	"github.com/corral-go/corral/etcdstore"
 	"github.com/corral-go/corral/internal/testing/backends"
 	"github.com/corral-go/corral/internal/testing/etcdbackend"
@@ -27,14 +29,7 @@ func TestReclaimRoundTrips(t *testing.T) {
 	st := open(t, etcdbackend.New(cluster, etcdstore.WithReclaimDelay(0)))
 	cli := cluster.Client(t)
 	ctx := ctxFor(t)
-	rev := func() int64 {
-		t.Helper()
-		resp, err := cli.Get(ctx, "\x00probe")
-		if err != nil {
-			t.Fatal(err)
-		}
-		return resp.Header.Revision
-	}
+	rev := func() int64 { return revision(t, cli) }
 	// writes runs f and checks that it applied want write transactions.
 	writes := func(what string, want int64, f func()) {
 		t.Helper()
@@ -139,14 +134,7 @@ func TestReclaimLater(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	rev := func() int64 {
-		t.Helper()
-		resp, err := cli.Get(ctx, "\x00probe")
-		if err != nil {
-			t.Fatal(err)
-		}
-		return resp.Header.Revision
-	}
+	rev := func() int64 { return revision(t, cli) }
 	cycle(long, "/r/hot")
 	before := rev()
 	for range 5 {
@@ -170,4 +158,15 @@ func TestReclaimLater(t *testing.T) {
 	if err != nil || len(kids) != 0 {
 		t.Errorf("Children(/r) after Close = %v, %v; want none", kids, err)
 	}
+}
+
+// revision returns the cluster's revision, which every applied write
+// transaction moves by one and nothing else moves.
+func revision(t *testing.T, cli *clientv3.Client) int64 {
+	t.Helper()
+	resp, err := cli.Get(ctxFor(t), "\x00probe")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.Header.Revision
 }

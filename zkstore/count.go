@@ -41,16 +41,9 @@ func (s *Store) ChildrenCounted(ctx context.Context, path string) ([]store.Child
 	if err := store.ValidatePath(path); err != nil {
 		return nil, store.ChildCounts{}, err
 	}
-	type result struct {
-		names []string
-		st    *zk.Stat
-	}
-	r, err := call(s, ctx, func(<-chan struct{}) (result, error) {
-		names, st, err := s.conn.Children(path)
-		return result{names, st}, err
-	}, nil)
+	names, st, err := s.list(ctx, path)
 	if err != nil {
-		return nil, store.ChildCounts{}, s.fail("children", path, err)
+		return nil, store.ChildCounts{}, err
 	}
-	return children(r.names), counts(r.st), nil
+	return children(names), counts(st), nil
 }

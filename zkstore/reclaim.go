@@ -82,16 +82,7 @@ func (s *Store) reclaimAll(dirs []string) {
 		return
 	}
 	defer s.calls.Done()
-	sem := make(chan struct{}, 8)
-	var wg sync.WaitGroup
-	for _, dir := range dirs {
-		sem <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-sem }()
-			s.reclaim(dir)
-		})
-	}
-	wg.Wait()
+	reclaim.Each(dirs, s.reclaim)
 }
 
 // dirMark is the data of a directory Create made implicitly: ZooKeeper

@@ -538,9 +538,18 @@ func (s *Store) Children(ctx context.Context, path string) ([]store.Child, error
 }
 
 // children is Children that also returns the creation zxid of path, which
-// tells one incarnation of a directory from another (see fenced), and
-// notes what the listing's Stat says of path (see learn).
+// tells one incarnation of a directory from another (see fenced).
 func (s *Store) children(ctx context.Context, path string) ([]store.Child, int64, error) {
+	names, st, err := s.list(ctx, path)
+	if err != nil {
+		return nil, 0, err
+	}
+	return children(names), st.Czxid, nil
+}
+
+// list lists path with the Stat the server sends with the listing, and
+// notes what that Stat says of path (see learn).
+func (s *Store) list(ctx context.Context, path string) ([]string, *zk.Stat, error) {
 	type result struct {
 		names []string
 		st    *zk.Stat
@@ -550,10 +559,10 @@ func (s *Store) children(ctx context.Context, path string) ([]store.Child, int64
 		return result{names, st}, err
 	}, nil)
 	if err != nil {
-		return nil, 0, s.fail("children", path, err)
+		return nil, nil, s.fail("children", path, err)
 	}
 	s.learn(path, r.st.DataLength, r.st.Version)
-	return children(r.names), r.st.Czxid, nil
+	return r.names, r.st, nil
 }
 
 // Delete deletes the node at path; see [store.Store]. The root cannot be

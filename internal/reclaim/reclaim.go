@@ -8,6 +8,8 @@ package reclaim
 import (
 	"sync"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 )
 
 // DefaultDelay is the adapters' default reclaim delay.
@@ -126,4 +128,18 @@ func Flush(dirs []string, remove func([]string), bound time.Duration) {
 	case <-done:
 	case <-t.C:
 	}
+}
+
+// Each runs remove for each of dirs, a few at a time (each is a request of
+// the session), and returns once all have returned.
+func Each(dirs []string, remove func(dir string)) {
+	var g errgroup.Group
+	g.SetLimit(8)
+	for _, dir := range dirs {
+		g.Go(func() error {
+			remove(dir)
+			return nil
+		})
+	}
+	_ = g.Wait()
 }
