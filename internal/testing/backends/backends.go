@@ -109,6 +109,24 @@ func (memBackend) LoseNextCreateReply(_ testing.TB, s store.Store) {
 func (memBackend) Disconnect(_ testing.TB, s store.Store) { s.(*memstore.Store).Disconnect() }
 func (memBackend) Reconnect(_ testing.TB, s store.Store)  { s.(*memstore.Store).Reconnect() }
 
+// Eager returns the named backend with sessions that remove a directory
+// Create made with the delete of its last node, not a reclaim delay after
+// (zkstore and etcdstore WithReclaimDelay(0)), as memstore does: for tests
+// that compare the stores call by call.
+func Eager(t testing.TB, name string) storetest.Backend {
+	t.Helper()
+	switch b := Get(t, name).(type) {
+	case *zkbackend.Backend:
+		return zkbackend.New(b.Servers(), zkstore.WithReclaimDelay(0))
+	case *etcdbackend.Backend:
+		return etcdbackend.New(b.Cluster(), etcdstore.WithReclaimDelay(0))
+	case memBackend:
+		return b
+	}
+	t.Fatalf("backends: no eager sessions on %q", name)
+	return nil
+}
+
 // Short returns a backend on the named real server (zk or etcd) whose
 // sessions have the given timeout (ZooKeeper's session timeout asked for,
 // etcd's lease TTL), for tests that wait for sessions to expire.
