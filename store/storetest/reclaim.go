@@ -89,6 +89,7 @@ func (s *suite) explicitParents(t *testing.T) {
 			t.Errorf("FollowsFront in a re-made directory = %v, %v; want false: the record outlived its directory", ok, err)
 		}
 		req(t).ok(a.Delete(ctx, m.Path))
+		s.gone(ctx, t, a, dir+"/f")
 	}
 	if gd, ok := a.(store.GetDeleter); ok {
 		n := req(t).node(a.Create(ctx, dir+"/g/n-", nil, store.Sequential))
