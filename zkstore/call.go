@@ -110,8 +110,12 @@ func call[T any](s *Store, ctx context.Context, f func(left <-chan struct{}) (T,
 	const pending, done, abandoned = 0, 1, 2
 	var state atomic.Int32
 	ch := make(chan outcome, 1)
-	left, undone := make(chan struct{}), make(chan struct{})
-	go func() {
+	left := make(chan struct{})
+	var undone chan struct{}
+	if undo != nil {
+		undone = make(chan struct{})
+	}
+	s.goRun(func() {
 		defer s.calls.Done()
 		v, err := f(left)
 		if state.CompareAndSwap(pending, done) {
@@ -120,9 +124,9 @@ func call[T any](s *Store, ctx context.Context, f func(left <-chan struct{}) (T,
 		}
 		if undo != nil {
 			undo(v, err)
+			close(undone)
 		}
-		close(undone)
-	}()
+	})
 	select {
 	case r := <-ch:
 		return settle(s, r.v, r.err)

@@ -33,3 +33,12 @@ func Syncs(s *Store) int64 { return s.syncs.Load() }
 // Rounds returns how many round trips the Store has waited for: requests
 // written when none other but pings was unanswered.
 func Rounds(s *Store) int64 { return s.rounds.Load() }
+
+// Workers returns how many goroutines the Store has started to run
+// requests, and how many of them wait for one now.
+func Workers(s *Store) (started int64, idle int) {
+	return s.workers.started.Load(), int(s.workers.idle.Load())
+}
+
+// MaxIdle is how many goroutines a Store keeps waiting for a request.
+const MaxIdle = maxIdle

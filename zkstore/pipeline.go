@@ -101,10 +101,10 @@ func (s *Store) CreateAndList(ctx context.Context, path string, data []byte, mod
 		err error
 	}
 	done := make(chan created, 1)
-	go func() {
+	s.goRun(func() {
 		n, err := s.create1(ctx, path, data, mode, guid)
 		done <- created{n, err}
-	}()
+	})
 	var (
 		c     created
 		got   bool
@@ -173,11 +173,11 @@ func (s *Store) undoLater(n store.Node) {
 		return // the session is over, and its ephemeral nodes with it
 	}
 	undone := make(chan struct{})
-	go func() {
+	s.goRun(func() {
 		defer s.calls.Done()
 		defer close(undone)
 		s.undoCreate(n.Path, store.EphemeralSequential, n.Path, nil)
-	}()
+	})
 	t := time.NewTimer(UndoWait)
 	defer t.Stop()
 	select {

@@ -268,6 +268,7 @@ type Store struct {
 	rounds    atomic.Int64  // round trips waited for (see tracker.rounds)
 	zxids     zxids         // the zxids the client has seen, kept in its stead (see zxid.go)
 	syncs     atomic.Int64  // syncs the pacer has sent
+	workers   workers       // goroutines that run the client's requests (see workers.go)
 
 	// The session's clock. The deadline is in nanoseconds since base (0
 	// until the first connect response), read without s.mu.
@@ -338,6 +339,7 @@ func Open(ctx context.Context, servers []string, opts ...Option) (*Store, error)
 		refused:     make(chan struct{}),
 		stop:        make(chan struct{}),
 		stopped:     make(chan struct{}),
+		workers:     workers{jobs: make(chan func())},
 		established: make(chan struct{}),
 		down:        make(chan struct{}),
 		up:          make(chan struct{}),
@@ -452,6 +454,7 @@ func (s *Store) Close() error {
 	s.mu.Unlock()
 	<-s.stopped
 	s.calls.Wait()
+	s.workers.wg.Wait()
 	return nil
 }
 
