@@ -141,3 +141,45 @@ func TestReclaimLater(t *testing.T) {
 		t.Errorf("Children(%q) after Close = %v, %v; want none", root, kids, err)
 	}
 }
+
+// TestGetSeqToken: Get of a sequential node reads its directory's creation
+// zxid behind the node's read, in the same round trip, for the fencing
+// token CreateAndList gave it; in a directory made again the token is
+// above every token of the one before.
+func TestGetSeqToken(t *testing.T) {
+	_, b := server(t)
+	st, _ := b.OpenWithProxies(t, zkstore.WithReclaimDelay(0))
+	ctx, dir := ctxFor(t), dirFor(t)+"/l"
+	n, _, err := st.CreateAndList(ctx, dir+"/c-", nil, store.EphemeralSequential)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n.Token == 0 {
+		t.Fatalf("CreateAndList(%q) = %+v; want a fencing token", dir, n)
+	}
+	const gets = 20
+	before := zkstore.Rounds(st)
+	for range gets {
+		got := must[store.Node](t)(st.Get(ctx, n.Path))
+		if got.Token != n.Token {
+			t.Fatalf("Get(%q).Token = %d; want %d, as CreateAndList gave it", n.Path, got.Token, n.Token)
+		}
+	}
+	// As in TestReclaimRoundTrips: a request goes out behind another only
+	// when the Store's goroutine runs in time, so allow a few misses below
+	// the 2 round trips each of a Get that waits for the node's reply.
+	if rounds := zkstore.Rounds(st) - before; rounds > gets*3/2 {
+		t.Errorf("%d Gets of a sequential node: %d round trips; want about 1 each", gets, rounds)
+	}
+	if err := st.Delete(ctx, n.Path); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Get(ctx, dir); !errors.Is(err, store.ErrNoNode) {
+		t.Fatalf("Get(%q) after its last node's delete = %v; want ErrNoNode", dir, err)
+	}
+	m := must[store.Node](t)(st.Create(ctx, dir+"/c-", nil, store.EphemeralSequential))
+	got := must[store.Node](t)(st.Get(ctx, m.Path))
+	if got.Token <= n.Token {
+		t.Errorf("Get(%q).Token = %d in the directory made again; want above %d, the token in the one before", m.Path, got.Token, n.Token)
+	}
+}

@@ -189,6 +189,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
+	"encoding/binary"
 	"fmt"
 	"log/slog"
 	"math"
@@ -463,34 +464,88 @@ func (s *Store) Get(ctx context.Context, path string) (store.Node, error) {
 	if err := store.ValidatePath(path); err != nil {
 		return store.Node{}, err
 	}
-	type result struct {
-		data []byte
-		st   *zk.Stat
-	}
-	r, err := call(s, ctx, func(<-chan struct{}) (result, error) {
+	seq, ok := store.ParseSeq(store.Base(path))
+	ok = ok && path != "/"
+	r, err := call(s, ctx, func(<-chan struct{}) (read, error) {
+		if ok {
+			return s.getSeq(path, seq)
+		}
 		data, st, err := s.conn.Get(path)
-		return result{data, st}, err
+		return read{data: data, st: st}, err
 	}, nil)
 	if err != nil {
 		return store.Node{}, s.fail("get", path, err)
 	}
 	n := node(path, r.data, r.st)
-	if _, ok := store.ParseSeq(n.Name()); ok && path != "/" {
-		n.Token = s.token(store.Parent(path), n.Seq, r.st.Czxid)
-	}
+	n.Token = r.token
 	return n, nil
 }
 
-// token returns the fencing token (store.Node.Token) of the sequential node
-// with Seq seq and creation zxid czxid in dir, or 0 when it cannot tell:
-// dir's creation zxid plus seq (see fenced), read after the node, so that
-// a directory older than the node is the node's own.
-func (s *Store) token(dir string, seq, czxid int64) int64 {
-	ok, st, err := s.conn.Exists(dir)
-	if err != nil || !ok || st.Czxid >= czxid {
-		return 0
+// read is what Get reads of a node: its data and Stat and, for a
+// sequential node, its fencing token.
+type read struct {
+	data  []byte
+	st    *zk.Stat
+	token int64
+}
+
+// getSeq reads the sequential node at path, with Seq seq, and its fencing
+// token (store.Node.Token): its directory's creation zxid plus seq (see
+// fenced), where the directory is read after the node, so that a
+// directory older than the node is the node's own. The directory's read
+// goes out right behind the node's, without waiting for its reply: one
+// round trip. Should it have gone out first anyway (another read of the
+// same path was on the wire), the directory's Stat says so (its last child
+// change is older than the node) and it is read again.
+func (s *Store) getSeq(path string, seq int64) (read, error) {
+	dir := store.Parent(path)
+	type got struct {
+		r   read
+		err error
 	}
-	return st.Czxid + seq
+	written, stop := s.wires.expect(string(getDataTag(s.conn.abs(path))))
+	done := make(chan got, 1)
+	s.goRun(func() {
+		data, st, err := s.conn.Get(path)
+		done <- got{read{data: data, st: st}, err}
+	})
+	var (
+		g      got
+		sent   bool
+		ok     bool
+		dst    *zk.Stat
+		dirErr error
+	)
+	select {
+	case <-written:
+		sent = true
+		ok, dst, dirErr = s.conn.Exists(dir)
+	case g = <-done:
+	}
+	stop()
+	if sent {
+		g = <-done
+	}
+	if g.err != nil {
+		return read{}, g.err
+	}
+	if !sent || dirErr != nil || !ok || dst.Pzxid < g.r.st.Czxid {
+		ok, dst, dirErr = s.conn.Exists(dir)
+	}
+	if dirErr == nil && ok && dst.Czxid < g.r.st.Czxid {
+		g.r.token = dst.Czxid + seq
+	}
+	return g.r, nil
+}
+
+// getDataTag is what the frame of a getData of the server's path abs, with
+// no watch, holds (opcode, path, watch false): a frame that holds it is
+// such a request (see wires).
+func getDataTag(abs string) []byte {
+	b := binary.BigEndian.AppendUint32(nil, 4) // opGetData
+	b = binary.BigEndian.AppendUint32(b, uint32(len(abs)))
+	b = append(b, abs...)
+	return append(b, 0)
 }
 
 // Set replaces the data of the node at path if its Version is version, or
