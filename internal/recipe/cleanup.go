@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	gosync "sync"
 	"time"
 
@@ -31,8 +32,19 @@ const CleanupGrace = time.Second
 // first hand-over and its goroutine ends, and forgets it, when none is left
 // or the session ends.
 
-// cleaners maps a store.Store to its *cleaner.
+// cleaners maps a store.Store (its cleanerKey) to its *cleaner.
 var cleaners gosync.Map
+
+// cleanerKey is what cleaners knows st by: st itself, or, for a Store whose
+// value cannot be a map key (a struct value that holds a slice, say, as an
+// outside adapter may be), the Done channel of its session's Context,
+// which is as much that session's own.
+func cleanerKey(st store.Store) any {
+	if reflect.ValueOf(st).Comparable() {
+		return st
+	}
+	return st.Context().Done()
+}
 
 type cleaner struct {
 	st store.Store
@@ -70,7 +82,7 @@ type pendingNode struct {
 // closed once it is gone (or the session has ended).
 func handOver(st store.Store, id nodeID, rec *telemetry.Recorder) <-chan struct{} {
 	for {
-		c, loaded := cleaners.LoadOrStore(st, &cleaner{st: st, pending: map[nodeKey]*pendingNode{}})
+		c, loaded := cleaners.LoadOrStore(cleanerKey(st), &cleaner{st: st, pending: map[nodeKey]*pendingNode{}})
 		cl := c.(*cleaner)
 		done, ok := cl.add(id, rec)
 		if !loaded {
@@ -149,7 +161,7 @@ func (c *cleaner) run() {
 				delete(c.pending, p)
 			}
 			c.dead = true
-			cleaners.CompareAndDelete(c.st, c)
+			cleaners.CompareAndDelete(cleanerKey(c.st), c)
 			c.mu.Unlock()
 			return
 		}
@@ -179,7 +191,7 @@ func deleteOnce(ctx context.Context, st store.Store, id nodeID) error {
 // across a lost connection, and returns once none is left, or with ctx's
 // error or the session's end. Recipes call it before contending in dir.
 func Flush(ctx context.Context, st store.Store, dir string) error {
-	c, ok := cleaners.Load(st)
+	c, ok := cleaners.Load(cleanerKey(st))
 	if !ok {
 		return nil
 	}
@@ -197,7 +209,7 @@ func Flush(ctx context.Context, st store.Store, dir string) error {
 // Pending returns a channel that is closed once no removal of the node n by
 // this session is pending; it is closed already when there is none.
 func Pending(st store.Store, n store.Node) <-chan struct{} {
-	if c, ok := cleaners.Load(st); ok {
+	if c, ok := cleaners.Load(cleanerKey(st)); ok {
 		cl := c.(*cleaner)
 		cl.mu.Lock()
 		defer cl.mu.Unlock()
@@ -301,7 +313,7 @@ func remove(ctx context.Context, st store.Store, id nodeID) (gone bool, err erro
 	switch {
 	case err == nil, errors.Is(err, store.ErrNoNode),
 		errors.Is(err, store.ErrSessionExpired), errors.Is(err, store.ErrClosed):
-		if c, ok := cleaners.Load(st); ok {
+		if c, ok := cleaners.Load(cleanerKey(st)); ok {
 			c.(*cleaner).finish(id, nil) // removed by an earlier hand-over's owner
 		}
 		return gone, nil
