@@ -474,3 +474,41 @@ func TestConsumerSessionEnd(t *testing.T) {
 		}
 	})
 }
+
+// valueStore is a Store whose value cannot be a map key: an outside
+// adapter may well be a struct value holding a slice. It has the children
+// watch a queue needs, and none of the optional capabilities.
+type valueStore struct {
+	watcherStore
+	tags []string
+}
+
+type watcherStore interface {
+	store.Store
+	store.ChildrenWatcher
+}
+
+// TestStoreNotComparable: a queue over a Store whose value cannot be a map
+// key puts, peeks and takes, where keying the session's shared views by
+// the Store value would panic.
+func TestStoreNotComparable(t *testing.T) {
+	backends.Run(t, func(t *testing.T, b storetest.Backend) {
+		st := valueStore{b.Open(t).(watcherStore), []string{"not comparable"}}
+		ctx, cancel := context.WithTimeout(t.Context(), timeout)
+		defer cancel()
+		q, err := queue.New(st, qpath(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := q.Put(ctx, []byte("x")); err != nil {
+			t.Fatalf("Put = %v", err)
+		}
+		if n, err := q.Len(ctx); err != nil || n != 1 {
+			t.Fatalf("Len = %d, %v; want 1", n, err)
+		}
+		it, err := q.Take(ctx)
+		if err != nil || string(it.Data) != "x" {
+			t.Fatalf("Take = %+v, %v; want x", it, err)
+		}
+	})
+}

@@ -6,6 +6,7 @@ import (
 	gosync "sync"
 	"time"
 
+	"github.com/corral-go/corral/internal/recipe"
 	"github.com/corral-go/corral/store"
 )
 
@@ -54,9 +55,9 @@ type view interface {
 
 // viewKey names a shared view.
 type viewKey struct {
-	st     store.Store
-	path   string
-	claims bool
+	session any // recipe.SessionKey
+	path    string
+	claims  bool
 }
 
 // views holds the shared views, one per session and queue, until the
@@ -71,7 +72,7 @@ type sharedView struct {
 // view returns the view of q's session on q's queue, making it on first
 // use.
 func (q *Queue) view(claims bool) view {
-	k := viewKey{q.st, q.path, claims}
+	k := viewKey{recipe.SessionKey(q.st), q.path, claims}
 	sv, loaded := views.LoadOrStore(k, &sharedView{})
 	s := sv.(*sharedView)
 	s.once.Do(func() {

@@ -35,11 +35,11 @@ const CleanupGrace = time.Second
 // cleaners maps a store.Store (its cleanerKey) to its *cleaner.
 var cleaners gosync.Map
 
-// cleanerKey is what cleaners knows st by: st itself, or, for a Store whose
-// value cannot be a map key (a struct value that holds a slice, say, as an
-// outside adapter may be), the Done channel of its session's Context,
-// which is as much that session's own.
-func cleanerKey(st store.Store) any {
+// SessionKey is what a process-wide map of per-session state knows st by:
+// st itself, or, for a Store whose value cannot be a map key (a struct
+// value that holds a slice, say, as an outside adapter may be), the Done
+// channel of its session's Context, which is as much that session's own.
+func SessionKey(st store.Store) any {
 	if reflect.ValueOf(st).Comparable() {
 		return st
 	}
@@ -82,7 +82,7 @@ type pendingNode struct {
 // closed once it is gone (or the session has ended).
 func handOver(st store.Store, id nodeID, rec *telemetry.Recorder) <-chan struct{} {
 	for {
-		c, loaded := cleaners.LoadOrStore(cleanerKey(st), &cleaner{st: st, pending: map[nodeKey]*pendingNode{}})
+		c, loaded := cleaners.LoadOrStore(SessionKey(st), &cleaner{st: st, pending: map[nodeKey]*pendingNode{}})
 		cl := c.(*cleaner)
 		done, ok := cl.add(id, rec)
 		if !loaded {
@@ -161,7 +161,7 @@ func (c *cleaner) run() {
 				delete(c.pending, p)
 			}
 			c.dead = true
-			cleaners.CompareAndDelete(cleanerKey(c.st), c)
+			cleaners.CompareAndDelete(SessionKey(c.st), c)
 			c.mu.Unlock()
 			return
 		}
@@ -191,7 +191,7 @@ func deleteOnce(ctx context.Context, st store.Store, id nodeID) error {
 // across a lost connection, and returns once none is left, or with ctx's
 // error or the session's end. Recipes call it before contending in dir.
 func Flush(ctx context.Context, st store.Store, dir string) error {
-	c, ok := cleaners.Load(cleanerKey(st))
+	c, ok := cleaners.Load(SessionKey(st))
 	if !ok {
 		return nil
 	}
@@ -209,7 +209,7 @@ func Flush(ctx context.Context, st store.Store, dir string) error {
 // Pending returns a channel that is closed once no removal of the node n by
 // this session is pending; it is closed already when there is none.
 func Pending(st store.Store, n store.Node) <-chan struct{} {
-	if c, ok := cleaners.Load(cleanerKey(st)); ok {
+	if c, ok := cleaners.Load(SessionKey(st)); ok {
 		cl := c.(*cleaner)
 		cl.mu.Lock()
 		defer cl.mu.Unlock()
@@ -313,7 +313,7 @@ func remove(ctx context.Context, st store.Store, id nodeID) (gone bool, err erro
 	switch {
 	case err == nil, errors.Is(err, store.ErrNoNode),
 		errors.Is(err, store.ErrSessionExpired), errors.Is(err, store.ErrClosed):
-		if c, ok := cleaners.Load(cleanerKey(st)); ok {
+		if c, ok := cleaners.Load(SessionKey(st)); ok {
 			c.(*cleaner).finish(id, nil) // removed by an earlier hand-over's owner
 		}
 		return gone, nil
