@@ -35,7 +35,7 @@ func (e *Election) Campaign(ctx context.Context, value []byte) (*Leadership, err
 	}
 	a := e.rec.Begin(ctx)
 	tctx := telemetry.NewContext(ctx, e.rec)
-	var b backoff
+	attempt := 0 // retries since the last success (see recipe.Pause)
 	for {
 		n, waited, err := recipe.AcquireWaited(tctx, e.st, e.path, prefix, value, recipe.Predecessor)
 		if err == nil {
@@ -52,7 +52,7 @@ func (e *Election) Campaign(ctx context.Context, value []byte) (*Leadership, err
 			a.Failed(ctx, err)
 			return nil, e.campaignErr(ctx, err)
 		}
-		if werr := b.wait(ctx); werr != nil {
+		if werr := e.pause(ctx, &attempt); werr != nil {
 			a.Failed(ctx, werr)
 			return nil, e.campaignErr(ctx, werr)
 		}
@@ -96,13 +96,13 @@ func (e *Election) claim(ctx context.Context, n store.Node, waited bool, a telem
 // reconnected returns at once when the connection is up; otherwise it waits
 // until it is, and then checks that n still belongs to the live session.
 func (e *Election) reconnected(ctx context.Context, n store.Node) error {
-	var b backoff
+	attempt := 0 // retries since the last success (see recipe.Pause)
 	for waited := false; ; waited = true {
 		if err := e.alive(ctx); err != nil {
 			return err
 		}
 		if isClosed(e.st.Disconnected()) {
-			if err := b.wait(ctx); err != nil {
+			if err := e.pause(ctx, &attempt); err != nil {
 				return err
 			}
 			continue
@@ -113,7 +113,7 @@ func (e *Election) reconnected(ctx context.Context, n store.Node) error {
 		got, err := e.st.Get(ctx, n.Path)
 		switch {
 		case errors.Is(err, store.ErrDisconnected):
-			if err := b.wait(ctx); err != nil {
+			if err := e.pause(ctx, &attempt); err != nil {
 				return err
 			}
 			continue

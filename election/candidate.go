@@ -124,7 +124,7 @@ func (c *Candidate) run(ctx context.Context) {
 
 // loop campaigns until ctx or the session ends, and returns why.
 func (c *Candidate) loop(ctx context.Context) error {
-	var b backoff
+	attempt := 0 // retries since the last success (see recipe.Pause)
 	for {
 		if err := c.e.alive(ctx); err != nil {
 			return c.stopped(ctx, err)
@@ -139,12 +139,12 @@ func (c *Candidate) loop(ctx context.Context) error {
 			if !errors.Is(err, store.ErrDisconnected) && !errors.Is(err, ErrNodeDeleted) {
 				return err
 			}
-			if b.wait(ctx) != nil {
-				return c.stopped(ctx, ctx.Err())
+			if werr := c.e.pause(ctx, &attempt); werr != nil {
+				return c.stopped(ctx, werr)
 			}
 			continue
 		}
-		b.reset()
+		attempt = 0
 		select {
 		case c.terms <- l:
 			select {

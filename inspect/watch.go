@@ -8,6 +8,7 @@ import (
 	gosync "sync"
 	"time"
 
+	"github.com/corral-go/corral/internal/recipe"
 	"github.com/corral-go/corral/store"
 )
 
@@ -154,7 +155,7 @@ func (w *Watcher) run(ctx context.Context, st store.Store, cw store.ChildrenWatc
 			if !errors.Is(err, store.ErrDisconnected) {
 				return err
 			}
-			if err := sleep(ctx, min(10*time.Millisecond<<min(attempt, 6), time.Second)); err != nil {
+			if err := recipe.Pause(ctx, st, attempt); err != nil {
 				return err
 			}
 			attempt++
