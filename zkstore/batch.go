@@ -14,7 +14,8 @@ var _ store.BatchCreator = (*Store)(nil)
 
 // CreateBatch creates the nodes of batch under parent in one multi request
 // of creates, which the server applies all or none; see
-// [store.BatchCreator]. A missing parent is made first, as Create makes it.
+// [store.BatchCreator] (a batch of one goes as a plain create, all or none
+// as well). A missing parent is made first, as Create makes it.
 // Sequential nodes get ZooKeeper's 10-digit suffixes in batch order. A
 // multi whose reply is lost is not sent again (its outcome is unknown:
 // ErrDisconnected), nor undone when ctx ends first.

@@ -429,9 +429,24 @@ func (s *suite) batchCreate(t *testing.T) {
 		t.Errorf("Seq of a create after the batch = %d; want more than %d", later.Seq, nodes[len(nodes)-1].Seq)
 	}
 
+	// A batch of one is a batch too (an adapter may send it as a plain
+	// create): made under a parent made for it, after the nodes before it.
+	one, err := bc.CreateBatch(ctx, dir+"/one", []store.BatchNode{{Name: "o-", Data: []byte("1")}}, store.Sequential)
+	if err != nil || len(one) != 1 || store.Parent(one[0].Path) != dir+"/one" || !strings.HasPrefix(one[0].Name(), "o-") {
+		t.Fatalf("CreateBatch(one node) = %v, %v; want one o-... under %q", one, err, dir+"/one")
+	}
+	if got := req(t).node(b.Get(ctx, one[0].Path)); string(got.Data) != "1" || got.Seq != one[0].Seq || got.Owner != 0 {
+		t.Errorf("Get(%q) = %+v; want data 1, Seq %d, persistent", one[0].Path, got, one[0].Seq)
+	}
+	if one, err := bc.CreateBatch(ctx, items, []store.BatchNode{{Name: "y-"}}, store.Sequential); err != nil || one[0].Seq <= later.Seq {
+		t.Errorf("CreateBatch(one node after a create) = %v, %v; want a Seq above %d", one, err, later.Seq)
+	}
+
 	// All or none: one existing name fails the batch.
 	fixed := dir + "/fixed"
 	req(t).node(b.Create(ctx, fixed+"/y", nil, store.Persistent))
+	_, err = bc.CreateBatch(ctx, fixed, []store.BatchNode{{Name: "y"}}, store.Persistent)
+	wantErr(t, "CreateBatch(its one node exists)", err, store.ErrNodeExists)
 	_, err = bc.CreateBatch(ctx, fixed, []store.BatchNode{{Name: "x"}, {Name: "y"}}, store.Persistent)
 	wantErr(t, "CreateBatch(one node exists)", err, store.ErrNodeExists)
 	if _, err := b.Get(ctx, fixed+"/x"); !errors.Is(err, store.ErrNoNode) {
@@ -443,6 +458,8 @@ func (s *suite) batchCreate(t *testing.T) {
 	eph := req(t).node(a.Create(ctx, dir+"/eph", nil, store.Ephemeral))
 	_, err = bc.CreateBatch(ctx, eph.Path, batch, store.Sequential)
 	wantErr(t, "CreateBatch(ephemeral parent)", err, store.ErrEphemeralParent)
+	_, err = bc.CreateBatch(ctx, eph.Path, batch[:1], store.Sequential)
+	wantErr(t, "CreateBatch(one node, ephemeral parent)", err, store.ErrEphemeralParent)
 
 	// Misuse and limits, before any I/O.
 	big := make([]store.BatchNode, store.MaxBatchNodes+1)
@@ -474,8 +491,8 @@ func (s *suite) batchCreate(t *testing.T) {
 	}
 	_, err = bc.CreateBatch(cancelled(), items, batch, store.Sequential)
 	wantErr(t, "CreateBatch(cancelled ctx)", err, context.Canceled)
-	if kids := req(t).kids(b.Children(ctx, items)); len(kids) != len(batch)+1 {
-		t.Errorf("Children after refused batches = %d nodes; want %d", len(kids), len(batch)+1)
+	if kids := req(t).kids(b.Children(ctx, items)); len(kids) != len(batch)+2 {
+		t.Errorf("Children after refused batches = %d nodes; want %d", len(kids), len(batch)+2)
 	}
 	if err := store.ValidateBatch(items, batch, store.Sequential); err != nil {
 		t.Errorf("ValidateBatch(a good batch) = %v; want nil", err)
