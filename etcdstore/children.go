@@ -51,9 +51,10 @@ func (s *Store) ChildrenUpTo(ctx context.Context, p string, seq int64, n int) ([
 // CreateRevision, whose CreateRevision is at most maxRev (any, when 0),
 // highest first.
 func windowRange(p string, maxRev int64, n int) (string, []clientv3.OpOption) {
-	opts := []clientv3.OpOption{clientv3.WithKeysOnly(),
+	opts := make([]clientv3.OpOption, 3, 5)
+	opts[0], opts[1], opts[2] = clientv3.WithKeysOnly(),
 		clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortDescend),
-		clientv3.WithLimit(int64(n))}
+		clientv3.WithLimit(int64(n))
 	if maxRev > 0 {
 		opts = append(opts, clientv3.WithMaxCreateRev(maxRev))
 	}

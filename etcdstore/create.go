@@ -427,8 +427,11 @@ func (r *createReq) txn(s *Store) (cmps []clientv3.Cmp, then, els []clientv3.Op)
 	absent := []clientv3.Cmp{
 		clientv3.Compare(clientv3.CreateRevision(r.name), "=", 0),
 		clientv3.Compare(clientv3.ModRevision(s.fenceKey), "=", r.fence)}
-	cmps = append(cmps, absent...)
-	els = append(els, clientv3.OpGet(r.name), clientv3.OpGet(s.fenceKey, clientv3.WithKeysOnly()))
+	// Sized for the usual case (a parent below the root, a listing), so
+	// that building a create allocates each slice once.
+	cmps = append(make([]clientv3.Cmp, 0, 4), absent...)
+	then = make([]clientv3.Op, 0, 2)
+	els = append(make([]clientv3.Op, 0, 4), clientv3.OpGet(r.name), clientv3.OpGet(s.fenceKey, clientv3.WithKeysOnly()))
 	if r.lease != 0 {
 		then = append(then, clientv3.OpPut(r.name, string(r.data), clientv3.WithLease(r.lease)))
 	} else {

@@ -162,7 +162,8 @@ func (s *Store) delete(ctx context.Context, p string, seq int64, how int) error 
 	}
 	defer done()
 	bySeq := how != byName
-	cmps := []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(p+"/"), "=", 0).WithPrefix()}
+	cmps := make([]clientv3.Cmp, 1, 2)
+	cmps[0] = clientv3.Compare(clientv3.CreateRevision(p+"/"), "=", 0).WithPrefix()
 	if bySeq {
 		cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(p), "=", seq))
 	}
@@ -172,9 +173,17 @@ func (s *Store) delete(ctx context.Context, p string, seq int64, how int) error 
 	if how == front {
 		rec = append(rec, clientv3.OpPut(s.frontKey(p), strconv.FormatInt(seq, 10), clientv3.WithLease(s.lease)))
 	}
-	// A directory deleted by name takes its marker and record along.
+	// A directory deleted by name takes its marker and record along. A
+	// node this session made ephemeral has neither: no node is ever made
+	// below an ephemeral one (create checks that the parent has no
+	// lease), so it was never a directory.
 	s.dirs.drop(p)
-	then := s.dropDir(p)
+	var then []clientv3.Op
+	if bySeq && s.names.isLive(p, seq) {
+		then = []clientv3.Op{clientv3.OpDelete(p)}
+	} else {
+		then = s.dropDir(p)
+	}
 	op, dirs, ok := s.reclaimNow(p, rec...)
 	if ok {
 		then = append(then, op)

@@ -83,6 +83,15 @@ func (ns *names) made(name, p string, seq int64) {
 	ns.live[name] = liveName{path: p, seq: seq}
 }
 
+// isLive reports whether the node with seq at name is one this session
+// made (and has not seen deleted).
+func (ns *names) isLive(name string, seq int64) bool {
+	ns.mu.Lock()
+	defer ns.mu.Unlock()
+	l, ok := ns.live[name]
+	return ok && l.seq == seq
+}
+
 // deleted records that the node with seq at name is gone (DeleteSeq
 // deleted it or found it gone): its name is free if this session made it.
 func (ns *names) deleted(name string, seq int64) {
