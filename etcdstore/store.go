@@ -133,6 +133,7 @@ type Store struct {
 	attempt    time.Duration // bound of one request
 	log        *slog.Logger
 	fenceKey   string
+	fenceGet   clientv3.Op // the read of fenceKey in a create's Else branch
 	expiryHook func()
 
 	// closeClient, when Dial made the client, frees the context it
@@ -156,6 +157,7 @@ type Store struct {
 	fence       int64 // the fence's ModRevision as last seen; see create.go
 
 	names names // names of ephemeral sequential nodes to use again; see names.go
+	ops   ops   // a create's operations that depend on its parent alone; see create.go
 
 	wg        gosync.WaitGroup // background goroutines: keepalive, watches, undos
 	undos     gosync.WaitGroup // the undos alone, for tests
@@ -211,6 +213,7 @@ func open(ctx context.Context, cli *clientv3.Client, o options, diag *dialDiag) 
 		return nil, err
 	}
 	s.fenceKey = fmt.Sprintf("%sfence/%x", s.ownKeys, int64(s.lease))
+	s.fenceGet = clientv3.OpGet(s.fenceKey, clientv3.WithKeysOnly())
 	s.ctx, s.cancel = context.WithCancelCause(context.Background())
 	// Read before the keepalive loop can move it.
 	s.log.Debug("etcdstore: session opened", "lease", s.leaseHex(), "ttl", s.ttl, "deadline_in", time.Until(s.deadline))
