@@ -57,7 +57,7 @@ func (s *Store) CreateBatch(ctx context.Context, parent string, batch []store.Ba
 		cmps = append(cmps,
 			clientv3.Compare(clientv3.CreateRevision(parent), ">", 0),
 			clientv3.Compare(clientv3.LeaseValue(parent), "=", 0))
-		els = append(els, clientv3.OpGet(parent, clientv3.WithKeysOnly()))
+		els = append(els, s.ops.get(opKey{p: parent}))
 	}
 	for made := false; ; made = true {
 		resp, err := s.txn1(octx, cmps, puts, els)

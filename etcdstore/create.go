@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
@@ -423,12 +424,55 @@ func (r *createReq) inline() []string {
 	return as
 }
 
+// ops keeps the operations of a create that depend on its parent (and
+// listing window) alone, the parent's read and its window's, built once:
+// building one costs the client as many allocations as sending it. An Op is
+// a value that sending only reads (a chroot prefixes a copy), so one is
+// shared by every create under the parent. It forgets all once it holds
+// maxOps.
+type ops struct {
+	mu sync.Mutex
+	m  map[opKey]clientv3.Op
+}
+
+// opKey names a cached operation: the read of parent p's key when window
+// is 0, else the read of the window of that many children of p.
+type opKey struct {
+	p      string
+	window int
+}
+
+const maxOps = 1024
+
+func (c *ops) get(k opKey) clientv3.Op {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if op, ok := c.m[k]; ok {
+		return op
+	}
+	var op clientv3.Op
+	if k.window == 0 {
+		op = clientv3.OpGet(k.p, clientv3.WithKeysOnly())
+	} else {
+		key, opts := windowRange(k.p, 0, k.window)
+		op = clientv3.OpGet(key, opts...)
+	}
+	if c.m == nil || len(c.m) >= maxOps {
+		c.m = make(map[opKey]clientv3.Op)
+	}
+	c.m[k] = op
+	return op
+}
+
 func (r *createReq) txn(s *Store) (cmps []clientv3.Cmp, then, els []clientv3.Op) {
 	absent := []clientv3.Cmp{
 		clientv3.Compare(clientv3.CreateRevision(r.name), "=", 0),
 		clientv3.Compare(clientv3.ModRevision(s.fenceKey), "=", r.fence)}
-	cmps = append(cmps, absent...)
-	els = append(els, clientv3.OpGet(r.name), clientv3.OpGet(s.fenceKey, clientv3.WithKeysOnly()))
+	// Sized for the usual case (a parent below the root, a listing), so
+	// that building a create allocates each slice once.
+	cmps = append(make([]clientv3.Cmp, 0, 4), absent...)
+	then = make([]clientv3.Op, 0, 2)
+	els = append(make([]clientv3.Op, 0, 4), clientv3.OpGet(r.name), s.fenceGet)
 	if r.lease != 0 {
 		then = append(then, clientv3.OpPut(r.name, string(r.data), clientv3.WithLease(r.lease)))
 	} else {
@@ -443,14 +487,13 @@ func (r *createReq) txn(s *Store) (cmps []clientv3.Cmp, then, els []clientv3.Op)
 		// window's first key. Its Else branch reads no window: a node
 		// found again after a lost reply is followed by a read of its
 		// own (see CreateAndWindow).
-		key, opts := windowRange(r.parent, 0, r.window)
-		then = append(then, clientv3.OpGet(key, opts...))
+		then = append(then, s.ops.get(opKey{r.parent, r.window}))
 	}
 	if r.parent != "/" {
 		cmps = append(cmps,
 			clientv3.Compare(clientv3.CreateRevision(r.parent), ">", 0),
 			clientv3.Compare(clientv3.LeaseValue(r.parent), "=", 0))
-		els = append(els, clientv3.OpGet(r.parent, clientv3.WithKeysOnly()))
+		els = append(els, s.ops.get(opKey{p: r.parent}))
 	}
 	if r.list == listAll {
 		key, opts := listRange(r.parent)

@@ -51,3 +51,6 @@ const MaxNest = maxNest
 // InlineDepth is the number of ancestors a create makes in its own
 // transaction.
 const InlineDepth = inlineDepth
+
+// FreshName is the name of a new sequential node requested at p.
+func FreshName(p string) string { return freshName(p) }

@@ -1,8 +1,8 @@
 package etcdstore
 
 import (
-	"fmt"
 	"math/rand/v2"
+	"strings"
 	gosync "sync"
 )
 
@@ -64,7 +64,19 @@ func (ns *names) newName(p string) (name string, reused bool) {
 	return freshName(p), false
 }
 
-func freshName(p string) string { return fmt.Sprintf("%s%016x", p, rand.Uint64()) }
+func freshName(p string) string {
+	// By hand, not fmt.Sprintf: one allocation where Sprintf makes three,
+	// on every create of a sequential node.
+	const digits = "0123456789abcdef"
+	v := rand.Uint64()
+	var b strings.Builder
+	b.Grow(len(p) + 16)
+	b.WriteString(p)
+	for shift := 60; shift >= 0; shift -= 4 {
+		b.WriteByte(digits[v>>shift&0xf])
+	}
+	return b.String()
+}
 
 // made records that this session made the node with seq at name, requested
 // at p.
@@ -81,6 +93,15 @@ func (ns *names) made(name, p string, seq int64) {
 		}
 	}
 	ns.live[name] = liveName{path: p, seq: seq}
+}
+
+// isLive reports whether the node with seq at name is one this session
+// made (and has not seen deleted).
+func (ns *names) isLive(name string, seq int64) bool {
+	ns.mu.Lock()
+	defer ns.mu.Unlock()
+	l, ok := ns.live[name]
+	return ok && l.seq == seq
 }
 
 // deleted records that the node with seq at name is gone (DeleteSeq

@@ -1,8 +1,10 @@
 package etcdstore_test
 
 import (
+	"regexp"
 	"testing"
 
+	"github.com/corral-go/corral/etcdstore"
 	"github.com/corral-go/corral/internal/testing/etcdbackend"
 	"github.com/corral-go/corral/internal/testing/etcdserver"
 	"github.com/corral-go/corral/store"
@@ -54,5 +56,22 @@ func TestNameReuse(t *testing.T) {
 	}
 	if n := must[store.Node](t)(other.Create(ctx, p, nil, store.EphemeralSequential)); n.Path == next.Path {
 		t.Errorf("other session's Create = %q, a name of this session's", n.Path)
+	}
+}
+
+// TestFreshName: a new sequential name is the requested path followed by 16
+// lowercase hexadecimal digits, zero-padded, and names do not repeat.
+func TestFreshName(t *testing.T) {
+	form := regexp.MustCompile(`^/q/item-[0-9a-f]{16}$`)
+	seen := map[string]bool{}
+	for range 1000 {
+		n := etcdstore.FreshName("/q/item-")
+		if !form.MatchString(n) {
+			t.Fatalf("FreshName(/q/item-) = %q; want /q/item- and 16 hexadecimal digits", n)
+		}
+		if seen[n] {
+			t.Fatalf("FreshName gave %q twice", n)
+		}
+		seen[n] = true
 	}
 }

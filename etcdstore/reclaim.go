@@ -103,7 +103,8 @@ func (s *Store) reclaimNow(p string, els ...clientv3.Op) (op clientv3.Op, dirs [
 func (s *Store) deleted(ctx context.Context, p string, resp *clientv3.TxnResponse, ok bool, dirs []string) {
 	switch {
 	case ok:
-		s.reclaimed(ctx, resp.Responses[3].GetResponseTxn(), dirs)
+		// reclaimOp's transaction is the delete's last operation.
+		s.reclaimed(ctx, resp.Responses[len(resp.Responses)-1].GetResponseTxn(), dirs)
 	case s.later.Delay > 0 && store.Parent(p) != "/":
 		s.later.Emptied(store.Parent(p))
 	}

@@ -9,6 +9,7 @@ import (
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	"google.golang.org/grpc/connectivity"
 
+	"github.com/corral-go/corral/internal/reclaim"
 	"github.com/corral-go/corral/store"
 )
 
@@ -186,5 +187,131 @@ func (s *Store) watchConn() {
 		if !conn.WaitForStateChange(s.ctx, st) {
 			return
 		}
+	}
+}
+
+// Context returns a context that is cancelled when the session ends, with
+// cause [store.ErrSessionExpired] (wrapped, saying why) when the lease was
+// lost or could not be renewed in time, or [store.ErrClosed] after Close.
+// It checks the session's deadline first: once the deadline has passed, the
+// context it returns is cancelled, even if no timer has noticed yet.
+func (s *Store) Context() context.Context {
+	s.mu.Lock()
+	ended := s.expireLocked()
+	s.mu.Unlock()
+	if ended {
+		s.logEnded()
+	}
+	return s.ctx
+}
+
+// Disconnected returns a channel that is closed when a lease renewal fails
+// (the connection is lost or the cluster has no leader) while the lease may
+// still be alive, and when the session ends (checked against the deadline
+// first, as Context does). After a successful renewal a new call returns a
+// new, open channel.
+func (s *Store) Disconnected() <-chan struct{} {
+	s.mu.Lock()
+	ended := s.expireLocked()
+	disc := s.disc
+	s.mu.Unlock()
+	if ended {
+		s.logEnded()
+	}
+	return disc
+}
+
+// Close ends the session: it stops the keepalive and the undoing of
+// abandoned creates, cancels Context with [store.ErrClosed], revokes the
+// lease (which deletes the session's ephemeral nodes and its fence) and
+// waits for the Store's goroutines, whose pending watches deliver an event
+// with Err. It blocks for at most min(TTL, 5 s) when the cluster cannot be
+// reached; the lease then expires by itself. A persistent node whose
+// abandoned create was still being undone may remain. Close is idempotent:
+// later calls return nil, and every other method then fails with
+// [store.ErrClosed].
+func (s *Store) Close() error {
+	var err error
+	s.closeOnce.Do(func() {
+		reclaim.Flush(s.later.Stop(), s.reclaimAll, min(s.attempt, maxFlush))
+		s.mu.Lock()
+		s.closed = true
+		s.cancel(store.ErrClosed)
+		s.setDisconnectedLocked()
+		s.mu.Unlock()
+
+		ctx, cancel := context.WithTimeout(context.Background(), min(s.ttl, 5*time.Second))
+		defer cancel()
+		if _, rerr := s.cli.Revoke(ctx, s.lease); rerr != nil && !errors.Is(rerr, rpctypes.ErrLeaseNotFound) {
+			err = fmt.Errorf("etcdstore: close: revoke lease %x: %w", int64(s.lease), classify(ctx, rerr))
+		}
+		s.wg.Wait()
+		if s.ownClient {
+			s.cli.Close()
+		}
+		if s.closeClient != nil {
+			s.closeClient()
+		}
+	})
+	return err
+}
+
+// sessionErr checks the deadline and returns the error every call fails
+// with once the session has ended, or nil.
+func (s *Store) sessionErr() error {
+	s.mu.Lock()
+	ended := s.expireLocked()
+	closed := s.closed
+	s.mu.Unlock()
+	if ended {
+		s.logEnded()
+	}
+	if s.ctx.Err() == nil {
+		return nil
+	}
+	if closed {
+		return store.ErrClosed
+	}
+	return context.Cause(s.ctx)
+}
+
+// end ends the session with cause, unless it has ended already.
+func (s *Store) end(cause error) {
+	s.mu.Lock()
+	ended := s.endLocked(cause)
+	s.mu.Unlock()
+	if ended {
+		s.logEnded()
+	}
+}
+
+// endLocked ends the session with cause, unless it has ended already, and
+// reports whether it did. s.mu is held; the caller logs the end once it
+// has let go of s.mu (a handler may call the Store).
+func (s *Store) endLocked(cause error) bool {
+	if s.ctx.Err() != nil {
+		return false
+	}
+	s.cancel(cause)
+	s.setDisconnectedLocked()
+	return true
+}
+
+func (s *Store) logEnded() {
+	s.log.Debug("etcdstore: session ended", "lease", s.leaseHex(), "cause", context.Cause(s.ctx))
+}
+
+func (s *Store) setDisconnectedLocked() {
+	if !s.discClosed {
+		close(s.disc)
+		s.discClosed = true
+	}
+}
+
+// probe asks the keepalive loop to renew the lease now.
+func (s *Store) probe() {
+	select {
+	case s.kick <- struct{}{}:
+	default:
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
+	"runtime/metrics"
 	"runtime/pprof"
 	"slices"
 	"strconv"
@@ -48,7 +49,8 @@ import (
 //   - srv-µs/acq: the server's CPU time per acquisition (ZooKeeper runs in
 //     a JVM of its own; etcd runs in a process of its own, an embedded 3.6
 //     server by default);
-//   - cli-µs/acq: this process's CPU time per acquisition (the clients);
+//   - cli-µs/acq: this process's CPU time per acquisition (the clients),
+//     and allocs/acq: the heap objects it allocated per acquisition;
 //   - kB/acq (etcd): bytes the server sent to the clients per acquisition,
 //     payload as gRPC counts it, and req/acq: messages the clients sent
 //     (unary requests, watch creations and cancellations, lease renewals);
@@ -123,10 +125,11 @@ type peerVariant struct {
 type counters struct {
 	srvCPU, cliCPU time.Duration
 	bytes, reqs    int64
+	allocs         int64 // heap objects this process allocated (the clients)
 }
 
 func (c counters) sub(d counters) counters {
-	return counters{c.srvCPU - d.srvCPU, c.cliCPU - d.cliCPU, c.bytes - d.bytes, c.reqs - d.reqs}
+	return counters{c.srvCPU - d.srvCPU, c.cliCPU - d.cliCPU, c.bytes - d.bytes, c.reqs - d.reqs, c.allocs - d.allocs}
 }
 
 type roundResult struct {
@@ -172,9 +175,9 @@ func comparePeers(b *testing.B, env peerEnv, n int) {
 			res := peerRound(b, env, v, v.lockers(path), time.Second, measured)
 			results[i] = append(results[i], res)
 			// Printed, not logged: a benchmark's log keeps ten lines.
-			fmt.Printf("round %d %-18s N=%-3d %8.0f acq/s  p99 %7.2f ms  srv %6.0f µs/acq  cli %6.0f µs/acq  %6.2f kB/acq  %5.2f req/acq  (%d acq)\n",
+			fmt.Printf("round %d %-18s N=%-3d %8.0f acq/s  p99 %7.2f ms  srv %6.0f µs/acq  cli %6.0f µs/acq  %5.0f allocs/acq  %6.2f kB/acq  %5.2f req/acq  (%d acq)\n",
 				r, v.name, n, res.acqPerSec, ms(res.p99), us(res.perAcq.srvCPU), us(res.perAcq.cliCPU),
-				float64(res.perAcq.bytes)/1e6, float64(res.perAcq.reqs)/1000, res.acq)
+				float64(res.perAcq.allocs)/1000, float64(res.perAcq.bytes)/1e6, float64(res.perAcq.reqs)/1000, res.acq)
 		}
 	}
 	med := make([]roundResult, len(vs))
@@ -185,6 +188,7 @@ func comparePeers(b *testing.B, env peerEnv, n int) {
 		b.ReportMetric(ms(med[i].p99), v+"-p99-ms")
 		b.ReportMetric(us(med[i].perAcq.srvCPU), v+"-srv-µs/acq")
 		b.ReportMetric(us(med[i].perAcq.cliCPU), v+"-cli-µs/acq")
+		b.ReportMetric(float64(med[i].perAcq.allocs)/1000, v+"-allocs/acq")
 		if med[i].perAcq.bytes > 0 {
 			b.ReportMetric(float64(med[i].perAcq.bytes)/1e6, v+"-kB/acq")
 		}
@@ -218,6 +222,7 @@ func medianResult(rs []roundResult) roundResult {
 			cliCPU: time.Duration(med(func(r roundResult) float64 { return float64(r.perAcq.cliCPU) })),
 			bytes:  int64(med(func(r roundResult) float64 { return float64(r.perAcq.bytes) })),
 			reqs:   int64(med(func(r roundResult) float64 { return float64(r.perAcq.reqs) })),
+			allocs: int64(med(func(r roundResult) float64 { return float64(r.perAcq.allocs) })),
 		},
 	}
 }
@@ -278,7 +283,7 @@ func peerRound(b *testing.B, env peerEnv, v *peerVariant, ls []benchLocker, warm
 		acqPerSec: float64(n) / measured.Seconds(),
 		p99:       lat[len(lat)*99/100],
 		// Kept ×1000 so that integer division loses nothing that matters.
-		perAcq: counters{d.srvCPU * 1000 / time.Duration(n), d.cliCPU * 1000 / time.Duration(n), d.bytes * 1000 / n, d.reqs * 1000 / n},
+		perAcq: counters{d.srvCPU * 1000 / time.Duration(n), d.cliCPU * 1000 / time.Duration(n), d.bytes * 1000 / n, d.reqs * 1000 / n, d.allocs * 1000 / n},
 		acq:    len(lat),
 	}
 }
@@ -330,6 +335,13 @@ func selfCPU() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
+// selfAllocs returns the heap objects this process has allocated so far.
+func selfAllocs() int64 {
+	m := []metrics.Sample{{Name: "/gc/heap/allocs:objects"}}
+	metrics.Read(m)
+	return int64(m[0].Value.Uint64())
+}
+
 // ZooKeeper.
 
 type zkPeers struct {
@@ -347,7 +359,7 @@ func newZKPeers(b *testing.B) *zkPeers {
 var zkReceived = regexp.MustCompile(`(?m)^Received: (\d+)`)
 
 func (e *zkPeers) snapshot(b *testing.B, _ *peerVariant) counters {
-	c := counters{srvCPU: procCPU(b, e.srv.Pid()), cliCPU: selfCPU()}
+	c := counters{srvCPU: procCPU(b, e.srv.Pid()), cliCPU: selfCPU(), allocs: selfAllocs()}
 	out, err := zkserver.FourLetter(e.srv.Addr(), "srvr")
 	if m := zkReceived.FindStringSubmatch(out); err == nil && m != nil {
 		c.reqs, _ = strconv.ParseInt(m[1], 10, 64)
@@ -555,7 +567,7 @@ func TestEtcdServerProcess(t *testing.T) {
 }
 
 func (e *etcdPeers) snapshot(b *testing.B, v *peerVariant) counters {
-	return counters{srvCPU: procCPU(b, e.pid), cliCPU: selfCPU(), bytes: v.bytes.Load(), reqs: v.msgs.Load()}
+	return counters{srvCPU: procCPU(b, e.pid), cliCPU: selfCPU(), bytes: v.bytes.Load(), reqs: v.msgs.Load(), allocs: selfAllocs()}
 }
 
 // config returns a client configuration whose traffic counts toward v.
