@@ -130,8 +130,8 @@
 // corral.holders), the grants (corral.grants) and the holds lost, by cause
 // (corral.lost: session_expired, session_closed, disconnected, node_deleted).
 // Every measurement carries corral.kind (mutex, rwmutex.read, rwmutex.write,
-// semaphore, double_barrier) and corral.path, which [WithPathLabel] can map
-// to fewer values. A loss is recorded when the hold notices it: at once
+// semaphore, striped_mutex, double_barrier; a MultiMutex records each member
+// as a mutex) and corral.path, which [WithPathLabel] can map to fewer values. A loss is recorded when the hold notices it: at once
 // while someone watches its Context, else at the Unlock or Release.
 //
 // Nothing is logged unless a *slog.Logger is given with [WithLogger], which

@@ -31,7 +31,9 @@ const (
 	KeepOnDisconnect = recipe.KeepOnDisconnect
 )
 
-// LockOption configures a Mutex or an RWMutex.
+// LockOption configures a Mutex, RWMutex, MultiMutex, StripedMutex,
+// Semaphore or DoubleBarrier (the last takes those that make sense for it:
+// see DoubleBarrier).
 type LockOption func(*lockOptions)
 
 type lockOptions struct {

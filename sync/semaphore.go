@@ -127,7 +127,7 @@ const semPrefix = "lease-"
 // independently, each counting against n. A Semaphore must not be copied
 // after first use; the zero value is not usable, make one with
 // NewSemaphore. The LockOptions are those of Mutex: the disconnection
-// policy of the leases, and the data of their nodes.
+// policy of the leases, the data of their nodes, and the metrics and logs.
 //
 // When the session ends, a waiting Acquire returns an error wrapping the
 // session's cause, and every lease held through it ends (see Lease): its
