@@ -425,10 +425,7 @@ type Lease struct {
 	path string
 	rec  *telemetry.Recorder
 	hold *recipe.Hold
-
-	mu       gosync.Mutex
-	released bool
-	pending  bool // the release could not remove the node yet
+	once recipe.ReleaseOnce
 }
 
 // Context returns a context that is cancelled the moment the lease ends,
@@ -467,20 +464,7 @@ func (l *Lease) Release(ctx context.Context) error {
 	if l == nil || l.hold == nil {
 		return opErr("release", "", fmt.Errorf("%w: lease not granted by a Semaphore", store.ErrInvalidArgument))
 	}
-	l.mu.Lock()
-	again, pending := l.released, l.pending
-	l.released = true
-	l.mu.Unlock()
-	if again && !pending {
-		return opErr("release", l.path, ErrReleased)
-	}
-	lost, err := l.hold.Release(telemetry.NewContext(ctx, l.rec), ErrReleased)
-	l.mu.Lock()
-	l.pending = errors.Is(err, recipe.ErrRemovalPending)
-	l.mu.Unlock()
-	if again {
-		lost = nil // reported by the first Release
-	}
+	lost, err := l.once.Release(telemetry.NewContext(ctx, l.rec), l.hold, ErrReleased, ErrReleased)
 	if lost != nil {
 		return opErr("release", l.path, errors.Join(fmt.Errorf("%w: %w", ErrLeaseLost, lost), err))
 	}

@@ -640,10 +640,7 @@ type Stripe struct {
 	s    *StripedMutex
 	i    int
 	hold *recipe.Hold
-
-	mu       gosync.Mutex
-	unlocked bool
-	pending  bool // the unlock could not remove the node yet
+	once recipe.ReleaseOnce
 }
 
 // usable reports a Stripe not granted by a StripedMutex: a nil or zero one.
@@ -698,20 +695,7 @@ func (st *Stripe) Unlock(ctx context.Context) error {
 	if err := st.usable(); err != nil {
 		return err
 	}
-	st.mu.Lock()
-	again, pending := st.unlocked, st.pending
-	st.unlocked = true
-	st.mu.Unlock()
-	if again && !pending {
-		return st.opErr(ErrNotLocked)
-	}
-	lost, err := st.hold.Release(telemetry.NewContext(ctx, st.s.rec), ErrUnlocked)
-	st.mu.Lock()
-	st.pending = errors.Is(err, recipe.ErrRemovalPending)
-	st.mu.Unlock()
-	if again {
-		lost = nil // reported by the first Unlock
-	}
+	lost, err := st.once.Release(telemetry.NewContext(ctx, st.s.rec), st.hold, ErrUnlocked, ErrNotLocked)
 	if lost != nil {
 		return st.opErr(errors.Join(fmt.Errorf("%w: %w", ErrLockLost, lost), err))
 	}
