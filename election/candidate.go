@@ -124,8 +124,7 @@ func (c *Candidate) run(ctx context.Context) {
 
 // loop campaigns until ctx or the session ends, and returns why.
 func (c *Candidate) loop(ctx context.Context) error {
-	var b backoff
-	for {
+	for attempt := 0; ; {
 		if err := c.e.alive(ctx); err != nil {
 			return c.stopped(ctx, err)
 		}
@@ -139,12 +138,13 @@ func (c *Candidate) loop(ctx context.Context) error {
 			if !errors.Is(err, store.ErrDisconnected) && !errors.Is(err, ErrNodeDeleted) {
 				return err
 			}
-			if b.wait(ctx) != nil {
-				return c.stopped(ctx, ctx.Err())
+			if err := recipe.Pause(ctx, c.e.st, attempt); err != nil {
+				return c.stopped(ctx, err)
 			}
+			attempt++
 			continue
 		}
-		b.reset()
+		attempt = 0
 		select {
 		case c.terms <- l:
 			select {

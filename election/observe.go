@@ -192,9 +192,9 @@ func (o *Observer) finish(ctx context.Context, err error) {
 // ends or a read fails for good, and returns why.
 func (e *Election) observe(ctx context.Context, out chan<- Leader) error {
 	var (
-		b    backoff
-		last Leader
-		sent bool
+		attempt int
+		last    Leader
+		sent    bool
 		// counted is the last leader the metrics know of.
 		counted Leader
 		seen    bool
@@ -210,12 +210,13 @@ func (e *Election) observe(ctx context.Context, out chan<- Leader) error {
 			if !e.transient(ctx, err) {
 				return e.observeErr(ctx, err)
 			}
-			if err := b.wait(ctx); err != nil {
+			if err := recipe.Pause(ctx, e.st, attempt); err != nil {
 				return err
 			}
+			attempt++
 			continue
 		}
-		b.reset()
+		attempt = 0
 		var tick <-chan time.Time
 		if poll {
 			tick = time.After(pollInterval)
