@@ -259,30 +259,7 @@ func (s *Semaphore) prepare(ctx context.Context, op string) error {
 // create makes the own lease node with data and lists the semaphore's
 // children right after, in one round trip when the store can.
 func (s *Semaphore) create(ctx context.Context, data []byte) (store.Node, []store.Child, error) {
-	if err := recipe.Flush(ctx, s.st, s.path); err != nil {
-		return store.Node{}, nil, err
-	}
-	p := store.Join(s.path, semPrefix)
-	var (
-		node store.Node
-		kids []store.Child
-		err  error
-	)
-	if cl, ok := s.st.(store.CreateLister); ok {
-		node, kids, err = cl.CreateAndList(ctx, p, data, store.EphemeralSequential)
-	} else if node, err = s.st.Create(ctx, p, data, store.EphemeralSequential); err == nil {
-		kids, err = s.st.Children(ctx, s.path)
-		if err != nil {
-			return store.Node{}, nil, errors.Join(err, recipe.Remove(ctx, s.st, node))
-		}
-	}
-	if err != nil {
-		return store.Node{}, nil, err
-	}
-	if err := recipe.CheckFamily(s.path, kids, recipe.Leases); err != nil {
-		return store.Node{}, nil, errors.Join(err, recipe.Remove(ctx, s.st, node))
-	}
-	return node, kids, nil
+	return recipe.CreateChildren(ctx, s.st, s.path, semPrefix, data)
 }
 
 // wait blocks until own is among the n lowest leases, re-listing them after
