@@ -55,8 +55,9 @@ var optionCases = []optionCase{
 	}},
 	{name: "RWMutex.read", kind: "rwmutex.read", want: 1, paths: one, use: func(t *testing.T, ctx context.Context, st store.Store, p string, opts []sync.LockOption) {
 		rw := sync.NewRWMutex(st, p, opts...)
-		must(t, rw.RLock(ctx))
-		must(t, rw.RUnlock(ctx))
+		r, err := rw.RLock(ctx)
+		must(t, err)
+		must(t, r.Unlock(ctx))
 	}},
 	{name: "RWMutex.write", kind: "rwmutex.write", want: 1, paths: one, use: func(t *testing.T, ctx context.Context, st store.Store, p string, opts []sync.LockOption) {
 		rw := sync.NewRWMutex(st, p, opts...)

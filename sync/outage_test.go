@@ -281,7 +281,10 @@ func lockOutageOps() []backends.OutageOp {
 			return rw.Unlock(ctx)
 		}, Run: func(e *backends.OutageEnv) {
 			writer := sync.NewRWMutex(e.Other, e.Dir)
-			waitBehind(e, writer.Lock, writer.Unlock, sync.NewRWMutex(e.St, e.Dir).RLock)
+			waitBehind(e, writer.Lock, writer.Unlock, func(ctx context.Context) error {
+				_, err := sync.NewRWMutex(e.St, e.Dir).RLock(ctx)
+				return err
+			})
 		}},
 		{Name: "Semaphore.Acquire", Again: func(ctx context.Context, st store.Store, dir string) error {
 			l, ok, err := sync.NewSemaphore(st, dir, 1).TryAcquire(ctx)
