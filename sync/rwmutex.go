@@ -2,7 +2,6 @@ package sync
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	gosync "sync"
 
@@ -174,13 +173,7 @@ func (r *ReadHold) Unlock(ctx context.Context) error {
 		return opErr("runlock", "", fmt.Errorf("%w: read hold not granted by an RWMutex", store.ErrInvalidArgument))
 	}
 	lost, err := r.once.Release(telemetry.NewContext(ctx, r.rec), r.hold, ErrUnlocked, ErrNotLocked)
-	if lost != nil {
-		return opErr("runlock", r.path, errors.Join(fmt.Errorf("%w: %w", ErrLockLost, lost), err))
-	}
-	if err != nil {
-		return opErr("runlock", r.path, err)
-	}
-	return nil
+	return releaseErr("runlock", r.path, ErrLockLost, lost, err)
 }
 
 // Locker returns a sync.Locker on the write lock; it panics on failure as
