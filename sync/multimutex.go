@@ -75,10 +75,10 @@ type MultiMutex struct {
 
 	mu   gosync.Mutex
 	hold *multiHold // nil when not held
-	// pending are the nodes of the last release whose removal could not
-	// finish (the session's cleaner deletes them); the next Unlock removes
-	// them rather than report ErrNotLocked.
-	pending []store.Node
+	// last is the latest grant, kept after its release: an Unlock after a
+	// release whose removals could not all finish (the session's cleaner
+	// deletes the nodes) removes them rather than report ErrNotLocked.
+	last *multiHold
 }
 
 // NewMultiMutex returns a MultiMutex on the locks at paths in st, in any
@@ -256,10 +256,11 @@ func (m *MultiMutex) grant(holds []*recipe.Hold) {
 	// Not derived from the session's context: a session's end is a loss
 	// of every member, reported as a *MemberError like any other.
 	ctx, cancel := context.WithCancelCause(context.Background())
-	h := &multiHold{paths: m.paths, recs: m.recs, members: holds, ctx: ctx, cancel: cancel}
+	h := &multiHold{paths: m.paths, recs: m.recs, members: holds, once: make([]recipe.ReleaseOnce, len(holds)), ctx: ctx, cancel: cancel}
 	m.mu.Lock()
-	m.hold = h
-	m.pending = nil // removed before the grant (recipe.Flush in each member)
+	// Removals the last release left pending are done before the grant
+	// (recipe.Flush in each member).
+	m.hold, m.last = h, h
 	m.mu.Unlock()
 }
 
@@ -274,48 +275,22 @@ func (m *MultiMutex) Unlock(ctx context.Context) error {
 		return err
 	}
 	m.mu.Lock()
-	h, pending := m.hold, m.pending
+	held, last := m.hold != nil, m.last
 	m.hold = nil
 	m.mu.Unlock()
-	if h == nil {
-		if len(pending) == 0 {
-			return m.opErr("unlock", ErrNotLocked)
-		}
-		return m.removePending(ctx, pending)
+	if last == nil {
+		return m.opErr("unlock", ErrNotLocked)
 	}
-	defer func() { <-m.local }()
-	lost, err := h.release(ctx)
-	if errors.Is(err, recipe.ErrRemovalPending) {
-		m.mu.Lock()
-		m.pending = h.nodes()
-		m.mu.Unlock()
+	if held {
+		defer func() { <-m.local }()
 	}
+	lost, err := last.release(ctx)
 	if lost != nil {
 		return m.opErr("unlock", errors.Join(fmt.Errorf("%w: %w", ErrLockLost, lost), err))
 	}
 	if err != nil {
 		return m.opErr("unlock", err)
 	}
-	return nil
-}
-
-// removePending removes the nodes of a release that could not remove them.
-func (m *MultiMutex) removePending(ctx context.Context, ns []store.Node) error {
-	var errs []error
-	for i, n := range ns {
-		if err := recipe.Remove(telemetry.NewContext(ctx, m.recs[i]), m.st, n); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	if err := errors.Join(errs...); err != nil {
-		return m.opErr("unlock", err)
-	}
-	m.mu.Lock()
-	same := func(a, b store.Node) bool { return a.Path == b.Path && a.Seq == b.Seq }
-	if slices.EqualFunc(m.pending, ns, same) {
-		m.pending = nil
-	}
-	m.mu.Unlock()
 	return nil
 }
 
@@ -371,6 +346,7 @@ type multiHold struct {
 	paths   []string
 	recs    []*telemetry.Recorder // of each member
 	members []*recipe.Hold
+	once    []recipe.ReleaseOnce // of each member
 	ctx     context.Context
 	cancel  context.CancelCauseFunc
 
@@ -405,27 +381,39 @@ func (h *multiHold) context() context.Context {
 }
 
 // release ends the hold with ErrUnlocked and releases every member, last
-// first. lost is the cause of an end that came before (a *MemberError), err
-// what could not be removed.
+// first, each through its recipe.ReleaseOnce. lost is the cause of an end
+// that came before (a *MemberError), err what could not be removed. A later
+// release only retries the removals left pending, and returns ErrNotLocked
+// when there were none.
 func (h *multiHold) release(ctx context.Context) (lost, err error) {
-	if h.ctx.Err() != nil {
-		lost = context.Cause(h.ctx)
-	}
 	h.mu.Lock()
+	again := h.stopped
 	h.stopped = true
 	stops := h.stops
 	h.mu.Unlock()
+	if h.ctx.Err() != nil && !again {
+		lost = context.Cause(h.ctx)
+	}
 	h.cancel(ErrUnlocked)
 	for _, stop := range stops {
 		stop()
 	}
 	var errs []error
 	mlost := make([]error, len(h.members))
+	released := false // a member, or a pending removal
 	for i, mh := range slices.Backward(h.members) {
 		var err error
-		if mlost[i], err = mh.Release(telemetry.NewContext(ctx, h.recs[i]), ErrUnlocked); err != nil {
+		mlost[i], err = h.once[i].Release(telemetry.NewContext(ctx, h.recs[i]), mh, ErrUnlocked, ErrNotLocked)
+		if errors.Is(err, ErrNotLocked) {
+			continue
+		}
+		released = true
+		if err != nil {
 			errs = append(errs, err)
 		}
+	}
+	if !released {
+		return nil, ErrNotLocked
 	}
 	for i, c := range mlost {
 		if lost == nil && c != nil {
@@ -435,13 +423,4 @@ func (h *multiHold) release(ctx context.Context) (lost, err error) {
 		}
 	}
 	return lost, errors.Join(errs...)
-}
-
-// nodes returns the members' nodes.
-func (h *multiHold) nodes() []store.Node {
-	ns := make([]store.Node, len(h.members))
-	for i, mh := range h.members {
-		ns[i] = mh.Node()
-	}
-	return ns
 }
