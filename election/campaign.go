@@ -35,8 +35,7 @@ func (e *Election) Campaign(ctx context.Context, value []byte) (*Leadership, err
 	}
 	a := e.rec.Begin(ctx)
 	tctx := telemetry.NewContext(ctx, e.rec)
-	attempt := 0 // retries since the last success (see recipe.Pause)
-	for {
+	for attempt := 0; ; attempt++ {
 		n, waited, err := recipe.AcquireWaited(tctx, e.st, e.path, prefix, value, recipe.Predecessor)
 		if err == nil {
 			l, cerr := e.claim(ctx, n, waited, a)
@@ -52,7 +51,7 @@ func (e *Election) Campaign(ctx context.Context, value []byte) (*Leadership, err
 			a.Failed(ctx, err)
 			return nil, e.campaignErr(ctx, err)
 		}
-		if werr := e.pause(ctx, &attempt); werr != nil {
+		if werr := recipe.Pause(ctx, e.st, attempt); werr != nil {
 			a.Failed(ctx, werr)
 			return nil, e.campaignErr(ctx, werr)
 		}
@@ -96,13 +95,13 @@ func (e *Election) claim(ctx context.Context, n store.Node, waited bool, a telem
 // reconnected returns at once when the connection is up; otherwise it waits
 // until it is, and then checks that n still belongs to the live session.
 func (e *Election) reconnected(ctx context.Context, n store.Node) error {
-	attempt := 0 // retries since the last success (see recipe.Pause)
-	for waited := false; ; waited = true {
+	for attempt := 0; ; attempt++ {
+		waited := attempt > 0
 		if err := e.alive(ctx); err != nil {
 			return err
 		}
 		if isClosed(e.st.Disconnected()) {
-			if err := e.pause(ctx, &attempt); err != nil {
+			if err := recipe.Pause(ctx, e.st, attempt); err != nil {
 				return err
 			}
 			continue
@@ -113,7 +112,7 @@ func (e *Election) reconnected(ctx context.Context, n store.Node) error {
 		got, err := e.st.Get(ctx, n.Path)
 		switch {
 		case errors.Is(err, store.ErrDisconnected):
-			if err := e.pause(ctx, &attempt); err != nil {
+			if err := recipe.Pause(ctx, e.st, attempt); err != nil {
 				return err
 			}
 			continue

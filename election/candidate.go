@@ -124,8 +124,7 @@ func (c *Candidate) run(ctx context.Context) {
 
 // loop campaigns until ctx or the session ends, and returns why.
 func (c *Candidate) loop(ctx context.Context) error {
-	attempt := 0 // retries since the last success (see recipe.Pause)
-	for {
+	for attempt := 0; ; {
 		if err := c.e.alive(ctx); err != nil {
 			return c.stopped(ctx, err)
 		}
@@ -139,9 +138,10 @@ func (c *Candidate) loop(ctx context.Context) error {
 			if !errors.Is(err, store.ErrDisconnected) && !errors.Is(err, ErrNodeDeleted) {
 				return err
 			}
-			if werr := c.e.pause(ctx, &attempt); werr != nil {
-				return c.stopped(ctx, werr)
+			if err := recipe.Pause(ctx, c.e.st, attempt); err != nil {
+				return c.stopped(ctx, err)
 			}
+			attempt++
 			continue
 		}
 		attempt = 0

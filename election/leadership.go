@@ -125,8 +125,7 @@ func (l *Leadership) Proclaim(ctx context.Context, value []byte) error {
 		return fmt.Errorf("election: proclaim: %w", err)
 	}
 	lctx := l.Context()
-	attempt := 0 // retries since the last success (see recipe.Pause)
-	for {
+	for attempt := 0; ; attempt++ {
 		if lctx.Err() != nil {
 			return fmt.Errorf("%w: %w", ErrNotLeader, context.Cause(lctx))
 		}
@@ -142,7 +141,7 @@ func (l *Leadership) Proclaim(ctx context.Context, value []byte) error {
 		if !errors.Is(err, store.ErrDisconnected) || ctx.Err() != nil {
 			return fmt.Errorf("election: proclaim: %w", err)
 		}
-		if werr := l.e.pause(ctx, &attempt); werr != nil {
+		if werr := recipe.Pause(ctx, l.e.st, attempt); werr != nil {
 			return fmt.Errorf("election: proclaim: %w", err)
 		}
 	}

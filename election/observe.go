@@ -192,7 +192,7 @@ func (o *Observer) finish(ctx context.Context, err error) {
 // ends or a read fails for good, and returns why.
 func (e *Election) observe(ctx context.Context, out chan<- Leader) error {
 	var (
-		attempt int // retries since the last success (see recipe.Pause)
+		attempt int
 		last    Leader
 		sent    bool
 		// counted is the last leader the metrics know of.
@@ -210,9 +210,10 @@ func (e *Election) observe(ctx context.Context, out chan<- Leader) error {
 			if !e.transient(ctx, err) {
 				return e.observeErr(ctx, err)
 			}
-			if err := e.pause(ctx, &attempt); err != nil {
+			if err := recipe.Pause(ctx, e.st, attempt); err != nil {
 				return err
 			}
+			attempt++
 			continue
 		}
 		attempt = 0

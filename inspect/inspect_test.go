@@ -168,19 +168,23 @@ func TestRWMutex(t *testing.T) {
 		for i, l := range []string{"r1", "r2", "w", "r3"} {
 			rws[i] = sync.NewRWMutex(sts[i], p, sync.WithLabel(l))
 		}
+		var reads []*sync.ReadHold
 		for _, rw := range rws[:2] {
-			if err := rw.RLock(ctx); err != nil {
+			r, err := rw.RLock(ctx)
+			if err != nil {
 				t.Fatal(err)
 			}
+			reads = append(reads, r)
 		}
 		w := backends.Async(func() error { return rws[2].Lock(ctx) })
 		backends.WaitChildren(t, sts[0], p, backends.Count(3))
-		r3 := backends.Async(func() error { return rws[3].RLock(ctx) })
+		var third *sync.ReadHold // set before r3 reports
+		r3 := backends.Async(func() (err error) { third, err = rws[3].RLock(ctx); return err })
 		backends.WaitChildren(t, sts[0], p, backends.Count(4))
 		want(t, read(t, sts[0], p), inspect.Lock, []string{"r1/read", "r2/read"}, []string{"w/write", "r3/read"})
 
-		for _, rw := range rws[:2] {
-			if err := rw.RUnlock(ctx); err != nil {
+		for _, r := range reads {
+			if err := r.Unlock(ctx); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -191,7 +195,7 @@ func TestRWMutex(t *testing.T) {
 		}
 		wait(t, r3, "third RLock")
 		want(t, read(t, sts[0], p), inspect.Lock, []string{"r3/read"}, []string{})
-		if err := rws[3].RUnlock(ctx); err != nil {
+		if err := third.Unlock(ctx); err != nil {
 			t.Fatal(err)
 		}
 	})

@@ -39,7 +39,7 @@ var storeMethods = map[string]string{
 // paths and data, nil and closed stores, cancelled contexts, zero options.
 var misuseFuncs = map[string][]string{
 	"sync.NewMutex":                 {"Mutex.TryLock", "Mutex.Unlock", "Mutex.Lock(cancelled)"},
-	"sync.NewRWMutex":               {"RWMutex.TryRLock", "RWMutex.RUnlock"},
+	"sync.NewRWMutex":               {"RWMutex.TryRLock", "ReadHold.Unlock"},
 	"sync.NewMultiMutex":            {"MultiMutex.TryLock", "MultiMutex.Lock(cancelled)", "MultiMutex.Unlock"},
 	"sync.NewStripedMutex":          {"StripedMutex.TryLock", "StripedMutex.Lock(cancelled)"},
 	"sync.NewSemaphore":             {"Semaphore.TryAcquire"},

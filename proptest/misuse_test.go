@@ -94,6 +94,7 @@ type misuseSession struct {
 	closed store.Store
 	mutex  map[string]*sync.Mutex
 	rw     map[string]*sync.RWMutex
+	reads  []*sync.ReadHold
 	leases []*sync.Lease
 	double map[string]*sync.DoubleBarrier
 	items  []*queue.Item // taken or peeked, not yet settled by a call
@@ -186,11 +187,19 @@ func misuseCalls(t *rapid.T, dir, p string, n int, data []byte) []misuseCall {
 			return s.mutexAt(st, p).Lock(cancelled(ctx))
 		}},
 		{"RWMutex.TryRLock", func(ctx context.Context, s *misuseSession, st store.Store) error {
-			_, err := s.rwAt(st, p).TryRLock(ctx)
+			r, ok, err := s.rwAt(st, p).TryRLock(ctx)
+			if ok {
+				s.reads = append(s.reads, r)
+			}
 			return err
 		}},
-		{"RWMutex.RUnlock", func(ctx context.Context, s *misuseSession, st store.Store) error {
-			return s.rwAt(st, p).RUnlock(ctx)
+		{"ReadHold.Unlock", func(ctx context.Context, s *misuseSession, _ store.Store) error {
+			if len(s.reads) == 0 {
+				return new(sync.ReadHold).Unlock(ctx)
+			}
+			r := s.reads[0]
+			s.reads = s.reads[1:]
+			return r.Unlock(ctx)
 		}},
 		{"Semaphore.TryAcquire", func(ctx context.Context, s *misuseSession, st store.Store) error {
 			l, ok, err := sync.NewSemaphore(st, p, n).TryAcquire(ctx)

@@ -20,14 +20,14 @@
 //
 //   - Lock takes a ctx and can be cancelled; a waiter that gives up, for
 //     whatever reason, removes its node before it returns.
-//   - A granted lock is a context (Context, RContext) that is cancelled the
-//     moment the lock is no longer held, with a cause saying why:
-//     [ErrUnlocked], [ErrNodeDeleted], [ErrDisconnected], or the session's
-//     end (store.ErrSessionExpired, store.ErrClosed). Do the critical work
-//     under that context.
-//   - Every grant has a fencing token (Token, RToken) that grows with each
-//     successive grant of the same lock, for storage that must reject
-//     writes from a stale holder.
+//   - A granted lock is a context (Context, [ReadHold.Context]) that is
+//     cancelled the moment the lock is no longer held, with a cause saying
+//     why: [ErrUnlocked], [ErrNodeDeleted], [ErrDisconnected], or the
+//     session's end (store.ErrSessionExpired, store.ErrClosed). Do the
+//     critical work under that context.
+//   - Every grant has a fencing token (Token, [ReadHold.Token]) that grows
+//     with each successive grant of the same lock, for storage that must
+//     reject writes from a stale holder.
 //   - Misuse and lost locks are errors ([ErrNotLocked], [ErrLockLost]),
 //     never panics and never silent.
 //
@@ -90,14 +90,14 @@
 //
 // Every call that blocks returns within its ctx, plus at most one second:
 // a call that gave up (a Lock whose ctx ended, say) or that releases (Unlock,
-// RUnlock, Lease.Release, Leave) removes its node before it returns, and
+// ReadHold.Unlock, Lease.Release, Leave) removes its node before it returns, and
 // keeps trying to for up to a second after its ctx has ended, so that a
 // release with a cancelled ctx still releases on a working connection. A
 // node still there then (the connection is down) is not forgotten: the
 // session removes it as soon as the connection allows, for as long as it
 // lives, and the session's end takes it anyway. The call says so with an
 // error wrapping store.ErrDisconnected. Until then the node is this
-// session's: an Unlock (or RUnlock, Release) called again waits for its
+// session's: an Unlock (or Release) called again waits for its
 // removal instead of reporting ErrNotLocked, and the next Lock from the same
 // session removes it before it lines up. Nothing decides by a fixed bound
 // whether a node is abandoned.
@@ -130,8 +130,8 @@
 // corral.holders), the grants (corral.grants) and the holds lost, by cause
 // (corral.lost: session_expired, session_closed, disconnected, node_deleted).
 // Every measurement carries corral.kind (mutex, rwmutex.read, rwmutex.write,
-// semaphore, double_barrier) and corral.path, which [WithPathLabel] can map
-// to fewer values. A loss is recorded when the hold notices it: at once
+// semaphore, striped_mutex, double_barrier; a MultiMutex records each member
+// as a mutex) and corral.path, which [WithPathLabel] can map to fewer values. A loss is recorded when the hold notices it: at once
 // while someone watches its Context, else at the Unlock or Release.
 //
 // Nothing is logged unless a *slog.Logger is given with [WithLogger], which

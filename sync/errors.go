@@ -12,8 +12,8 @@ import (
 // cause of its context (context.Cause) are ErrUnlocked, ErrNodeDeleted,
 // ErrDisconnected, store.ErrSessionExpired and store.ErrClosed.
 var (
-	// ErrNotLocked: Unlock (or RUnlock) of a lock this value does not
-	// hold. Nothing is deleted.
+	// ErrNotLocked: Unlock of a lock this value (or this ReadHold) does
+	// not hold. Nothing is deleted.
 	ErrNotLocked = errors.New("sync: not locked")
 	// ErrLockLost: Unlock of a hold that had already ended before the
 	// unlock (session expired, node deleted, connection lost). The error

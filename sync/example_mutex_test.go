@@ -86,16 +86,16 @@ func ExampleRWMutex() {
 	rb := sync.NewRWMutex(b, "/locks/config")
 	w := sync.NewRWMutex(c, "/locks/config")
 
-	_ = ra.RLock(ctx)
-	_ = rb.RLock(ctx) // readers share
+	r1, _ := ra.RLock(ctx) // each read hold is a handle
+	r2, _ := rb.RLock(ctx) // readers share
 	ok, _ := w.TryLock(ctx)
 	fmt.Println("writer while read:", ok)
 
-	_ = ra.RUnlock(ctx)
-	_ = rb.RUnlock(ctx)
+	_ = r1.Unlock(ctx)
+	_ = r2.Unlock(ctx)
 	ok, _ = w.TryLock(ctx)
 	fmt.Println("writer when free:", ok)
-	ok, _ = ra.TryRLock(ctx)
+	_, ok, _ = ra.TryRLock(ctx)
 	fmt.Println("reader while written:", ok)
 	_ = w.Unlock(ctx)
 	// Output:

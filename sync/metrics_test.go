@@ -183,10 +183,11 @@ func TestMetricsKinds(t *testing.T) {
 		p, ctx := lockPath(t), testCtx(t)
 		opts := []sync.LockOption{sync.WithMeterProvider(mr.Provider()), sync.WithPathLabel(func(string) string { return "tenant-locks" })}
 		rw := sync.NewRWMutex(sts[0], p+"/rw", opts...)
-		if err := rw.RLock(ctx); err != nil {
+		r, err := rw.RLock(ctx)
+		if err != nil {
 			t.Fatal(err)
 		}
-		if err := rw.RUnlock(ctx); err != nil {
+		if err := r.Unlock(ctx); err != nil {
 			t.Fatal(err)
 		}
 		if err := rw.Lock(ctx); err != nil {

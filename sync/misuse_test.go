@@ -87,7 +87,7 @@ func TestKindMismatch(t *testing.T) {
 		if err := sync.NewMutex(st, p).Lock(ctx); !errors.Is(err, sync.ErrKindMismatch) {
 			t.Errorf("Lock on a semaphore's path = %v; want ErrKindMismatch", err)
 		}
-		if _, err := sync.NewRWMutex(st, p).TryRLock(ctx); !errors.Is(err, sync.ErrKindMismatch) {
+		if _, _, err := sync.NewRWMutex(st, p).TryRLock(ctx); !errors.Is(err, sync.ErrKindMismatch) {
 			t.Errorf("TryRLock on a semaphore's path = %v; want ErrKindMismatch", err)
 		}
 		if err := sync.NewDoubleBarrier(st, p, 2).Enter(ctx); !errors.Is(err, sync.ErrKindMismatch) && !errors.Is(err, sync.ErrLimitMismatch) {

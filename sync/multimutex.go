@@ -7,9 +7,9 @@ import (
 	"slices"
 	"strings"
 	gosync "sync"
-	"time"
 
 	"github.com/corral-go/corral/internal/recipe"
+	"github.com/corral-go/corral/internal/telemetry"
 	"github.com/corral-go/corral/store"
 )
 
@@ -53,6 +53,10 @@ func (e *MemberError) Unwrap() error {
 // any member is lost, with a *MemberError that says which member and why; and
 // one fencing token per member, Token(path).
 //
+// The LockOptions are those of Mutex. Each member records its metrics and
+// logs as a Mutex on its path would (kind mutex): a MultiMutex's acquisition
+// is one acquisition per member, its hold one hold per member.
+//
 // A MultiMutex is safe for concurrent use and excludes the goroutines that
 // share it, as a Mutex does. It must not be copied after first use; the zero
 // value is not usable (its methods fail with store.ErrInvalidArgument), make
@@ -64,16 +68,17 @@ type MultiMutex struct {
 	paths []string // sorted, without duplicates
 	bad   error    // why the set is unusable, reported by every call
 	opts  lockOptions
+	recs  []*telemetry.Recorder // of each member, as a mutex on its path
 	// local holds a token while a goroutine of this value holds or
 	// acquires the locks.
 	local chan struct{}
 
 	mu   gosync.Mutex
 	hold *multiHold // nil when not held
-	// pending are the nodes of the last release whose removal could not
-	// finish (the session's cleaner deletes them); the next Unlock removes
-	// them rather than report ErrNotLocked.
-	pending []store.Node
+	// last is the latest grant, kept after its release: an Unlock after a
+	// release whose removals could not all finish (the session's cleaner
+	// deletes the nodes) removes them rather than report ErrNotLocked.
+	last *multiHold
 }
 
 // NewMultiMutex returns a MultiMutex on the locks at paths in st, in any
@@ -86,7 +91,12 @@ func NewMultiMutex(st store.Store, paths []string, opts ...LockOption) *MultiMut
 	ps := slices.Clone(paths)
 	slices.Sort(ps)
 	ps = slices.Compact(ps)
-	return &MultiMutex{st: st, paths: ps, bad: checkMembers(ps), opts: newLockOptions(opts), local: make(chan struct{}, 1)}
+	o := newLockOptions(opts)
+	recs := make([]*telemetry.Recorder, len(ps))
+	for i, p := range ps {
+		recs[i] = o.recorder(telemetry.KindMutex, p, ErrNodeDeleted)
+	}
+	return &MultiMutex{st: st, paths: ps, bad: checkMembers(ps), opts: o, recs: recs, local: make(chan struct{}, 1)}
 }
 
 // checkMembers reports why the sorted, deduplicated paths cannot be locked
@@ -148,10 +158,7 @@ func (m *MultiMutex) Lock(ctx context.Context) error {
 	case <-ctx.Done():
 		return m.opErr("lock", recipe.CtxErr(ctx, nil))
 	}
-	holds, err := m.take(ctx, func(p string) (store.Node, bool, bool, error) {
-		n, waited, err := recipe.AcquireWaited(ctx, m.st, p, recipe.LockPrefix, m.opts.nodeData(time.Now()), recipe.Predecessor)
-		return n, err == nil, waited, err
-	})
+	holds, err := m.take(ctx, true)
 	if err != nil {
 		<-m.local
 		return m.opErr("lock", recipe.CtxErr(ctx, err))
@@ -173,10 +180,7 @@ func (m *MultiMutex) TryLock(ctx context.Context) (bool, error) {
 	default:
 		return false, nil
 	}
-	holds, err := m.take(ctx, func(p string) (store.Node, bool, bool, error) {
-		n, ok, err := recipe.TryAcquire(ctx, m.st, p, recipe.LockPrefix, m.opts.nodeData(time.Now()), recipe.Predecessor)
-		return n, ok, false, err
-	})
+	holds, err := m.take(ctx, false)
 	if err != nil || holds == nil {
 		<-m.local
 		if err != nil {
@@ -188,32 +192,60 @@ func (m *MultiMutex) TryLock(ctx context.Context) (bool, error) {
 	return true, nil
 }
 
-// take acquires the members in order with acquire. It returns their holds,
-// or nil when acquire reported one not granted, or an error; in both cases
-// it has released the members it took.
-func (m *MultiMutex) take(ctx context.Context, acquire func(p string) (n store.Node, ok, waited bool, err error)) ([]*recipe.Hold, error) {
+// take acquires the members in order, waiting for each (wait) or not. It
+// returns their holds, or nil when a member was not granted at once, or an
+// error; in both cases it has released the members it took. Each member
+// records as a mutex on its path.
+func (m *MultiMutex) take(ctx context.Context, wait bool) ([]*recipe.Hold, error) {
 	holds := make([]*recipe.Hold, 0, len(m.paths))
-	for _, p := range m.paths {
-		n, ok, waited, err := acquire(p)
+	for i, p := range m.paths {
+		n, ok, waited, held, err := m.member(ctx, i, wait)
 		if err != nil {
 			err = fmt.Errorf("member %q: %w", p, err)
 		}
 		if err != nil || !ok {
-			return nil, errors.Join(err, giveBack(ctx, holds))
+			return nil, errors.Join(err, giveBack(ctx, holds, m.recs))
 		}
-		opts := m.opts.hold()
+		opts := m.opts.holdWith(held)
 		opts.Front = waited // each member is a mutex: see recipe.AcquireWaited
 		holds = append(holds, recipe.NewHold(m.st, n, opts))
 	}
 	return holds, nil
 }
 
+// member acquires member i as Mutex.Lock (wait) or Mutex.TryLock would,
+// recording the attempt.
+func (m *MultiMutex) member(ctx context.Context, i int, wait bool) (n store.Node, ok, waited bool, held *telemetry.Holding, err error) {
+	rec := m.recs[i]
+	tctx := telemetry.NewContext(ctx, rec)
+	if wait {
+		a := rec.Begin(ctx)
+		n, waited, err = recipe.AcquireWaited(tctx, m.st, m.paths[i], recipe.LockPrefix, m.opts.nodeData(a.Start()), recipe.Predecessor)
+		if err != nil {
+			a.Failed(ctx, err)
+			return n, false, false, nil, err
+		}
+		return n, true, waited, a.Granted(ctx, n), nil
+	}
+	a := rec.Try()
+	n, ok, err = recipe.TryAcquire(tctx, m.st, m.paths[i], recipe.LockPrefix, m.opts.nodeData(a.Start()), recipe.Predecessor)
+	switch {
+	case err != nil:
+		a.Failed(ctx, err)
+	case !ok:
+		a.Busy(ctx)
+	default:
+		held = a.Granted(ctx, n)
+	}
+	return n, ok, false, held, err
+}
+
 // giveBack releases holds taken by an acquisition that failed, last first,
-// and returns what could not be removed.
-func giveBack(ctx context.Context, holds []*recipe.Hold) error {
+// and returns what could not be removed; recs are the members' recorders.
+func giveBack(ctx context.Context, holds []*recipe.Hold, recs []*telemetry.Recorder) error {
 	var errs []error
-	for _, h := range slices.Backward(holds) {
-		if _, err := h.Release(ctx, ErrUnlocked); err != nil {
+	for i, h := range slices.Backward(holds) {
+		if _, err := h.Release(telemetry.NewContext(ctx, recs[i]), ErrUnlocked); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -224,10 +256,11 @@ func (m *MultiMutex) grant(holds []*recipe.Hold) {
 	// Not derived from the session's context: a session's end is a loss
 	// of every member, reported as a *MemberError like any other.
 	ctx, cancel := context.WithCancelCause(context.Background())
-	h := &multiHold{paths: m.paths, members: holds, ctx: ctx, cancel: cancel}
+	h := &multiHold{paths: m.paths, recs: m.recs, members: holds, once: make([]recipe.ReleaseOnce, len(holds)), ctx: ctx, cancel: cancel}
 	m.mu.Lock()
-	m.hold = h
-	m.pending = nil // removed before the grant (recipe.Flush in each member)
+	// Removals the last release left pending are done before the grant
+	// (recipe.Flush in each member).
+	m.hold, m.last = h, h
 	m.mu.Unlock()
 }
 
@@ -242,48 +275,22 @@ func (m *MultiMutex) Unlock(ctx context.Context) error {
 		return err
 	}
 	m.mu.Lock()
-	h, pending := m.hold, m.pending
+	held, last := m.hold != nil, m.last
 	m.hold = nil
 	m.mu.Unlock()
-	if h == nil {
-		if len(pending) == 0 {
-			return m.opErr("unlock", ErrNotLocked)
-		}
-		return m.removePending(ctx, pending)
+	if last == nil {
+		return m.opErr("unlock", ErrNotLocked)
 	}
-	defer func() { <-m.local }()
-	lost, err := h.release(ctx)
-	if errors.Is(err, recipe.ErrRemovalPending) {
-		m.mu.Lock()
-		m.pending = h.nodes()
-		m.mu.Unlock()
+	if held {
+		defer func() { <-m.local }()
 	}
+	lost, err := last.release(ctx)
 	if lost != nil {
 		return m.opErr("unlock", errors.Join(fmt.Errorf("%w: %w", ErrLockLost, lost), err))
 	}
 	if err != nil {
 		return m.opErr("unlock", err)
 	}
-	return nil
-}
-
-// removePending removes the nodes of a release that could not remove them.
-func (m *MultiMutex) removePending(ctx context.Context, ns []store.Node) error {
-	var errs []error
-	for _, n := range ns {
-		if err := recipe.Remove(ctx, m.st, n); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	if err := errors.Join(errs...); err != nil {
-		return m.opErr("unlock", err)
-	}
-	m.mu.Lock()
-	same := func(a, b store.Node) bool { return a.Path == b.Path && a.Seq == b.Seq }
-	if slices.EqualFunc(m.pending, ns, same) {
-		m.pending = nil
-	}
-	m.mu.Unlock()
 	return nil
 }
 
@@ -337,7 +344,9 @@ func (m *MultiMutex) opErr(op string, err error) error {
 // context that ends with the first of them.
 type multiHold struct {
 	paths   []string
+	recs    []*telemetry.Recorder // of each member
 	members []*recipe.Hold
+	once    []recipe.ReleaseOnce // of each member
 	ctx     context.Context
 	cancel  context.CancelCauseFunc
 
@@ -372,27 +381,39 @@ func (h *multiHold) context() context.Context {
 }
 
 // release ends the hold with ErrUnlocked and releases every member, last
-// first. lost is the cause of an end that came before (a *MemberError), err
-// what could not be removed.
+// first, each through its recipe.ReleaseOnce. lost is the cause of an end
+// that came before (a *MemberError), err what could not be removed. A later
+// release only retries the removals left pending, and returns ErrNotLocked
+// when there were none.
 func (h *multiHold) release(ctx context.Context) (lost, err error) {
-	if h.ctx.Err() != nil {
-		lost = context.Cause(h.ctx)
-	}
 	h.mu.Lock()
+	again := h.stopped
 	h.stopped = true
 	stops := h.stops
 	h.mu.Unlock()
+	if h.ctx.Err() != nil && !again {
+		lost = context.Cause(h.ctx)
+	}
 	h.cancel(ErrUnlocked)
 	for _, stop := range stops {
 		stop()
 	}
 	var errs []error
 	mlost := make([]error, len(h.members))
+	released := false // a member, or a pending removal
 	for i, mh := range slices.Backward(h.members) {
 		var err error
-		if mlost[i], err = mh.Release(ctx, ErrUnlocked); err != nil {
+		mlost[i], err = h.once[i].Release(telemetry.NewContext(ctx, h.recs[i]), mh, ErrUnlocked, ErrNotLocked)
+		if errors.Is(err, ErrNotLocked) {
+			continue
+		}
+		released = true
+		if err != nil {
 			errs = append(errs, err)
 		}
+	}
+	if !released {
+		return nil, ErrNotLocked
 	}
 	for i, c := range mlost {
 		if lost == nil && c != nil {
@@ -402,13 +423,4 @@ func (h *multiHold) release(ctx context.Context) (lost, err error) {
 		}
 	}
 	return lost, errors.Join(errs...)
-}
-
-// nodes returns the members' nodes.
-func (h *multiHold) nodes() []store.Node {
-	ns := make([]store.Node, len(h.members))
-	for i, mh := range h.members {
-		ns[i] = mh.Node()
-	}
-	return ns
 }

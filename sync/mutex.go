@@ -31,7 +31,9 @@ const (
 	KeepOnDisconnect = recipe.KeepOnDisconnect
 )
 
-// LockOption configures a Mutex or an RWMutex.
+// LockOption configures a Mutex, RWMutex, MultiMutex, StripedMutex,
+// Semaphore or DoubleBarrier (the last takes those that make sense for it:
+// see DoubleBarrier).
 type LockOption func(*lockOptions)
 
 type lockOptions struct {
@@ -205,11 +207,12 @@ type exclusive struct {
 
 	mu   gosync.Mutex
 	hold *recipe.Hold // nil when not held
-	// pending is the node of the last release when its removal could
-	// not finish (the session's cleaner deletes it), the zero Node
-	// otherwise; the next Unlock removes it rather than report
-	// ErrNotLocked.
-	pending store.Node
+	// last is the latest grant's hold, kept after its release, and once
+	// its release: an Unlock after a release whose removal could not
+	// finish (the session's cleaner deletes the node) removes it rather
+	// than report ErrNotLocked.
+	last *recipe.Hold
+	once *recipe.ReleaseOnce
 }
 
 // init sets x up in place: x remembers its own address, so that a copy can
@@ -294,8 +297,9 @@ func (x *exclusive) grant(n store.Node, waited bool, held *telemetry.Holding) {
 	opts.Front = waited // see recipe.AcquireWaited
 	h := recipe.NewHold(x.st, n, opts)
 	x.mu.Lock()
-	x.hold = h
-	x.pending = store.Node{} // removed before the grant (recipe.Flush)
+	// A removal the last release left pending is done before the grant
+	// (recipe.Flush).
+	x.hold, x.last, x.once = h, h, new(recipe.ReleaseOnce)
 	x.mu.Unlock()
 }
 
@@ -304,36 +308,17 @@ func (x *exclusive) unlock(ctx context.Context, op string) error {
 		return err
 	}
 	x.mu.Lock()
-	h, pending := x.hold, x.pending
+	held, last, once := x.hold != nil, x.last, x.once
 	x.hold = nil
 	x.mu.Unlock()
-	if h == nil {
-		if pending.Path == "" {
-			return opErr(op, x.path, ErrNotLocked)
-		}
-		return x.removePending(ctx, op, pending)
+	if last == nil {
+		return opErr(op, x.path, ErrNotLocked)
 	}
-	defer func() { <-x.local }()
-	err := releaseErr(telemetry.NewContext(ctx, x.rec), op, x.path, h)
-	if errors.Is(err, recipe.ErrRemovalPending) {
-		x.mu.Lock()
-		x.pending = h.Node()
-		x.mu.Unlock()
+	if held {
+		defer func() { <-x.local }()
 	}
-	return err
-}
-
-// removePending removes the node of a release that could not remove it.
-func (x *exclusive) removePending(ctx context.Context, op string, p store.Node) error {
-	if err := recipe.Remove(telemetry.NewContext(ctx, x.rec), x.st, p); err != nil {
-		return opErr(op, x.path, err)
-	}
-	x.mu.Lock()
-	if x.pending.Path == p.Path && x.pending.Seq == p.Seq {
-		x.pending = store.Node{}
-	}
-	x.mu.Unlock()
-	return nil
+	lost, err := once.Release(telemetry.NewContext(ctx, x.rec), last, ErrUnlocked, ErrNotLocked)
+	return releaseErr(op, x.path, ErrLockLost, lost, err)
 }
 
 func (x *exclusive) context() context.Context {
@@ -354,11 +339,13 @@ func (x *exclusive) token() int64 {
 	return x.hold.Token()
 }
 
-// releaseErr releases h and reports the outcome as Unlock does.
-func releaseErr(ctx context.Context, op, path string, h *recipe.Hold) error {
-	lost, err := h.Release(ctx, ErrUnlocked)
+// releaseErr reports the outcome of a release (recipe.ReleaseOnce) as every
+// Unlock and Release does: a hold that ended before its release as lostAs
+// (ErrLockLost, ErrLeaseLost) with the cause, beside what could not be
+// removed.
+func releaseErr(op, path string, lostAs, lost, err error) error {
 	if lost != nil {
-		return opErr(op, path, errors.Join(fmt.Errorf("%w: %w", ErrLockLost, lost), err))
+		return opErr(op, path, errors.Join(fmt.Errorf("%w: %w", lostAs, lost), err))
 	}
 	if err != nil {
 		return opErr(op, path, err)

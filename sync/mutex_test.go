@@ -502,13 +502,14 @@ func TestMutexMisuse(t *testing.T) {
 		{"zero TryLock", func() error { _, err := zero.TryLock(ctx); return err }, store.ErrInvalidArgument},
 		{"zero Unlock", func() error { return zero.Unlock(ctx) }, store.ErrInvalidArgument},
 		{"nil store Lock", func() error { return nilStore.Lock(ctx) }, store.ErrInvalidArgument},
-		{"zero RLock", func() error { return zeroRW.RLock(ctx) }, store.ErrInvalidArgument},
-		{"zero TryRLock", func() error { _, err := zeroRW.TryRLock(ctx); return err }, store.ErrInvalidArgument},
-		{"zero RUnlock", func() error { return zeroRW.RUnlock(ctx) }, store.ErrInvalidArgument},
+		{"zero RLock", func() error { _, err := zeroRW.RLock(ctx); return err }, store.ErrInvalidArgument},
+		{"zero TryRLock", func() error { _, _, err := zeroRW.TryRLock(ctx); return err }, store.ErrInvalidArgument},
+		{"zero ReadHold Unlock", func() error { return new(sync.ReadHold).Unlock(ctx) }, store.ErrInvalidArgument},
+		{"nil ReadHold Unlock", func() error { return (*sync.ReadHold)(nil).Unlock(ctx) }, store.ErrInvalidArgument},
 		{"invalid path", func() error { return sync.NewMutex(mem, "no/slash").Lock(ctx) }, store.ErrInvalidPath},
 		{"empty path", func() error { return sync.NewMutex(mem, "").Lock(ctx) }, store.ErrInvalidPath},
 		{"root", func() error { return sync.NewMutex(mem, "/").Lock(ctx) }, store.ErrInvalidPath},
-		{"root TryRLock", func() error { _, err := sync.NewRWMutex(mem, "/").TryRLock(ctx); return err }, store.ErrInvalidPath},
+		{"root TryRLock", func() error { _, _, err := sync.NewRWMutex(mem, "/").TryRLock(ctx); return err }, store.ErrInvalidPath},
 		{"long path", func() error { return sync.NewMutex(mem, "/"+strings.Repeat("x", store.MaxPathSize)).Lock(ctx) }, store.ErrInvalidPath},
 		{"no room for names", func() error {
 			return sync.NewMutex(mem, "/"+strings.Repeat("x", store.MaxPathSize-100)).Lock(ctx)
@@ -557,15 +558,16 @@ func TestMutexCopied(t *testing.T) {
 		t.Errorf("Unlock of the original = %v", err)
 	}
 	rw := sync.NewRWMutex(mem, "/copied-rw")
-	if err := rw.RLock(ctx); err != nil {
+	r, err := rw.RLock(ctx)
+	if err != nil {
 		t.Fatalf("RLock = %v", err)
 	}
 	rcp := copyOf(rw)
-	if err := rcp.RUnlock(ctx); !errors.Is(err, store.ErrInvalidArgument) {
-		t.Errorf("RUnlock of a copy = %v; want store.ErrInvalidArgument", err)
+	if _, err := rcp.RLock(ctx); !errors.Is(err, store.ErrInvalidArgument) {
+		t.Errorf("RLock of a copy = %v; want store.ErrInvalidArgument", err)
 	}
-	if err := rw.RUnlock(ctx); err != nil {
-		t.Errorf("RUnlock of the original = %v", err)
+	if err := r.Unlock(ctx); err != nil {
+		t.Errorf("Unlock of the original's read hold = %v", err)
 	}
 }
 

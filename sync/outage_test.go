@@ -31,47 +31,80 @@ func within(t *testing.T, what string, start time.Time, d time.Duration) {
 // within its ctx (plus the grace), says the node will be removed, and does
 // not forget it: Unlock does not claim ErrNotLocked while the node is there,
 // the session removes it as soon as the link is back, and another session
-// then gets the lock.
+// then gets the lock. A MultiMutex's Unlock does the same for its members.
 func TestMutexUnlockDuringOutage(t *testing.T) {
-	backends.Run(t, func(t *testing.T, b storetest.Backend) {
-		d, ok := b.(storetest.Disconnector)
-		if !ok {
-			t.Skip("backend cannot disconnect")
+	// Each kind: a lock on p with KeepOnDisconnect, and the member paths
+	// whose nodes the release removes.
+	kinds := []struct {
+		name  string
+		lock  func(st store.Store, p string, opts ...sync.LockOption) (lock, tryLock, unlock func(context.Context) error)
+		paths func(p string) []string
+	}{
+		{"Mutex", func(st store.Store, p string, opts ...sync.LockOption) (lock, tryLock, unlock func(context.Context) error) {
+			m := sync.NewMutex(st, p, opts...)
+			return m.Lock, tryAsLock(m.TryLock), m.Unlock
+		}, func(p string) []string { return []string{p} }},
+		{"MultiMutex", func(st store.Store, p string, opts ...sync.LockOption) (lock, tryLock, unlock func(context.Context) error) {
+			m := sync.NewMultiMutex(st, []string{p + "/a", p + "/b"}, opts...)
+			return m.Lock, tryAsLock(m.TryLock), m.Unlock
+		}, func(p string) []string { return []string{p + "/a", p + "/b"} }},
+	}
+	for _, k := range kinds {
+		t.Run(k.name, func(t *testing.T) {
+			backends.Run(t, func(t *testing.T, b storetest.Backend) {
+				d, ok := b.(storetest.Disconnector)
+				if !ok {
+					t.Skip("backend cannot disconnect")
+				}
+				sts := backends.Open(t, b, 2)
+				p, ctx := lockPath(t), testCtx(t)
+				lock, _, unlock := k.lock(sts[0], p, sync.WithDisconnectPolicy(sync.KeepOnDisconnect))
+				if err := lock(ctx); err != nil {
+					t.Fatalf("Lock(%q) = %v", p, err)
+				}
+				d.Disconnect(t, sts[0])
+				const short = 300 * time.Millisecond
+				for i := range 2 {
+					uctx, cancel := context.WithTimeout(ctx, short)
+					start := time.Now()
+					err := unlock(uctx)
+					cancel()
+					within(t, "Unlock during an outage", start, short)
+					if !errors.Is(err, store.ErrDisconnected) || errors.Is(err, sync.ErrNotLocked) {
+						t.Fatalf("Unlock #%d during an outage = %v; want store.ErrDisconnected (node to be removed), not ErrNotLocked", i+1, err)
+					}
+				}
+				d.Reconnect(t, sts[0])
+				for _, mp := range k.paths(p) {
+					waitChildren(t, sts[1], mp, 0)
+				}
+				if err := unlock(ctx); err != nil {
+					t.Errorf("Unlock after the node was removed = %v; want nil (the pending release is done)", err)
+				}
+				if err := unlock(ctx); !errors.Is(err, sync.ErrNotLocked) {
+					t.Errorf("Unlock again = %v; want ErrNotLocked", err)
+				}
+				_, tryLock, otherUnlock := k.lock(sts[1], p)
+				if err := tryLock(ctx); err != nil {
+					t.Fatalf("TryLock from another session = %v; want the lock", err)
+				}
+				if err := otherUnlock(ctx); err != nil {
+					t.Errorf("Unlock = %v", err)
+				}
+			})
+		})
+	}
+}
+
+// tryAsLock turns a TryLock into a call that fails when it gets no lock.
+func tryAsLock(try func(context.Context) (bool, error)) func(context.Context) error {
+	return func(ctx context.Context) error {
+		ok, err := try(ctx)
+		if err == nil && !ok {
+			err = errors.New("lock held by someone else")
 		}
-		sts := backends.Open(t, b, 2)
-		p, ctx := lockPath(t), testCtx(t)
-		m := sync.NewMutex(sts[0], p, sync.WithDisconnectPolicy(sync.KeepOnDisconnect))
-		if err := m.Lock(ctx); err != nil {
-			t.Fatalf("Lock(%q) = %v", p, err)
-		}
-		d.Disconnect(t, sts[0])
-		const short = 300 * time.Millisecond
-		for i := range 2 {
-			uctx, cancel := context.WithTimeout(ctx, short)
-			start := time.Now()
-			err := m.Unlock(uctx)
-			cancel()
-			within(t, "Unlock during an outage", start, short)
-			if !errors.Is(err, store.ErrDisconnected) || errors.Is(err, sync.ErrNotLocked) {
-				t.Fatalf("Unlock #%d during an outage = %v; want store.ErrDisconnected (node to be removed), not ErrNotLocked", i+1, err)
-			}
-		}
-		d.Reconnect(t, sts[0])
-		waitChildren(t, sts[1], p, 0)
-		if err := m.Unlock(ctx); err != nil {
-			t.Errorf("Unlock after the node was removed = %v; want nil (the pending release is done)", err)
-		}
-		if err := m.Unlock(ctx); !errors.Is(err, sync.ErrNotLocked) {
-			t.Errorf("Unlock again = %v; want ErrNotLocked", err)
-		}
-		other := sync.NewMutex(sts[1], p)
-		if ok, err := other.TryLock(ctx); !ok || err != nil {
-			t.Fatalf("TryLock from another session = %v, %v; want true", ok, err)
-		}
-		if err := other.Unlock(ctx); err != nil {
-			t.Errorf("Unlock = %v", err)
-		}
-	})
+		return err
+	}
 }
 
 // TestMutexLockCancelledDuringOutage: a Lock whose ctx ends while the link
@@ -281,7 +314,10 @@ func lockOutageOps() []backends.OutageOp {
 			return rw.Unlock(ctx)
 		}, Run: func(e *backends.OutageEnv) {
 			writer := sync.NewRWMutex(e.Other, e.Dir)
-			waitBehind(e, writer.Lock, writer.Unlock, sync.NewRWMutex(e.St, e.Dir).RLock)
+			waitBehind(e, writer.Lock, writer.Unlock, func(ctx context.Context) error {
+				_, err := sync.NewRWMutex(e.St, e.Dir).RLock(ctx)
+				return err
+			})
 		}},
 		{Name: "Semaphore.Acquire", Again: func(ctx context.Context, st store.Store, dir string) error {
 			l, ok, err := sync.NewSemaphore(st, dir, 1).TryAcquire(ctx)

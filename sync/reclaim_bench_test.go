@@ -51,10 +51,11 @@ func TestReclaimCycles(t *testing.T) {
 		}},
 		{"RWMutex", n / 10, func(ctx context.Context, st store.Store, p string) error {
 			rw := sync.NewRWMutex(st, p)
-			if err := rw.RLock(ctx); err != nil {
+			r, err := rw.RLock(ctx)
+			if err != nil {
 				return err
 			}
-			return rw.RUnlock(ctx)
+			return r.Unlock(ctx)
 		}},
 		{"MultiMutex", n / 10, func(ctx context.Context, st store.Store, p string) error {
 			m := sync.NewMultiMutex(st, []string{p + "/a", p + "/b"})

@@ -58,10 +58,11 @@ func TestDirectoriesReclaimed(t *testing.T) {
 		}},
 		{"RWMutex", false, func(ctx context.Context, sts []store.Store, p string) error {
 			rw := sync.NewRWMutex(sts[0], p)
-			if err := rw.RLock(ctx); err != nil {
+			r, err := rw.RLock(ctx)
+			if err != nil {
 				return err
 			}
-			if err := rw.RUnlock(ctx); err != nil {
+			if err := r.Unlock(ctx); err != nil {
 				return err
 			}
 			if err := rw.Lock(ctx); err != nil {

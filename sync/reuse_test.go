@@ -77,7 +77,8 @@ func TestLockNameReuseEtcd(t *testing.T) {
 	}
 	reader := func(t *testing.T, p string) contender {
 		rw := sync.NewRWMutex(eb.OpenDelayed(t, lateReply), p)
-		return contender{rw.RLock, rw.RUnlock, true}
+		lock, unlock := readSide(rw)
+		return contender{lock, unlock, true}
 	}
 	tests := []struct {
 		name   string

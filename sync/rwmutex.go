@@ -2,8 +2,7 @@ package sync
 
 import (
 	"context"
-	"errors"
-	"slices"
+	"fmt"
 	gosync "sync"
 
 	"github.com/corral-go/corral/internal/recipe"
@@ -26,18 +25,12 @@ import (
 // with NewRWMutex.
 //
 // Holds are lost as a Mutex's are (see Mutex); the write hold's context is
-// Context and that of a read hold RContext.
+// Context, and each read hold is a ReadHold with its own Context, Token and
+// Unlock.
 type RWMutex struct {
 	w    exclusive
 	opts lockOptions
 	rrec *telemetry.Recorder // of the readers
-
-	mu     gosync.Mutex
-	rholds []*recipe.Hold // read holds, oldest first
-	// rpending are the nodes of read releases whose removal could not
-	// finish, oldest first: RUnlock removes them before it reports
-	// ErrNotLocked.
-	rpending []store.Node
 }
 
 // NewRWMutex returns an RWMutex on the lock at path in st. It does no I/O;
@@ -87,128 +80,100 @@ func (rw *RWMutex) Token() int64 { return rw.ex().token() }
 
 // RLock acquires a read hold, blocking until no writer that asked before it
 // holds or waits, ctx is done or the session ends. Each RLock takes a read
-// hold of its own, released by one RUnlock. On failure it returns an error
-// (ctx.Err() wrapped when ctx ended first) and has removed its node.
-func (rw *RWMutex) RLock(ctx context.Context) error {
+// hold of its own (its own contender node) and returns it; the caller must
+// Unlock it. On failure it returns an error (ctx.Err() wrapped when ctx
+// ended first) and has removed its node.
+func (rw *RWMutex) RLock(ctx context.Context) (*ReadHold, error) {
 	if err := rw.ex().usable("rlock"); err != nil {
-		return err
+		return nil, err
 	}
 	if ctx.Err() != nil {
-		return acquireErr(ctx, "rlock", rw.w.path, nil)
+		return nil, acquireErr(ctx, "rlock", rw.w.path, nil)
 	}
 	a := rw.rrec.Begin(ctx)
 	tctx := telemetry.NewContext(ctx, rw.rrec)
 	n, err := recipe.Acquire(tctx, rw.w.st, rw.w.path, recipe.ReadPrefix, rw.opts.nodeData(a.Start()), recipe.LastWriter)
 	if err != nil {
 		a.Failed(ctx, err)
-		return acquireErr(ctx, "rlock", rw.w.path, err)
+		return nil, acquireErr(ctx, "rlock", rw.w.path, err)
 	}
-	rw.rgrant(n, a.Granted(ctx, n))
-	return nil
+	return rw.rgrant(n, a.Granted(ctx, n)), nil
 }
 
-// TryRLock tries to acquire a read hold without waiting. It reports whether
-// it got it, with a nil error when a writer holds or waits before it.
-func (rw *RWMutex) TryRLock(ctx context.Context) (bool, error) {
+// TryRLock tries to acquire a read hold without waiting. It returns the
+// hold and true when it got one, nil and false (with a nil error) when a
+// writer holds or waits before it, and an error when the store failed.
+func (rw *RWMutex) TryRLock(ctx context.Context) (*ReadHold, bool, error) {
 	if err := rw.ex().usable("tryrlock"); err != nil {
-		return false, err
+		return nil, false, err
 	}
 	a := rw.rrec.Try()
 	tctx := telemetry.NewContext(ctx, rw.rrec)
 	n, ok, err := recipe.TryAcquire(tctx, rw.w.st, rw.w.path, recipe.ReadPrefix, rw.opts.nodeData(a.Start()), recipe.LastWriter)
 	if err != nil {
 		a.Failed(ctx, err)
-		return false, acquireErr(ctx, "tryrlock", rw.w.path, err)
+		return nil, false, acquireErr(ctx, "tryrlock", rw.w.path, err)
 	}
 	if !ok {
 		a.Busy(ctx)
-		return false, nil
+		return nil, false, nil
 	}
-	rw.rgrant(n, a.Granted(ctx, n))
-	return true, nil
+	return rw.rgrant(n, a.Granted(ctx, n)), true, nil
 }
 
-func (rw *RWMutex) rgrant(n store.Node, held *telemetry.Holding) {
-	h := recipe.NewHold(rw.w.st, n, rw.opts.holdWith(held))
-	rw.mu.Lock()
-	rw.rholds = append(rw.rholds, h)
-	// RLock removed this session's pending nodes before it contended.
-	rw.rpending = slices.DeleteFunc(rw.rpending, func(p store.Node) bool {
-		select {
-		case <-recipe.Pending(rw.w.st, p):
-			return true
-		default:
-			return false
-		}
-	})
-	rw.mu.Unlock()
+func (rw *RWMutex) rgrant(n store.Node, held *telemetry.Holding) *ReadHold {
+	return &ReadHold{path: rw.w.path, rec: rw.rrec, hold: recipe.NewHold(rw.w.st, n, rw.opts.holdWith(held))}
 }
 
-// RUnlock releases the oldest read hold of this RWMutex and removes its
-// node, as Unlock does (see Mutex.Unlock: a removal the connection does not
-// allow is left to the session, and a later RUnlock waits for it). It
-// returns an error wrapping ErrNotLocked when no read hold is held, and one
-// wrapping ErrLockLost and the cause when that hold had already ended.
-func (rw *RWMutex) RUnlock(ctx context.Context) error {
-	if err := rw.ex().usable("runlock"); err != nil {
-		return err
-	}
-	rw.mu.Lock()
-	if len(rw.rholds) == 0 {
-		if len(rw.rpending) == 0 {
-			rw.mu.Unlock()
-			return opErr("runlock", rw.w.path, ErrNotLocked)
-		}
-		p := rw.rpending[0]
-		rw.mu.Unlock()
-		if err := recipe.Remove(telemetry.NewContext(ctx, rw.rrec), rw.w.st, p); err != nil {
-			return opErr("runlock", rw.w.path, err)
-		}
-		rw.mu.Lock()
-		rw.rpending = slices.DeleteFunc(rw.rpending, func(q store.Node) bool { return q.Path == p.Path && q.Seq == p.Seq })
-		rw.mu.Unlock()
-		return nil
-	}
-	h := rw.rholds[0]
-	rw.rholds[0] = nil
-	rw.rholds = rw.rholds[1:]
-	rw.mu.Unlock()
-	err := releaseErr(telemetry.NewContext(ctx, rw.rrec), "runlock", rw.w.path, h)
-	if errors.Is(err, recipe.ErrRemovalPending) {
-		rw.mu.Lock()
-		rw.rpending = append(rw.rpending, h.Node())
-		rw.mu.Unlock()
-	}
-	return err
+// ReadHold is one read hold of an RWMutex, held from RLock (or a TryRLock
+// that got it) until its Unlock. Each read hold has its own context and
+// token, so a goroutine does the work of its own hold under that hold's
+// context. Its methods are safe for concurrent use. Only RLock and TryRLock
+// make usable read holds: a nil or zero ReadHold's Context is cancelled
+// with ErrNotLocked, its Token is -1 and its Unlock fails with
+// store.ErrInvalidArgument.
+//
+// A read hold is lost as a Mutex's hold is (see Mutex); Context is then
+// cancelled with the reason, and Unlock returns an error wrapping
+// ErrLockLost.
+type ReadHold struct {
+	path string
+	rec  *telemetry.Recorder
+	hold *recipe.Hold
+	once recipe.ReleaseOnce
 }
 
-// RContext returns the context of the read hold the next RUnlock releases
-// (the oldest), cancelled with a cause when it ends, or a context cancelled
-// with ErrNotLocked when no read hold is held.
-func (rw *RWMutex) RContext() context.Context {
-	if rw == nil {
+// Context returns a context that is cancelled the moment the read hold
+// ends, with the reason as its cause: ErrUnlocked, ErrNodeDeleted,
+// ErrDisconnected, store.ErrSessionExpired or store.ErrClosed.
+func (r *ReadHold) Context() context.Context {
+	if r == nil || r.hold == nil {
 		return notHeld
 	}
-	rw.mu.Lock()
-	defer rw.mu.Unlock()
-	if len(rw.rholds) == 0 {
-		return notHeld
-	}
-	return rw.rholds[0].Context()
+	return r.hold.Context()
 }
 
-// RToken returns the fencing token of the read hold the next RUnlock
-// releases, or -1.
-func (rw *RWMutex) RToken() int64 {
-	if rw == nil {
+// Token returns the read hold's fencing token, its node's
+// (store.Node.Fence), or -1 for a nil or zero ReadHold.
+func (r *ReadHold) Token() int64 {
+	if r == nil || r.hold == nil {
 		return -1
 	}
-	rw.mu.Lock()
-	defer rw.mu.Unlock()
-	if len(rw.rholds) == 0 {
-		return -1
+	return r.hold.Token()
+}
+
+// Unlock releases the read hold and removes its node, as Mutex.Unlock does:
+// the hold ends at once; a removal the connection does not allow returns an
+// error wrapping store.ErrDisconnected and is left to the session, and a
+// second Unlock waits for it as the first did. It returns an error wrapping
+// ErrLockLost and the cause when the hold had already ended, and one
+// wrapping ErrNotLocked, touching nothing, when it was unlocked already.
+func (r *ReadHold) Unlock(ctx context.Context) error {
+	if r == nil || r.hold == nil {
+		return opErr("runlock", "", fmt.Errorf("%w: read hold not granted by an RWMutex", store.ErrInvalidArgument))
 	}
-	return rw.rholds[0].Token()
+	lost, err := r.once.Release(telemetry.NewContext(ctx, r.rec), r.hold, ErrUnlocked, ErrNotLocked)
+	return releaseErr("runlock", r.path, ErrLockLost, lost, err)
 }
 
 // Locker returns a sync.Locker on the write lock; it panics on failure as
@@ -217,9 +182,39 @@ func (rw *RWMutex) Locker() gosync.Locker {
 	return locker{lock: rw.Lock, unlock: rw.Unlock}
 }
 
-// RLocker returns a sync.Locker whose Lock and Unlock call RLock and
-// RUnlock with context.Background(), and panic with the error on failure
-// as Mutex.Locker's do.
+// RLocker returns a sync.Locker whose Lock takes a read hold with RLock
+// and whose Unlock releases one of the read holds that Locker took, with
+// context.Background(); both panic with the error on failure as
+// Mutex.Locker's do (Unlock with none held: ErrNotLocked). A Locker's read
+// holds are interchangeable, as it exposes none of their contexts.
 func (rw *RWMutex) RLocker() gosync.Locker {
-	return locker{lock: rw.RLock, unlock: rw.RUnlock}
+	var (
+		mu    gosync.Mutex
+		holds []*ReadHold
+	)
+	return locker{
+		lock: func(ctx context.Context) error {
+			r, err := rw.RLock(ctx)
+			if err == nil {
+				mu.Lock()
+				holds = append(holds, r)
+				mu.Unlock()
+			}
+			return err
+		},
+		unlock: func(ctx context.Context) error {
+			mu.Lock()
+			if len(holds) == 0 {
+				mu.Unlock()
+				if err := rw.ex().usable("runlock"); err != nil {
+					return err
+				}
+				return opErr("runlock", rw.w.path, ErrNotLocked)
+			}
+			r := holds[len(holds)-1]
+			holds = holds[:len(holds)-1]
+			mu.Unlock()
+			return r.Unlock(ctx)
+		},
+	}
 }

@@ -21,10 +21,12 @@ func TestRWMutexReadersShareWritersExclude(t *testing.T) {
 		p, ctx := lockPath(t), testCtx(t)
 		r1, r2, w := sync.NewRWMutex(sts[0], p), sync.NewRWMutex(sts[1], p), sync.NewRWMutex(sts[2], p)
 
-		if err := r1.RLock(ctx); err != nil {
+		h1, err := r1.RLock(ctx)
+		if err != nil {
 			t.Fatalf("RLock(%q) = %v", p, err)
 		}
-		if err := r2.RLock(ctx); err != nil {
+		h2, err := r2.RLock(ctx)
+		if err != nil {
 			t.Fatalf("second RLock(%q) while read-held = %v", p, err)
 		}
 		if ok, err := w.TryLock(ctx); ok || err != nil {
@@ -34,24 +36,24 @@ func TestRWMutexReadersShareWritersExclude(t *testing.T) {
 		go func() { wgot <- w.Lock(ctx) }()
 		waitChildren(t, sts[0], p, 3)
 		// A reader that asks after a waiting writer waits for it.
-		if ok, err := r1.TryRLock(ctx); ok || err != nil {
-			t.Errorf("TryRLock(%q) behind a waiting writer = %v, %v; want false, nil", p, ok, err)
+		if h, ok, err := r1.TryRLock(ctx); ok || h != nil || err != nil {
+			t.Errorf("TryRLock(%q) behind a waiting writer = %v, %v, %v; want nil, false, nil", p, h, ok, err)
 		}
-		if err := r1.RUnlock(ctx); err != nil {
-			t.Fatalf("RUnlock(%q) = %v", p, err)
+		if err := h1.Unlock(ctx); err != nil {
+			t.Fatalf("read hold's Unlock(%q) = %v", p, err)
 		}
 		pending(t, wgot, "writer's Lock")
-		if err := r2.RUnlock(ctx); err != nil {
-			t.Fatalf("RUnlock(%q) = %v", p, err)
+		if err := h2.Unlock(ctx); err != nil {
+			t.Fatalf("read hold's Unlock(%q) = %v", p, err)
 		}
 		if err := result(t, wgot, "writer's Lock"); err != nil {
 			t.Fatalf("Lock(%q) = %v", p, err)
 		}
-		if ok, err := r1.TryRLock(ctx); ok || err != nil {
+		if _, ok, err := r1.TryRLock(ctx); ok || err != nil {
 			t.Errorf("TryRLock(%q) while write-held = %v, %v; want false, nil", p, ok, err)
 		}
-		if err := r1.RUnlock(ctx); !errors.Is(err, sync.ErrNotLocked) {
-			t.Errorf("RUnlock(%q) not read-held = %v; want ErrNotLocked", p, err)
+		if err := h1.Unlock(ctx); !errors.Is(err, sync.ErrNotLocked) {
+			t.Errorf("read hold's Unlock(%q) again = %v; want ErrNotLocked", p, err)
 		}
 		if err := r1.Unlock(ctx); !errors.Is(err, sync.ErrNotLocked) {
 			t.Errorf("Unlock(%q) not write-held = %v; want ErrNotLocked", p, err)
@@ -64,17 +66,18 @@ func TestRWMutexReadersShareWritersExclude(t *testing.T) {
 		if cause := context.Cause(held); !errors.Is(cause, sync.ErrUnlocked) {
 			t.Errorf("cause after Unlock = %v; want ErrUnlocked", cause)
 		}
-		if err := r2.RLock(ctx); err != nil {
+		h2, err = r2.RLock(ctx)
+		if err != nil {
 			t.Fatalf("RLock(%q) = %v", p, err)
 		}
-		if got := r2.RToken(); got <= tok {
-			t.Errorf("RToken() = %d; want > %d", got, tok)
+		if got := h2.Token(); got <= tok {
+			t.Errorf("read hold's Token() = %d; want > %d", got, tok)
 		}
-		if r2.RContext().Err() != nil {
-			t.Errorf("RContext() of a read hold is done: %v", context.Cause(r2.RContext()))
+		if h2.Context().Err() != nil {
+			t.Errorf("Context() of a read hold is done: %v", context.Cause(h2.Context()))
 		}
-		if err := r2.RUnlock(ctx); err != nil {
-			t.Fatalf("RUnlock(%q) = %v", p, err)
+		if err := h2.Unlock(ctx); err != nil {
+			t.Fatalf("read hold's Unlock(%q) = %v", p, err)
 		}
 		if got := children(t, sts[0], p); len(got) != 0 {
 			t.Errorf("children after all unlocked = %q; want none", got)
@@ -115,7 +118,7 @@ func TestRWMutexExclusion(t *testing.T) {
 			rw := sync.NewRWMutex(st, p)
 			for g := range goroutines {
 				write := g%2 == 0
-				lock, unlock := rw.RLock, rw.RUnlock
+				lock, unlock := readSide(rw)
 				if write {
 					lock, unlock = rw.Lock, rw.Unlock
 				}
@@ -158,12 +161,18 @@ func TestRWMutexWakesOnlyReadersBehind(t *testing.T) {
 		cs := map[string]*countstore.Store{}
 		got := map[string]chan error{}
 		rws := map[string]*sync.RWMutex{}
+		// rholds are the readers' holds, each set by the reader's goroutine
+		// and read after its result.
+		rholds := map[string]**sync.ReadHold{}
 		for i, st := range backends.Open(t, b, len(roles)) {
 			role := roles[i]
 			c := countstore.New(st)
 			t.Cleanup(func() { _ = c.Close() })
 			cs[role], got[role], rws[role] = c, make(chan error, 1), sync.NewRWMutex(c, p)
-			lock := rws[role].RLock
+			hold := new(*sync.ReadHold)
+			rholds[role] = hold
+			rw := rws[role]
+			lock := func(ctx context.Context) (err error) { *hold, err = rw.RLock(ctx); return err }
 			if role[0] == 'W' {
 				lock = rws[role].Lock
 			}
@@ -200,8 +209,8 @@ func TestRWMutexWakesOnlyReadersBehind(t *testing.T) {
 		}
 		// Drain: the readers release, W2 gets it, then R4 and R5.
 		for _, role := range []string{"R1", "R2", "R3"} {
-			if err := rws[role].RUnlock(ctx); err != nil {
-				t.Errorf("%s: RUnlock(%q) = %v", role, p, err)
+			if err := (*rholds[role]).Unlock(ctx); err != nil {
+				t.Errorf("%s: read hold's Unlock(%q) = %v", role, p, err)
 			}
 		}
 		if err := result(t, got["W2"], "W2's Lock"); err != nil {
@@ -214,8 +223,8 @@ func TestRWMutexWakesOnlyReadersBehind(t *testing.T) {
 			if err := result(t, got[role], role+"'s RLock"); err != nil {
 				t.Fatalf("%s: RLock(%q) = %v", role, p, err)
 			}
-			if err := rws[role].RUnlock(ctx); err != nil {
-				t.Errorf("%s: RUnlock(%q) = %v", role, p, err)
+			if err := (*rholds[role]).Unlock(ctx); err != nil {
+				t.Errorf("%s: read hold's Unlock(%q) = %v", role, p, err)
 			}
 		}
 	})
@@ -229,20 +238,21 @@ func TestRWMutexWithMutex(t *testing.T) {
 		if err := m.Lock(ctx); err != nil {
 			t.Fatalf("Lock(%q) = %v", p, err)
 		}
-		if ok, err := rw.TryRLock(ctx); ok || err != nil {
+		if _, ok, err := rw.TryRLock(ctx); ok || err != nil {
 			t.Errorf("TryRLock(%q) while a Mutex holds = %v, %v; want false, nil", p, ok, err)
 		}
 		if err := m.Unlock(ctx); err != nil {
 			t.Fatalf("Unlock(%q) = %v", p, err)
 		}
-		if err := rw.RLock(ctx); err != nil {
+		r, err := rw.RLock(ctx)
+		if err != nil {
 			t.Fatalf("RLock(%q) = %v", p, err)
 		}
 		if ok, err := m.TryLock(ctx); ok || err != nil {
 			t.Errorf("Mutex TryLock(%q) while read-held = %v, %v; want false, nil", p, ok, err)
 		}
-		if err := rw.RUnlock(ctx); err != nil {
-			t.Fatalf("RUnlock(%q) = %v", p, err)
+		if err := r.Unlock(ctx); err != nil {
+			t.Fatalf("read hold's Unlock(%q) = %v", p, err)
 		}
 	})
 }
@@ -253,10 +263,11 @@ func TestRWMutexReaderExpires(t *testing.T) {
 		p, ctx := lockPath(t), testCtx(t)
 		r := sync.NewRWMutex(sts[0], p, sync.WithDisconnectPolicy(sync.KeepOnDisconnect))
 		w := sync.NewRWMutex(sts[1], p)
-		if err := r.RLock(ctx); err != nil {
+		rh, err := r.RLock(ctx)
+		if err != nil {
 			t.Fatalf("RLock(%q) = %v", p, err)
 		}
-		held := r.RContext()
+		held := rh.Context()
 		wgot := make(chan error, 1)
 		go func() { wgot <- w.Lock(ctx) }()
 		waitChildren(t, sts[1], p, 2)
@@ -267,8 +278,8 @@ func TestRWMutexReaderExpires(t *testing.T) {
 		if err := result(t, wgot, "writer's Lock"); err != nil {
 			t.Fatalf("Lock(%q) = %v", p, err)
 		}
-		if err := r.RUnlock(ctx); !errors.Is(err, sync.ErrLockLost) {
-			t.Errorf("RUnlock(%q) after expiry = %v; want ErrLockLost", p, err)
+		if err := rh.Unlock(ctx); !errors.Is(err, sync.ErrLockLost) {
+			t.Errorf("read hold's Unlock(%q) after expiry = %v; want ErrLockLost", p, err)
 		}
 		if err := w.Unlock(ctx); err != nil {
 			t.Errorf("Unlock(%q) = %v", p, err)
@@ -286,7 +297,7 @@ func TestRWMutexReaderCancelLeavesNoNode(t *testing.T) {
 		}
 		rctx, cancel := context.WithCancel(ctx)
 		got := make(chan error, 1)
-		go func() { got <- r.RLock(rctx) }()
+		go func() { _, err := r.RLock(rctx); got <- err }()
 		waitChildren(t, sts[0], p, 2)
 		cancel()
 		if err := result(t, got, "RLock"); !errors.Is(err, context.Canceled) {
@@ -342,11 +353,65 @@ func TestRWMutexForeignReader(t *testing.T) {
 		if ok, err := rw.TryLock(ctx); ok || err != nil {
 			t.Errorf("TryLock(%q) beside a Curator reader = %v, %v; want false, nil", p, ok, err)
 		}
-		if ok, err := rw.TryRLock(ctx); !ok || err != nil {
+		r, ok, err := rw.TryRLock(ctx)
+		if !ok || err != nil {
 			t.Fatalf("TryRLock(%q) beside a Curator reader = %v, %v; want true, nil", p, ok, err)
 		}
-		if err := rw.RUnlock(ctx); err != nil {
-			t.Errorf("RUnlock(%q) = %v", p, err)
+		if err := r.Unlock(ctx); err != nil {
+			t.Errorf("read hold's Unlock(%q) = %v", p, err)
+		}
+	})
+}
+
+// readSide returns lock and unlock functions over one read hold of rw at a
+// time, for tests that drive readers and writers alike; one goroutine uses
+// them.
+func readSide(rw *sync.RWMutex) (lock, unlock func(context.Context) error) {
+	var r *sync.ReadHold
+	lock = func(ctx context.Context) (err error) { r, err = rw.RLock(ctx); return err }
+	unlock = func(ctx context.Context) error { return r.Unlock(ctx) }
+	return lock, unlock
+}
+
+// TestRWMutexReadHoldsAreOwn: two read holds of one RWMutex each have their
+// own context, token and release; releasing one ends only its own, and
+// releasing it again touches nothing.
+func TestRWMutexReadHoldsAreOwn(t *testing.T) {
+	backends.Run(t, func(t *testing.T, b storetest.Backend) {
+		st := backends.Open(t, b, 1)[0]
+		p, ctx := lockPath(t), testCtx(t)
+		rw := sync.NewRWMutex(st, p)
+		r1, err := rw.RLock(ctx)
+		if err != nil {
+			t.Fatalf("RLock(%q) = %v", p, err)
+		}
+		r2, err := rw.RLock(ctx)
+		if err != nil {
+			t.Fatalf("second RLock(%q) = %v", p, err)
+		}
+		if r1.Token() >= r2.Token() {
+			t.Errorf("Tokens = %d, %d; want the second read hold's greater", r1.Token(), r2.Token())
+		}
+		if err := r2.Unlock(ctx); err != nil {
+			t.Fatalf("second read hold's Unlock(%q) = %v", p, err)
+		}
+		if cause := context.Cause(r2.Context()); !errors.Is(cause, sync.ErrUnlocked) {
+			t.Errorf("second read hold's cause = %v; want ErrUnlocked", cause)
+		}
+		if err := r1.Context().Err(); err != nil {
+			t.Errorf("first read hold's Context ended with the second's Unlock: %v", context.Cause(r1.Context()))
+		}
+		if err := r2.Unlock(ctx); !errors.Is(err, sync.ErrNotLocked) {
+			t.Errorf("second read hold's Unlock(%q) again = %v; want ErrNotLocked", p, err)
+		}
+		if got := children(t, st, p); len(got) != 1 {
+			t.Errorf("children with the first read hold left = %q; want its node only", got)
+		}
+		if err := r1.Unlock(ctx); err != nil {
+			t.Fatalf("first read hold's Unlock(%q) = %v", p, err)
+		}
+		if got := children(t, st, p); len(got) != 0 {
+			t.Errorf("children after both unlocked = %q; want none", got)
 		}
 	})
 }

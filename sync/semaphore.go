@@ -127,7 +127,7 @@ const semPrefix = "lease-"
 // independently, each counting against n. A Semaphore must not be copied
 // after first use; the zero value is not usable, make one with
 // NewSemaphore. The LockOptions are those of Mutex: the disconnection
-// policy of the leases, and the data of their nodes.
+// policy of the leases, the data of their nodes, and the metrics and logs.
 //
 // When the session ends, a waiting Acquire returns an error wrapping the
 // session's cause, and every lease held through it ends (see Lease): its
@@ -259,30 +259,7 @@ func (s *Semaphore) prepare(ctx context.Context, op string) error {
 // create makes the own lease node with data and lists the semaphore's
 // children right after, in one round trip when the store can.
 func (s *Semaphore) create(ctx context.Context, data []byte) (store.Node, []store.Child, error) {
-	if err := recipe.Flush(ctx, s.st, s.path); err != nil {
-		return store.Node{}, nil, err
-	}
-	p := store.Join(s.path, semPrefix)
-	var (
-		node store.Node
-		kids []store.Child
-		err  error
-	)
-	if cl, ok := s.st.(store.CreateLister); ok {
-		node, kids, err = cl.CreateAndList(ctx, p, data, store.EphemeralSequential)
-	} else if node, err = s.st.Create(ctx, p, data, store.EphemeralSequential); err == nil {
-		kids, err = s.st.Children(ctx, s.path)
-		if err != nil {
-			return store.Node{}, nil, errors.Join(err, recipe.Remove(ctx, s.st, node))
-		}
-	}
-	if err != nil {
-		return store.Node{}, nil, err
-	}
-	if err := recipe.CheckFamily(s.path, kids, recipe.Leases); err != nil {
-		return store.Node{}, nil, errors.Join(err, recipe.Remove(ctx, s.st, node))
-	}
-	return node, kids, nil
+	return recipe.CreateChildren(ctx, s.st, s.path, semPrefix, data)
 }
 
 // wait blocks until own is among the n lowest leases, re-listing them after
@@ -425,10 +402,7 @@ type Lease struct {
 	path string
 	rec  *telemetry.Recorder
 	hold *recipe.Hold
-
-	mu       gosync.Mutex
-	released bool
-	pending  bool // the release could not remove the node yet
+	once recipe.ReleaseOnce
 }
 
 // Context returns a context that is cancelled the moment the lease ends,
@@ -467,20 +441,7 @@ func (l *Lease) Release(ctx context.Context) error {
 	if l == nil || l.hold == nil {
 		return opErr("release", "", fmt.Errorf("%w: lease not granted by a Semaphore", store.ErrInvalidArgument))
 	}
-	l.mu.Lock()
-	again, pending := l.released, l.pending
-	l.released = true
-	l.mu.Unlock()
-	if again && !pending {
-		return opErr("release", l.path, ErrReleased)
-	}
-	lost, err := l.hold.Release(telemetry.NewContext(ctx, l.rec), ErrReleased)
-	l.mu.Lock()
-	l.pending = errors.Is(err, recipe.ErrRemovalPending)
-	l.mu.Unlock()
-	if again {
-		lost = nil // reported by the first Release
-	}
+	lost, err := l.once.Release(telemetry.NewContext(ctx, l.rec), l.hold, ErrReleased, ErrReleased)
 	if lost != nil {
 		return opErr("release", l.path, errors.Join(fmt.Errorf("%w: %w", ErrLeaseLost, lost), err))
 	}

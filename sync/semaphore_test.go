@@ -485,3 +485,42 @@ func TestSemaphoreDisconnect(t *testing.T) {
 		}
 	})
 }
+
+// lostListing is a store without store.CreateLister whose first Children
+// call loses its reply: the connection drops after the server answered.
+type lostListing struct {
+	store.Store
+	lost atomic.Bool
+}
+
+func (s *lostListing) Children(ctx context.Context, p string) ([]store.Child, error) {
+	kids, err := s.Store.Children(ctx, p)
+	if err == nil && s.lost.CompareAndSwap(false, true) {
+		return nil, fmt.Errorf("reply to Children(%q) lost: %w", p, store.ErrDisconnected)
+	}
+	return kids, err
+}
+
+// TestSemaphoreListingRetried: on a store without CreateLister, a listing
+// after the create that loses its reply is tried again, as for a Mutex, and
+// the lease is granted on its node.
+func TestSemaphoreListingRetried(t *testing.T) {
+	backends.Run(t, func(t *testing.T, b storetest.Backend) {
+		raw := backends.Open(t, b, 1)[0]
+		st := &lostListing{Store: raw}
+		p, ctx := lockPath(t), testCtx(t)
+		l, err := sync.NewSemaphore(st, p, 1).Acquire(ctx)
+		if err != nil {
+			t.Fatalf("Acquire = %v; want a lease after the listing was tried again", err)
+		}
+		if !st.lost.Load() {
+			t.Fatal("no listing lost its reply: the test tested nothing")
+		}
+		if kids := children(t, raw, p); len(kids) != 1 {
+			t.Errorf("children = %q; want the one lease", kids)
+		}
+		if err := l.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+	})
+}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/corral-go/corral/internal/recipe"
+	"github.com/corral-go/corral/internal/telemetry"
 	"github.com/corral-go/corral/store"
 )
 
@@ -152,7 +153,8 @@ func stripeBlocker(cs []recipe.Contender, own int) int {
 // once (or wait for the same). It must not be copied after first use; the
 // zero value is not usable (its methods fail with store.ErrInvalidArgument),
 // make one with NewStripedMutex. The LockOptions are those of Mutex: the
-// disconnection policy of the stripes' holds, and the data of their nodes.
+// disconnection policy of the stripes' holds, the data of their nodes, and
+// the metrics and logs (kind striped_mutex, the StripedMutex's path).
 // When the session ends, a waiting Lock returns the session's cause and every
 // stripe held through it is lost (see Stripe).
 type StripedMutex struct {
@@ -160,6 +162,7 @@ type StripedMutex struct {
 	path  string
 	k     int
 	opts  lockOptions
+	rec   *telemetry.Recorder
 	calls atomic.Uint64 // moves the offset on with each call
 	// handed is 1 + the stripe this value last handed over, or 0: its next
 	// Lock tries that stripe last.
@@ -173,7 +176,8 @@ type StripedMutex struct {
 // in st. It does no I/O: an invalid path, a k under 1 or one that differs
 // from the stored one are reported by the first Lock or TryLock.
 func NewStripedMutex(st store.Store, path string, k int, opts ...LockOption) *StripedMutex {
-	return &StripedMutex{st: st, path: path, k: k, opts: newLockOptions(opts)}
+	o := newLockOptions(opts)
+	return &StripedMutex{st: st, path: path, k: k, opts: o, rec: o.recorder(telemetry.KindStriped, path, ErrNodeDeleted)}
 }
 
 // Path returns the path of the striped lock's node.
@@ -208,8 +212,10 @@ func (s *StripedMutex) Lock(ctx context.Context, stripes ...int) (*Stripe, error
 	if err != nil {
 		return nil, err
 	}
-	st, err := s.acquire(ctx, s.order(set), len(set) == s.k, true)
+	a := s.rec.Begin(ctx)
+	st, err := s.acquire(telemetry.NewContext(ctx, s.rec), a, s.order(set), len(set) == s.k, true)
 	if err != nil {
+		a.Failed(ctx, err)
 		return nil, s.opErr(ctx, "lock", err)
 	}
 	return st, nil
@@ -225,9 +231,14 @@ func (s *StripedMutex) TryLock(ctx context.Context, stripes ...int) (*Stripe, bo
 	if err != nil {
 		return nil, false, err
 	}
-	st, err := s.acquire(ctx, s.order(set), len(set) == s.k, false)
-	if err != nil {
+	a := s.rec.Try()
+	st, err := s.acquire(telemetry.NewContext(ctx, s.rec), a, s.order(set), len(set) == s.k, false)
+	switch {
+	case err != nil:
+		a.Failed(ctx, err)
 		return nil, false, s.opErr(ctx, "trylock", err)
+	case st == nil:
+		a.Busy(ctx)
 	}
 	return st, st != nil, nil
 }
@@ -327,8 +338,9 @@ func (s *StripedMutex) peek(ctx context.Context, ord []int) ([]int, error) {
 
 // acquire tries the free stripes of ord in order and, when none is granted
 // and wait is set, waits in a line; without wait it returns nil when none is
-// granted. all says whether ord is every stripe.
-func (s *StripedMutex) acquire(ctx context.Context, ord []int, all, wait bool) (*Stripe, error) {
+// granted. all says whether ord is every stripe; a is the attempt a grant
+// reports to.
+func (s *StripedMutex) acquire(ctx context.Context, a telemetry.Attempt, ord []int, all, wait bool) (*Stripe, error) {
 	counts, err := s.peek(ctx, ord)
 	if err != nil {
 		return nil, err
@@ -347,7 +359,7 @@ func (s *StripedMutex) acquire(ctx context.Context, ord []int, all, wait bool) (
 		i := ord[j]
 		// Create lists the directory right after the create: in one round
 		// trip on a store with CreateLister.
-		n, cs, err := recipe.Create(ctx, s.st, s.dir(), stripePrefix(i, all), s.opts.nodeData(time.Now()))
+		n, cs, err := recipe.Create(ctx, s.st, s.dir(), stripePrefix(i, all), s.opts.nodeData(a.Start()))
 		if err != nil {
 			return nil, fmt.Errorf("stripe %d: %w", i, err)
 		}
@@ -356,7 +368,7 @@ func (s *StripedMutex) acquire(ctx context.Context, ord []int, all, wait bool) (
 			return nil, errors.Join(s.ownGone(n.Path), recipe.Remove(ctx, s.st, n))
 		}
 		if stripeBlocker(cs, own) < 0 {
-			return s.grant(i, n), nil
+			return s.grant(ctx, a, i, n), nil
 		}
 		// Someone got there first. Give the place up only to try a
 		// stripe that is free now, and only freeTries times.
@@ -366,7 +378,7 @@ func (s *StripedMutex) acquire(ctx context.Context, ord []int, all, wait bool) (
 			next = -1
 		}
 		if next < 0 && wait {
-			return s.waitLine(ctx, i, n, cs, ord, all)
+			return s.waitLine(ctx, a, i, n, cs, ord, all)
 		}
 		if err := recipe.Remove(ctx, s.st, n); err != nil {
 			return nil, err
@@ -406,7 +418,7 @@ func shortest(counts []int) int {
 //
 // It is recipe.Acquire's wait, for a node made already, with the hand-over
 // watch beside the wait for the node in front.
-func (s *StripedMutex) waitLine(ctx context.Context, line int, own store.Node, cs []recipe.Contender, ord []int, all bool) (st *Stripe, err error) {
+func (s *StripedMutex) waitLine(ctx context.Context, a telemetry.Attempt, line int, own store.Node, cs []recipe.Contender, ord []int, all bool) (st *Stripe, err error) {
 	defer func() {
 		if err != nil {
 			err = errors.Join(err, recipe.Remove(ctx, s.st, own))
@@ -428,7 +440,7 @@ func (s *StripedMutex) waitLine(ctx context.Context, line int, own store.Node, c
 				return nil, err
 			}
 			if touched {
-				if got := s.move(ctx, others); got != nil {
+				if got := s.move(ctx, a, others); got != nil {
 					// The old place goes to the session's cleaner if
 					// it cannot be removed now; the new stripe stands.
 					_ = recipe.Remove(ctx, s.st, own)
@@ -443,7 +455,7 @@ func (s *StripedMutex) waitLine(ctx context.Context, line int, own store.Node, c
 				return nil, s.ownGone(own.Path)
 			}
 			if !isDisconnected(s.st) {
-				return s.grant(line, own), nil
+				return s.grant(ctx, a, line, own), nil
 			}
 			if !recipe.RideOut(ctx, s.st, store.ErrDisconnected, attempt) {
 				return nil, s.ended(ctx, own.Path)
@@ -503,7 +515,7 @@ func (s *StripedMutex) waitFront(ctx context.Context, own store.Node, seen *int6
 
 // move tries the free stripes of others after a hand-over and returns the
 // one it got, or nil (taken first, or the store failed: stay in line).
-func (s *StripedMutex) move(ctx context.Context, others []int) *Stripe {
+func (s *StripedMutex) move(ctx context.Context, a telemetry.Attempt, others []int) *Stripe {
 	counts, err := s.peek(ctx, others)
 	if err != nil {
 		return nil
@@ -517,7 +529,7 @@ func (s *StripedMutex) move(ctx context.Context, others []int) *Stripe {
 			return nil
 		}
 		if ok {
-			return s.grant(i, n)
+			return s.grant(ctx, a, i, n)
 		}
 	}
 	return nil
@@ -600,8 +612,9 @@ func isDisconnected(st store.Store) bool {
 	}
 }
 
-func (s *StripedMutex) grant(i int, n store.Node) *Stripe {
-	return &Stripe{s: s, i: i, hold: recipe.NewHold(s.st, n, s.opts.hold())}
+// grant makes the hold of n, stripe i, and reports it to a.
+func (s *StripedMutex) grant(ctx context.Context, a telemetry.Attempt, i int, n store.Node) *Stripe {
+	return &Stripe{s: s, i: i, hold: recipe.NewHold(s.st, n, s.opts.holdWith(a.Granted(ctx, n)))}
 }
 
 // opErr reports a failed call, matching ctx.Err() and its cause when ctx
@@ -627,10 +640,7 @@ type Stripe struct {
 	s    *StripedMutex
 	i    int
 	hold *recipe.Hold
-
-	mu       gosync.Mutex
-	unlocked bool
-	pending  bool // the unlock could not remove the node yet
+	once recipe.ReleaseOnce
 }
 
 // usable reports a Stripe not granted by a StripedMutex: a nil or zero one.
@@ -685,20 +695,7 @@ func (st *Stripe) Unlock(ctx context.Context) error {
 	if err := st.usable(); err != nil {
 		return err
 	}
-	st.mu.Lock()
-	again, pending := st.unlocked, st.pending
-	st.unlocked = true
-	st.mu.Unlock()
-	if again && !pending {
-		return st.opErr(ErrNotLocked)
-	}
-	lost, err := st.hold.Release(ctx, ErrUnlocked)
-	st.mu.Lock()
-	st.pending = errors.Is(err, recipe.ErrRemovalPending)
-	st.mu.Unlock()
-	if again {
-		lost = nil // reported by the first Unlock
-	}
+	lost, err := st.once.Release(telemetry.NewContext(ctx, st.s.rec), st.hold, ErrUnlocked, ErrNotLocked)
 	if lost != nil {
 		return st.opErr(errors.Join(fmt.Errorf("%w: %w", ErrLockLost, lost), err))
 	}

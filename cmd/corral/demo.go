@@ -130,17 +130,18 @@ func (d *demo) rwmutex(ctx context.Context) error {
 			writers.Add(-1)
 			return rw.Unlock(ctx)
 		}
-		if err := rw.RLock(ctx); err != nil {
+		r, err := rw.RLock(ctx)
+		if err != nil {
 			return err
 		}
 		n := readers.Add(1)
 		if w := writers.Load(); w != 0 {
 			return fmt.Errorf("demo: reader holds beside a writer")
 		}
-		d.say(name, "reads             token=%d (%d reading)", rw.RToken(), n)
+		d.say(name, "reads             token=%d (%d reading)", r.Token(), n)
 		time.Sleep(work)
 		readers.Add(-1)
-		return rw.RUnlock(ctx)
+		return r.Unlock(ctx)
 	})
 }
 

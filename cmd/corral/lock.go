@@ -45,8 +45,7 @@ func runLock(ctx context.Context, e *env, args []string) error {
 	opts := []corralsync.LockOption{corralsync.WithDisconnectPolicy(policy), corralsync.WithLabel(*label)}
 	var l locker
 	if *shared {
-		rw := corralsync.NewRWMutex(st, path, opts...)
-		l = locker{rw.RLock, rw.RUnlock, rw.RContext, rw.RToken}
+		l = readLocker(corralsync.NewRWMutex(st, path, opts...))
 	} else {
 		m := corralsync.NewMutex(st, path, opts...)
 		l = locker{m.Lock, m.Unlock, m.Context, m.Token}
@@ -62,6 +61,20 @@ type locker struct {
 	lock, unlock func(context.Context) error
 	context      func() context.Context
 	token        func() int64
+}
+
+// readLocker is the locker of one read hold of rw at a time.
+func readLocker(rw *corralsync.RWMutex) locker {
+	var r *corralsync.ReadHold // nil until lock: its Context is cancelled, its Token -1
+	return locker{
+		lock: func(ctx context.Context) (err error) {
+			r, err = rw.RLock(ctx)
+			return err
+		},
+		unlock:  func(ctx context.Context) error { return r.Unlock(ctx) },
+		context: func() context.Context { return r.Context() },
+		token:   func() int64 { return r.Token() },
+	}
 }
 
 func holdAndRun(ctx context.Context, e *env, l locker, timeout, grace time.Duration, argv []string) error {

@@ -249,6 +249,16 @@ func LastWriter(cs []Contender, own int) int {
 // never queues behind one of them. On error no node is left behind, or the
 // error says it will be removed (ErrRemovalPending).
 func Create(ctx context.Context, st store.Store, dir, prefix string, data []byte) (store.Node, []Contender, error) {
+	n, kids, err := CreateChildren(ctx, st, dir, prefix, data)
+	if err != nil {
+		return store.Node{}, nil, err
+	}
+	return n, Contenders(kids), nil
+}
+
+// CreateChildren is Create that returns the children of dir as listed, for
+// a recipe that reads its nodes itself (a semaphore counts its leases).
+func CreateChildren(ctx context.Context, st store.Store, dir, prefix string, data []byte) (store.Node, []store.Child, error) {
 	if err := Flush(ctx, st, dir); err != nil {
 		return store.Node{}, nil, err
 	}
@@ -274,7 +284,7 @@ func Create(ctx context.Context, st store.Store, dir, prefix string, data []byte
 	if err := CheckFamily(dir, kids, FamilyOf(prefix)); err != nil {
 		return store.Node{}, nil, errors.Join(err, Remove(ctx, st, n))
 	}
-	return n, Contenders(kids), nil
+	return n, kids, nil
 }
 
 // sessionErr returns err, and the session's end too when the session

@@ -63,6 +63,7 @@ const (
 	KindRead          = "rwmutex.read"
 	KindWrite         = "rwmutex.write"
 	KindSemaphore     = "semaphore"
+	KindStriped       = "striped_mutex"
 	KindDoubleBarrier = "double_barrier"
 	KindElection      = "election"
 	KindQueue         = "queue"

@@ -470,10 +470,11 @@ func (r *run) locks() {
 				}
 				return rw.Unlock(ctx)
 			}
-			if err := rw.RLock(lctx); err != nil {
+			r, err := rw.RLock(lctx)
+			if err != nil {
 				return err
 			}
-			return rw.RUnlock(ctx)
+			return r.Unlock(ctx)
 		})
 	}
 	for _, set := range [][]string{{"a", "b"}, {"b", "c"}} {

@@ -1,0 +1,70 @@
+package recipe_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/corral-go/corral/internal/recipe"
+	"github.com/corral-go/corral/memstore"
+	"github.com/corral-go/corral/store"
+)
+
+var errAgain = errors.New("test: released already")
+
+// TestReleaseOnce: the first release reports a loss that came before it; a
+// later one fails with the caller's sentinel and touches nothing, unless
+// the first left the node's removal pending, which it then finishes.
+func TestReleaseOnce(t *testing.T) {
+	srv := memstore.NewServer()
+	a, b := srv.Open(), srv.Open()
+	defer a.Close()
+	defer b.Close()
+	ctx := t.Context()
+	p := dir(t)
+	acquire := func() (*recipe.Hold, store.Node) {
+		t.Helper()
+		n, err := recipe.Acquire(ctx, a, p, recipe.LockPrefix, nil, recipe.Predecessor)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return recipe.NewHold(a, n, recipe.HoldOptions{Deleted: errDeleted, Lazy: true}), n
+	}
+
+	// Lost before the release: reported once.
+	h, n := acquire()
+	if err := b.Delete(ctx, n.Path); err != nil {
+		t.Fatal(err)
+	}
+	var once recipe.ReleaseOnce
+	if lost, err := once.Release(ctx, h, errReleased, errAgain); !errors.Is(lost, errDeleted) || err != nil {
+		t.Fatalf("first Release = %v, %v; want %v, nil", lost, err, errDeleted)
+	}
+	if lost, err := once.Release(ctx, h, errReleased, errAgain); lost != nil || err != errAgain {
+		t.Fatalf("second Release = %v, %v; want nil, %v", lost, err, errAgain)
+	}
+
+	// Removal pending: the next release removes the node, and only the
+	// one after it is a release again.
+	h, n = acquire()
+	var pending recipe.ReleaseOnce
+	a.Disconnect()
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	if lost, err := pending.Release(cctx, h, errReleased, errAgain); lost != nil || !errors.Is(err, recipe.ErrRemovalPending) {
+		t.Fatalf("Release while disconnected = %v, %v; want nil, %v", lost, err, recipe.ErrRemovalPending)
+	}
+	if _, err := b.Get(ctx, n.Path); err != nil {
+		t.Fatalf("Get after a pending release = %v; want the node still there", err)
+	}
+	a.Reconnect()
+	if lost, err := pending.Release(ctx, h, errReleased, errAgain); lost != nil || err != nil {
+		t.Fatalf("Release after the reconnection = %v, %v; want nil, nil", lost, err)
+	}
+	if _, err := b.Get(ctx, n.Path); !errors.Is(err, store.ErrNoNode) {
+		t.Fatalf("Get after the second release = %v; want %v", err, store.ErrNoNode)
+	}
+	if lost, err := pending.Release(ctx, h, errReleased, errAgain); lost != nil || err != errAgain {
+		t.Fatalf("third Release = %v, %v; want nil, %v", lost, err, errAgain)
+	}
+}
