@@ -31,8 +31,32 @@ const CleanupGrace = time.Second
 // first hand-over and its goroutine ends, and forgets it, when none is left
 // or the session ends.
 
-// cleaners maps a store.Store to its *cleaner.
+// cleaners maps a session (its sessionKey) to its *cleaner.
 var cleaners gosync.Map
+
+// sessionKey is what the cleaners are keyed by: the Store value itself
+// when it can be compared (every adapter of this module), and otherwise
+// its session's Done channel, so that a Store of an outside adapter
+// whose value is not comparable (a struct holding a slice or a map) has
+// a cleaner too instead of panicking the map.
+func sessionKey(st store.Store) any {
+	if comparable(st) {
+		return st
+	}
+	return st.Context().Done()
+}
+
+// comparable reports whether v == v can be evaluated without a panic: a
+// struct type may be comparable and still hold an interface whose value
+// is not.
+func comparable(v any) (ok bool) {
+	defer func() {
+		if recover() != nil {
+			ok = false
+		}
+	}()
+	return v == v
+}
 
 type cleaner struct {
 	st store.Store
@@ -70,7 +94,7 @@ type pendingNode struct {
 // closed once it is gone (or the session has ended).
 func handOver(st store.Store, id nodeID, rec *telemetry.Recorder) <-chan struct{} {
 	for {
-		c, loaded := cleaners.LoadOrStore(st, &cleaner{st: st, pending: map[nodeKey]*pendingNode{}})
+		c, loaded := cleaners.LoadOrStore(sessionKey(st), &cleaner{st: st, pending: map[nodeKey]*pendingNode{}})
 		cl := c.(*cleaner)
 		done, ok := cl.add(id, rec)
 		if !loaded {
@@ -149,7 +173,7 @@ func (c *cleaner) run() {
 				delete(c.pending, p)
 			}
 			c.dead = true
-			cleaners.CompareAndDelete(c.st, c)
+			cleaners.CompareAndDelete(sessionKey(c.st), c)
 			c.mu.Unlock()
 			return
 		}
@@ -179,7 +203,7 @@ func deleteOnce(ctx context.Context, st store.Store, id nodeID) error {
 // across a lost connection, and returns once none is left, or with ctx's
 // error or the session's end. Recipes call it before contending in dir.
 func Flush(ctx context.Context, st store.Store, dir string) error {
-	c, ok := cleaners.Load(st)
+	c, ok := cleaners.Load(sessionKey(st))
 	if !ok {
 		return nil
 	}
@@ -197,7 +221,7 @@ func Flush(ctx context.Context, st store.Store, dir string) error {
 // Pending returns a channel that is closed once no removal of the node n by
 // this session is pending; it is closed already when there is none.
 func Pending(st store.Store, n store.Node) <-chan struct{} {
-	if c, ok := cleaners.Load(st); ok {
+	if c, ok := cleaners.Load(sessionKey(st)); ok {
 		cl := c.(*cleaner)
 		cl.mu.Lock()
 		defer cl.mu.Unlock()
@@ -301,7 +325,7 @@ func remove(ctx context.Context, st store.Store, id nodeID) (gone bool, err erro
 	switch {
 	case err == nil, errors.Is(err, store.ErrNoNode),
 		errors.Is(err, store.ErrSessionExpired), errors.Is(err, store.ErrClosed):
-		if c, ok := cleaners.Load(st); ok {
+		if c, ok := cleaners.Load(sessionKey(st)); ok {
 			c.(*cleaner).finish(id, nil) // removed by an earlier hand-over's owner
 		}
 		return gone, nil
