@@ -537,7 +537,7 @@ func (v *listView) wait(ctx context.Context) error {
 // returns no children and a watch on its creation; when dir appeared between
 // the two calls it returns a nil channel and the caller lists again.
 func (v *listView) watchDir(ctx context.Context, dir string) ([]store.Child, <-chan store.Event, error) {
-	kids, ev, err := v.q.cw.ChildrenW(ctx, dir)
+	kids, ev, err := v.q.st.ChildrenW(ctx, dir)
 	if !errors.Is(err, store.ErrNoNode) {
 		return kids, ev, err
 	}

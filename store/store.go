@@ -256,6 +256,14 @@ type Store interface {
 	// another Seq is another node (see Identity in the package doc).
 	ExistsW(ctx context.Context, path string) (exists bool, stat Stat, ev <-chan Event, err error)
 
+	// ChildrenW returns the children of path as Children does and a
+	// one-shot channel that delivers the next change to the set of
+	// children (a child created or deleted) or the deletion of path. It
+	// follows the rules of ExistsW: exactly one event, then closed; Err set
+	// when the watch can no longer fire; no gap between list and watch.
+	// ErrNoNode, with no watch, when path does not exist.
+	ChildrenW(ctx context.Context, path string) ([]Child, <-chan Event, error)
+
 	// Delete deletes the node at path; ErrNoNode when it does not exist,
 	// ErrNotEmpty when it has children.
 	Delete(ctx context.Context, path string) error
@@ -280,16 +288,12 @@ type Store interface {
 	Close() error
 }
 
-// ChildrenWatcher is the optional children watch, found by type assertion.
-// A queue consumer waiting on an empty queue needs it; every adapter of this
-// module provides it.
+// ChildrenWatcher is the children watch alone. Every Store has it (see
+// Store.ChildrenW): it is part of the contract, because the recipes that
+// wait on a directory (a queue consumer on an empty queue, inspect's
+// Watcher, an election's observers) need it and every adapter provides
+// it. The interface stays for code that names the method set alone.
 type ChildrenWatcher interface {
-	// ChildrenW returns the children of path as Children does and a
-	// one-shot channel that delivers the next change to the set of
-	// children (a child created or deleted) or the deletion of path. It
-	// follows the rules of ExistsW: exactly one event, then closed; Err set
-	// when the watch can no longer fire; no gap between list and watch.
-	// ErrNoNode, with no watch, when path does not exist.
 	ChildrenW(ctx context.Context, path string) ([]Child, <-chan Event, error)
 }
 
