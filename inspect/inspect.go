@@ -383,16 +383,7 @@ func ImplicitDirs(ctx context.Context, st store.Store, root string) (map[string]
 	if err := check(st, root); err != nil {
 		return nil, err
 	}
-	l, ok := st.(store.ImplicitDirLister)
-	if !ok {
-		// Nothing to read, but an ended session fails here as on a
-		// store that reads.
-		if err := context.Cause(st.Context()); err != nil {
-			return nil, fmt.Errorf("inspect: %q: %w", root, err)
-		}
-		return nil, nil
-	}
-	dirs, err := l.ImplicitDirs(ctx, root)
+	dirs, err := store.ImplicitDirs(ctx, st, root)
 	if err != nil {
 		return nil, err
 	}

@@ -454,7 +454,7 @@ func (q *Queue) PutBatch(ctx context.Context, items [][]byte) error {
 	if err := q.usable("put batch"); err != nil {
 		return err
 	}
-	bc, ok := q.st.(store.BatchCreator)
+	bc, ok := store.Find[store.BatchCreator](q.st)
 	if !ok {
 		return fmt.Errorf("queue: put batch %q: %w", q.path, ErrNoBatch)
 	}

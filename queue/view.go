@@ -75,10 +75,10 @@ func (q *Queue) view(claims bool) view {
 	sv, loaded := views.LoadOrStore(k, &sharedView{})
 	s := sv.(*sharedView)
 	s.once.Do(func() {
-		if fl, ok := q.st.(store.ChildrenFollower); ok {
+		if fl, ok := store.Find[store.ChildrenFollower](q.st); ok {
 			s.v = &followView{q: q, fl: fl, claims: claims}
 		} else {
-			cc, _ := q.st.(store.ChildCounter)
+			cc, _ := store.Find[store.ChildCounter](q.st)
 			s.v = &listView{q: q, cc: cc, claims: claims}
 		}
 		if !loaded {

@@ -208,6 +208,25 @@
 //     opened, where the backend lets it tell.
 //   - [ErrPermission]: the client is who it says, but its identity may not
 //     do this to this node (a ZooKeeper ACL, an etcd role).
+//
+// # Capabilities
+//
+// What every recipe needs and every adapter provides is in [Store] itself,
+// the children watch ([Store.ChildrenW]) included. The rest are optional
+// capabilities, each a small interface an adapter implements where its
+// backend makes a call cheaper: [CreateLister], [WindowLister],
+// [SeqDeleter], [FrontDeleter], [GetDeleter], [ChildrenFollower],
+// [ChildCounter], [Leaser], [GuardedCreator], [BatchCreator],
+// [ImplicitDirLister] and [NodeWatcher]. A recipe finds one only through
+// this package ([Find], and the helpers with a portable fallback,
+// [WatchNode] and [ImplicitDirs]), never by its own type assertion. A store
+// without any of them still runs every recipe, through full listings.
+//
+// [FrontDeleter] stays outside the contract: it is a cost trick of stores
+// whose windowed reads walk the whole directory (etcd; memstore imitates
+// it to test the hand-off), and a store that lacks it loses nothing but a
+// listing per hand-over. A store that wraps another must offer exactly the
+// capabilities of the store it wraps, or recipes take the slower path.
 package store
 
 import (

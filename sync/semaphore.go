@@ -269,7 +269,7 @@ func (s *Semaphore) create(ctx context.Context, data []byte) (store.Node, []stor
 		kids []store.Child
 		err  error
 	)
-	if cl, ok := s.st.(store.CreateLister); ok {
+	if cl, ok := store.Find[store.CreateLister](s.st); ok {
 		node, kids, err = cl.CreateAndList(ctx, p, data, store.EphemeralSequential)
 	} else if node, err = s.st.Create(ctx, p, data, store.EphemeralSequential); err == nil {
 		kids, err = s.st.Children(ctx, s.path)
