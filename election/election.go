@@ -91,6 +91,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/corral-go/corral/internal/holderr"
 	"github.com/corral-go/corral/internal/recipe"
 	"github.com/corral-go/corral/internal/telemetry"
 	"github.com/corral-go/corral/store"
@@ -105,10 +106,10 @@ var (
 	// ErrNodeDeleted is the cause of a leadership whose node was deleted
 	// by someone else (an operator, or a session that took it over), and
 	// the error of a campaign whose node vanished while it waited.
-	ErrNodeDeleted = errors.New("election: candidate node deleted")
+	ErrNodeDeleted = holderr.ErrNodeDeleted
 	// ErrDisconnected is the cause of a leadership ended by a lost
 	// connection under LoseOnDisconnect. It wraps store.ErrDisconnected.
-	ErrDisconnected = fmt.Errorf("election: connection lost, ownership unknown: %w", store.ErrDisconnected)
+	ErrDisconnected = holderr.ErrDisconnected
 	// ErrNotLeader is returned by Proclaim when the leadership has ended.
 	ErrNotLeader = errors.New("election: not the leader")
 	// ErrNoLeader is returned by Election.Leader when nobody leads.

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	gosync "sync"
-	"time"
 
 	"github.com/corral-go/corral/internal/recipe"
 	"github.com/corral-go/corral/store"
@@ -36,10 +35,6 @@ func (l Leader) String() string {
 func (l Leader) equal(m Leader) bool {
 	return l.Path == m.Path && l.Token == m.Token && bytes.Equal(l.Value, m.Value)
 }
-
-// pollInterval is how often an observer looks for a first candidate on a
-// store without store.ChildrenWatcher.
-const pollInterval = 100 * time.Millisecond
 
 // Leader returns the current leader: the candidate with the lowest node,
 // which leads or is about to learn that it does. It fails with ErrNoLeader
@@ -192,7 +187,7 @@ func (o *Observer) finish(ctx context.Context, err error) {
 // ends or a read fails for good, and returns why.
 func (e *Election) observe(ctx context.Context, out chan<- Leader) error {
 	var (
-		attempt int
+		attempt int // retries since the last read (see recipe.Pause)
 		last    Leader
 		sent    bool
 		// counted is the last leader the metrics know of.
@@ -204,7 +199,7 @@ func (e *Election) observe(ctx context.Context, out chan<- Leader) error {
 			return err
 		}
 		wctx, cancel := context.WithCancel(ctx)
-		cur, ch, poll, err := e.current(wctx)
+		cur, ch, err := e.current(wctx)
 		if err != nil {
 			cancel()
 			if !e.transient(ctx, err) {
@@ -217,10 +212,6 @@ func (e *Election) observe(ctx context.Context, out chan<- Leader) error {
 			continue
 		}
 		attempt = 0
-		var tick <-chan time.Time
-		if poll {
-			tick = time.After(pollInterval)
-		}
 		if !sent || !cur.equal(last) {
 			if seen && (cur.Path != counted.Path || cur.Token != counted.Token) {
 				e.rec.LeaderChanged(ctx, cur.Path, cur.Token)
@@ -232,9 +223,6 @@ func (e *Election) observe(ctx context.Context, out chan<- Leader) error {
 			case <-ch:
 				cancel()
 				continue
-			case <-tick:
-				cancel()
-				continue
 			case <-ctx.Done():
 				cancel()
 				return ctx.Err()
@@ -242,7 +230,6 @@ func (e *Election) observe(ctx context.Context, out chan<- Leader) error {
 		}
 		select {
 		case <-ch:
-		case <-tick:
 		case <-ctx.Done():
 		}
 		cancel()
@@ -260,36 +247,30 @@ func (e *Election) observeErr(ctx context.Context, err error) error {
 }
 
 // current returns the leader now and a watch, set on ctx, that fires when it
-// may have changed; poll is set instead when the store cannot watch for the
-// first candidate.
-func (e *Election) current(ctx context.Context) (l Leader, ch <-chan store.Event, poll bool, err error) {
+// may have changed.
+func (e *Election) current(ctx context.Context) (l Leader, ch <-chan store.Event, err error) {
 	for {
 		var kids []store.Child
-		cw, canWatch := e.st.(store.ChildrenWatcher)
-		if canWatch {
-			kids, ch, err = cw.ChildrenW(ctx, e.path)
-		} else {
-			kids, err = e.st.Children(ctx, e.path)
-		}
+		kids, ch, err = e.st.ChildrenW(ctx, e.path)
 		if errors.Is(err, store.ErrNoNode) {
 			exists, _, ch, err := e.st.ExistsW(ctx, e.path)
 			if err != nil || exists {
 				if err != nil {
-					return Leader{}, nil, false, err
+					return Leader{}, nil, err
 				}
 				continue
 			}
-			return Leader{}, ch, false, nil
+			return Leader{}, ch, nil
 		}
 		if err == nil {
 			err = recipe.CheckFamily(e.path, kids, recipe.Latches)
 		}
 		if err != nil {
-			return Leader{}, nil, false, err
+			return Leader{}, nil, err
 		}
 		cs := recipe.Contenders(kids)
 		if len(cs) == 0 {
-			return Leader{}, ch, !canWatch, nil
+			return Leader{}, ch, nil
 		}
 		// Watch before reading, so that a value proclaimed after the
 		// read always fires the watch.
@@ -299,7 +280,7 @@ func (e *Election) current(ctx context.Context) (l Leader, ch <-chan store.Event
 			continue // gone: list again
 		}
 		if err != nil {
-			return Leader{}, nil, false, err
+			return Leader{}, nil, err
 		}
 		if stat.Seq != cs[0].Seq {
 			continue // gone and made again under its name: list again
@@ -309,8 +290,8 @@ func (e *Election) current(ctx context.Context) (l Leader, ch <-chan store.Event
 			continue
 		}
 		if err != nil {
-			return Leader{}, nil, false, err
+			return Leader{}, nil, err
 		}
-		return Leader{Path: p, Value: n.Data, Token: n.Fence()}, ch, false, nil
+		return Leader{Path: p, Value: n.Data, Token: n.Fence()}, ch, nil
 	}
 }

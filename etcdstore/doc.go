@@ -176,6 +176,7 @@
 //
 // A role scoped to a key prefix needs [WithChroot]: it keeps every key
 // the Store reads or writes, its own included, below the chroot.
+//
 // # Following, taking, leasing
 //
 // Beside the contract the Store implements the optional capabilities a

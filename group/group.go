@@ -56,6 +56,7 @@ import (
 
 	"go.opentelemetry.io/otel/metric"
 
+	"github.com/corral-go/corral/internal/holderr"
 	"github.com/corral-go/corral/internal/recipe"
 	"github.com/corral-go/corral/internal/telemetry"
 	"github.com/corral-go/corral/store"
@@ -68,10 +69,10 @@ var (
 	ErrLeft = errors.New("group: left")
 	// ErrNodeDeleted is the cause of a membership whose node was deleted
 	// by someone else while the session lived.
-	ErrNodeDeleted = errors.New("group: member node deleted")
+	ErrNodeDeleted = holderr.ErrNodeDeleted
 	// ErrDisconnected is the cause of a membership ended by a lost
 	// connection under LoseOnDisconnect. It wraps store.ErrDisconnected.
-	ErrDisconnected = fmt.Errorf("group: connection lost, membership unknown: %w", store.ErrDisconnected)
+	ErrDisconnected = holderr.ErrDisconnected
 	// ErrNotMember is the cause of the zero Membership's context.
 	ErrNotMember = errors.New("group: not a member")
 	// ErrWatcherClosed is the Err of a Watcher after Close.

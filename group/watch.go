@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"slices"
 	gosync "sync"
-	"time"
 
 	"github.com/corral-go/corral/internal/recipe"
 	"github.com/corral-go/corral/internal/telemetry"
@@ -45,10 +44,6 @@ func equal(a, b []Member) bool {
 		return x.Path == y.Path && x.Token == y.Token && bytes.Equal(x.Value, y.Value)
 	})
 }
-
-// pollInterval is how often a watcher lists a group on a store without
-// store.ChildrenWatcher (every adapter of this module has it).
-const pollInterval = 100 * time.Millisecond
 
 // Watch reports the members of the group at path as they change, on the
 // Watcher's Members channel. The first list sent is the members now (empty
@@ -184,7 +179,7 @@ func (g *watch) run(ctx context.Context, out chan<- []Member) error {
 			return err
 		}
 		wctx, cancel := context.WithCancel(ctx)
-		cur, ch, poll, err := g.current(wctx)
+		cur, ch, err := g.current(wctx)
 		if err != nil {
 			cancel()
 			if recipe.RideOut(ctx, g.st, err, attempt) {
@@ -197,10 +192,6 @@ func (g *watch) run(ctx context.Context, out chan<- []Member) error {
 			return fmt.Errorf("group: watch %q: %w", g.path, sessionErr(g.st, err))
 		}
 		attempt = 0
-		var tick <-chan time.Time
-		if poll {
-			tick = time.After(pollInterval)
-		}
 		if !seen || !equal(cur, learned) {
 			g.rec.GroupSeen(ctx, len(cur), seen)
 			learned, seen = cur, true
@@ -216,9 +207,6 @@ func (g *watch) run(ctx context.Context, out chan<- []Member) error {
 			case <-ch:
 				cancel()
 				continue
-			case <-tick:
-				cancel()
-				continue
 			case <-ctx.Done():
 				cancel()
 				return ctx.Err()
@@ -226,7 +214,6 @@ func (g *watch) run(ctx context.Context, out chan<- []Member) error {
 		}
 		select {
 		case <-ch:
-		case <-tick:
 		case <-ctx.Done():
 		}
 		cancel()
@@ -254,36 +241,29 @@ func alive(ctx context.Context, st store.Store) error {
 }
 
 // current returns the members now and a watch, set on ctx, that fires when
-// they may have changed; poll is set instead when the store cannot watch
-// children.
-func (g *watch) current(ctx context.Context) (ms []Member, ch <-chan store.Event, poll bool, err error) {
+// they may have changed.
+func (g *watch) current(ctx context.Context) (ms []Member, ch <-chan store.Event, err error) {
 	for {
-		var kids []store.Child
-		if cw, ok := g.st.(store.ChildrenWatcher); ok {
-			kids, ch, err = cw.ChildrenW(ctx, g.path)
-		} else {
-			kids, err = g.st.Children(ctx, g.path)
-			poll = true
-		}
+		kids, ch, err := g.st.ChildrenW(ctx, g.path)
 		if errors.Is(err, store.ErrNoNode) {
 			// No group yet: wait for its directory.
 			exists, _, ch, err := g.st.ExistsW(ctx, g.path)
 			if err != nil {
-				return nil, nil, false, err
+				return nil, nil, err
 			}
 			if exists {
 				continue
 			}
-			return []Member{}, ch, false, nil
+			return []Member{}, ch, nil
 		}
 		if err == nil {
 			err = recipe.CheckFamily(g.path, kids, recipe.Groups)
 		}
 		if err != nil {
-			return nil, nil, false, err
+			return nil, nil, err
 		}
 		ms, err = g.read(ctx, kids)
-		return ms, ch, poll, err
+		return ms, ch, err
 	}
 }
 

@@ -325,12 +325,12 @@ func check(st store.Store, path string) error {
 	return nil
 }
 
-// reader reads one snapshot; with cw set it also sets a watch with every
-// listing, and collects the watches in evs.
+// reader reads one snapshot; with watch set it also sets a watch with
+// every listing, and collects the watches in evs.
 type reader struct {
-	st  store.Store
-	cw  store.ChildrenWatcher
-	evs []<-chan store.Event
+	st    store.Store
+	watch bool
+	evs   []<-chan store.Event
 	// implicit holds, by parent, the names of the directories that are
 	// no node and so are missing from their parent's listing (on etcd,
 	// those of etcd's own recipes' contenders).
@@ -338,10 +338,10 @@ type reader struct {
 }
 
 func (r *reader) children(ctx context.Context, p string) ([]store.Child, error) {
-	if r.cw == nil {
+	if !r.watch {
 		return r.st.Children(ctx, p)
 	}
-	kids, ev, err := r.cw.ChildrenW(ctx, p)
+	kids, ev, err := r.st.ChildrenW(ctx, p)
 	if err == nil {
 		r.evs = append(r.evs, ev)
 	}
@@ -350,7 +350,7 @@ func (r *reader) children(ctx context.Context, p string) ([]store.Child, error) 
 
 // get reads the node at p; when watching, a change of its data fires too.
 func (r *reader) get(ctx context.Context, p string, watch bool) (store.Node, error) {
-	if r.cw != nil && watch {
+	if r.watch && watch {
 		// No watch on a node that is gone: the listing's watch
 		// reports what comes at its name.
 		_, ev, err := store.WatchNode(ctx, r.st, p)
@@ -383,16 +383,7 @@ func ImplicitDirs(ctx context.Context, st store.Store, root string) (map[string]
 	if err := check(st, root); err != nil {
 		return nil, err
 	}
-	l, ok := st.(store.ImplicitDirLister)
-	if !ok {
-		// Nothing to read, but an ended session fails here as on a
-		// store that reads.
-		if err := context.Cause(st.Context()); err != nil {
-			return nil, fmt.Errorf("inspect: %q: %w", root, err)
-		}
-		return nil, nil
-	}
-	dirs, err := l.ImplicitDirs(ctx, root)
+	dirs, err := store.ImplicitDirs(ctx, st, root)
 	if err != nil {
 		return nil, err
 	}

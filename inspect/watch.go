@@ -17,10 +17,6 @@ import (
 // merged into one report rather than read one by one.
 const MinInterval = 100 * time.Millisecond
 
-// ErrNoChildrenWatch: the store does not implement store.ChildrenWatcher,
-// which Watch needs. Every adapter of this module does.
-var ErrNoChildrenWatch = errors.New("inspect: store cannot watch children")
-
 // ErrWatcherClosed is the Err of a Watcher after Close.
 var ErrWatcherClosed = errors.New("inspect: watcher closed")
 
@@ -53,20 +49,16 @@ type Watcher struct {
 // Watch returns at once; the watcher runs in a goroutine of its own until
 // ctx ends, Close is called, the session ends, or a read fails for a reason
 // other than a lost connection (which is waited out). Then Reports is closed
-// and Err says why. A nil st, an invalid root or a store that cannot watch
-// children give a Watcher that has stopped already, with Err wrapping
-// store.ErrInvalidArgument, store.ErrInvalidPath or ErrNoChildrenWatch.
+// and Err says why. A nil st or an invalid root give a Watcher that has
+// stopped already, with Err wrapping store.ErrInvalidArgument or
+// store.ErrInvalidPath.
 func Watch(ctx context.Context, st store.Store, root string) *Watcher {
 	wctx, cancel := context.WithCancelCause(ctx)
 	w := &Watcher{ch: make(chan []Report), cancel: cancel, done: make(chan struct{})}
-	cw, ok := st.(store.ChildrenWatcher)
-	switch err := check(st, root); {
-	case err != nil:
+	if err := check(st, root); err != nil {
 		w.finish(wctx, err)
-	case !ok:
-		w.finish(wctx, ErrNoChildrenWatch)
-	default:
-		go func() { w.finish(wctx, w.run(wctx, st, cw, root)) }()
+	} else {
+		go func() { w.finish(wctx, w.run(wctx, st, root)) }()
 	}
 	return w
 }
@@ -137,12 +129,12 @@ func (w *Watcher) finish(ctx context.Context, err error) {
 	close(w.done)
 }
 
-func (w *Watcher) run(ctx context.Context, st store.Store, cw store.ChildrenWatcher, root string) error {
+func (w *Watcher) run(ctx context.Context, st store.Store, root string) error {
 	var g grants
 	for attempt := 0; ; {
 		begun := time.Now()
 		wctx, stop := context.WithCancel(ctx)
-		r := &reader{st: st, cw: cw}
+		r := &reader{st: st, watch: true}
 		reps, err := r.snapshot(wctx, root)
 		if err != nil {
 			stop()

@@ -72,6 +72,7 @@ import (
 
 	"go.opentelemetry.io/otel/metric"
 
+	"github.com/corral-go/corral/internal/holderr"
 	"github.com/corral-go/corral/internal/recipe"
 	"github.com/corral-go/corral/internal/telemetry"
 	"github.com/corral-go/corral/store"
@@ -86,16 +87,16 @@ var (
 	ErrReassigned = errors.New("partition: shard reassigned")
 	// ErrReleased is the cause of a shard given up by Shard.Release while
 	// it was still assigned (the member contends for it again).
-	ErrReleased = errors.New("partition: shard released")
+	ErrReleased = holderr.ErrReleased
 	// ErrLeft is the cause of a member's shards when it leaves, and the
 	// Err of a member after Leave.
 	ErrLeft = errors.New("partition: member left")
 	// ErrNodeDeleted is the cause of a shard whose lock node was deleted
 	// by someone else while the session lived.
-	ErrNodeDeleted = errors.New("partition: shard node deleted")
+	ErrNodeDeleted = holderr.ErrNodeDeleted
 	// ErrDisconnected is the cause of a shard lost with the connection.
 	// It wraps store.ErrDisconnected.
-	ErrDisconnected = fmt.Errorf("partition: connection lost, ownership unknown: %w", store.ErrDisconnected)
+	ErrDisconnected = holderr.ErrDisconnected
 	// ErrNotOwner is the cause of the zero Shard's context.
 	ErrNotOwner = errors.New("partition: not the owner")
 	// ErrMemberLost is the Err of a member whose group membership ended

@@ -221,6 +221,8 @@ var misuseElsewhere = map[string]string{
 	"etcdstore.Store.ImplicitDirs": "TestImplicitDirs",
 	"zkstore.WithIdentityRequired": "TestIdentity",
 	"store.WatchNode":              "TestMisuseValues",
+	"store.Find":                   "TestFind",
+	"store.ImplicitDirs":           "TestImplicitDirs",
 }
 
 // TestMisuseCoverageAdapters is TestMisuseCoverage for adapterPackages.

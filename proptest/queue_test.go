@@ -63,14 +63,12 @@ type heldItem struct {
 // capabilities; see view.
 type countedStore struct {
 	store.Store
-	store.ChildrenWatcher
 	store.ChildCounter
 	store.GuardedCreator
 }
 
 type plainStore struct {
 	store.Store
-	store.ChildrenWatcher
 }
 
 func (m *queueMachine) open(t *rapid.T, i int) {
@@ -79,9 +77,9 @@ func (m *queueMachine) open(t *rapid.T, i int) {
 	var st store.Store = s
 	switch m.view {
 	case "counted":
-		st = &countedStore{s, s, s, s}
+		st = &countedStore{s, s, s}
 	case "plain":
-		st = &plainStore{s, s}
+		st = &plainStore{s}
 	}
 	q, err := queue.New(st, "/q", queue.WithDelivery(m.delivery), queue.WithDeadLetter("/dead", queueMaxDeliveries))
 	if err != nil {

@@ -262,14 +262,12 @@ func promptness(t *testing.T, s1, s2 store.Store, d queue.Delivery) {
 // watch the queue needs: the portable fallback, a listing per take.
 type plainStore struct {
 	store.Store
-	store.ChildrenWatcher
 }
 
 // zkLikeStore has ZooKeeper's capabilities: child counts and guarded
 // creates, no follow.
 type zkLikeStore struct {
 	store.Store
-	store.ChildrenWatcher
 	store.ChildCounter
 	store.GuardedCreator
 }
@@ -277,7 +275,6 @@ type zkLikeStore struct {
 // countedStore has child counts only.
 type countedStore struct {
 	store.Store
-	store.ChildrenWatcher
 	store.ChildCounter
 }
 
@@ -287,9 +284,9 @@ type countedStore struct {
 func TestViews(t *testing.T) {
 	wrap := map[string]func(*memstore.Store) store.Store{
 		"follow":  func(s *memstore.Store) store.Store { return s },
-		"zk-like": func(s *memstore.Store) store.Store { return &zkLikeStore{s, s, s, s} },
-		"counted": func(s *memstore.Store) store.Store { return &countedStore{s, s, s} },
-		"plain":   func(s *memstore.Store) store.Store { return &plainStore{s, s} },
+		"zk-like": func(s *memstore.Store) store.Store { return &zkLikeStore{s, s, s} },
+		"counted": func(s *memstore.Store) store.Store { return &countedStore{s, s} },
+		"plain":   func(s *memstore.Store) store.Store { return &plainStore{s} },
 	}
 	for name, w := range wrap {
 		t.Run(name, func(t *testing.T) {

@@ -71,7 +71,7 @@ func (q *Queue) newClaim(ctx context.Context, cfg config, id, guard string) (*cl
 	c := &claim{q: q, path: p, timeout: cfg.visibility}
 	start := time.Now()
 	who := q.ident.Encode(start)
-	if ls, ok := q.st.(store.Leaser); ok && cfg.visibility > 0 {
+	if ls, ok := store.Find[store.Leaser](q.st); ok && cfg.visibility > 0 {
 		n, l, err := ls.CreateLeased(ctx, p, who, cfg.visibility)
 		if err != nil {
 			return nil, err // the lease, if granted, was revoked
@@ -80,7 +80,7 @@ func (q *Queue) newClaim(ctx context.Context, cfg config, id, guard string) (*cl
 		return c, nil
 	}
 	var err error
-	if gc, ok := q.st.(store.GuardedCreator); ok && guard != "" {
+	if gc, ok := store.Find[store.GuardedCreator](q.st); ok && guard != "" {
 		_, err = gc.CreateIf(ctx, p, who, store.Ephemeral, guard)
 	} else {
 		_, err = q.st.Create(ctx, p, who, store.Ephemeral)

@@ -54,7 +54,7 @@ type putGroup struct {
 // put adds an item with data and priority to the queue: alone at once, or
 // with the others waiting when a put is in flight.
 func (q *Queue) put(ctx context.Context, data []byte, prio int64) error {
-	bc, ok := q.st.(store.BatchCreator)
+	bc, ok := store.Find[store.BatchCreator](q.st)
 	if !ok || itemSize(q.items, data) > store.MaxBatchSize {
 		// An item too large for a batch goes alone, by Create.
 		id := newID()

@@ -71,7 +71,6 @@ func TestPutBatch(t *testing.T) {
 // noBatch hides the store's BatchCreator.
 type noBatch struct {
 	store.Store
-	store.ChildrenWatcher
 }
 
 // TestPutBatchMisuse: bad batches fail before any I/O, with a typed error,
@@ -86,7 +85,7 @@ func TestPutBatchMisuse(t *testing.T) {
 		heavy := [][]byte{make([]byte, store.MaxBatchSize/2), make([]byte, store.MaxBatchSize/2)}
 		cancelledCtx, cancel := context.WithCancel(ctx)
 		cancel()
-		hidden, err := queue.New(noBatch{s, s.(store.ChildrenWatcher)}, path)
+		hidden, err := queue.New(noBatch{s}, path)
 		if err != nil {
 			t.Fatal(err)
 		}

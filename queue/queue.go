@@ -280,8 +280,6 @@ type options struct {
 // store.ErrInvalidPath. A nil ctx panics, as Go's convention is for a nil
 // Context (pass context.TODO when unsure); it leaves no store locked.
 var (
-	// ErrNoChildrenWatch: the store does not implement store.ChildrenWatcher.
-	ErrNoChildrenWatch = errors.New("queue: store cannot watch children")
 	// ErrInvalidDelivery: an unknown Delivery was given to New.
 	ErrInvalidDelivery = errors.New("queue: invalid delivery")
 	// ErrSettled: Ack or Nack of an item already acked or nacked.
@@ -315,7 +313,6 @@ var (
 // is not usable (its methods fail with store.ErrInvalidArgument); call New.
 type Queue struct {
 	st     store.Store
-	cw     store.ChildrenWatcher
 	path   string
 	items  string
 	claims string
@@ -339,18 +336,13 @@ type Queue struct {
 // New returns the queue at path, used through the session st. It does no
 // I/O. It fails with store.ErrInvalidArgument for a nil st or a bad option,
 // store.ErrInvalidPath for a path no queue can have (see the recipe rules:
-// not the root, room for the names below it), ErrNoChildrenWatch when st
-// cannot watch children, and ErrInvalidDelivery.
+// not the root, room for the names below it), and ErrInvalidDelivery.
 func New(st store.Store, path string, opts ...Option) (*Queue, error) {
 	if st == nil {
 		return nil, fmt.Errorf("queue: new %q: %w: nil store", path, store.ErrInvalidArgument)
 	}
 	if err := recipe.ValidateDir(path); err != nil {
 		return nil, fmt.Errorf("queue: new: %w", err)
-	}
-	cw, ok := st.(store.ChildrenWatcher)
-	if !ok {
-		return nil, fmt.Errorf("queue: new %q: %w", path, ErrNoChildrenWatch)
 	}
 	var o options
 	for _, opt := range opts {
@@ -364,7 +356,6 @@ func New(st store.Store, path string, opts ...Option) (*Queue, error) {
 	}
 	return &Queue{
 		st:     st,
-		cw:     cw,
 		path:   path,
 		items:  store.Join(path, "items"),
 		claims: store.Join(path, "claims"),
@@ -463,7 +454,7 @@ func (q *Queue) PutBatch(ctx context.Context, items [][]byte) error {
 	if err := q.usable("put batch"); err != nil {
 		return err
 	}
-	bc, ok := q.st.(store.BatchCreator)
+	bc, ok := store.Find[store.BatchCreator](q.st)
 	if !ok {
 		return fmt.Errorf("queue: put batch %q: %w", q.path, ErrNoBatch)
 	}

@@ -151,7 +151,7 @@ func (q *Queue) remove(ctx context.Context, v view, e entry) (*Item, error) {
 	defer cancel()
 	var n store.Node
 	var err error
-	if gd, ok := q.st.(store.GetDeleter); ok && v.exact() {
+	if gd, ok := store.Find[store.GetDeleter](q.st); ok && v.exact() {
 		n, err = gd.GetDelete(gctx, p)
 	} else if n, err = readChecked(ctx, q.st, v, p); err == nil {
 		if err = ctx.Err(); err == nil {
@@ -190,7 +190,7 @@ func (q *Queue) claim(ctx context.Context, v view, cfg config, e entry) (it *Ite
 		return nil, false, err
 	}
 	itemPath, countPath := store.Join(q.items, e.name), store.Join(q.counts, e.id)
-	_, guarded := q.st.(store.GuardedCreator)
+	_, guarded := store.Find[store.GuardedCreator](q.st)
 	guarded = guarded && !v.exact()
 	var n, cnt store.Node
 	var cerr error

@@ -76,10 +76,10 @@ func (q *Queue) view(claims bool) view {
 	sv, loaded := views.LoadOrStore(k, &sharedView{})
 	s := sv.(*sharedView)
 	s.once.Do(func() {
-		if fl, ok := q.st.(store.ChildrenFollower); ok {
+		if fl, ok := store.Find[store.ChildrenFollower](q.st); ok {
 			s.v = &followView{q: q, fl: fl, claims: claims}
 		} else {
-			cc, _ := q.st.(store.ChildCounter)
+			cc, _ := store.Find[store.ChildCounter](q.st)
 			s.v = &listView{q: q, cc: cc, claims: claims}
 		}
 		if !loaded {
@@ -538,7 +538,7 @@ func (v *listView) wait(ctx context.Context) error {
 // returns no children and a watch on its creation; when dir appeared between
 // the two calls it returns a nil channel and the caller lists again.
 func (v *listView) watchDir(ctx context.Context, dir string) ([]store.Child, <-chan store.Event, error) {
-	kids, ev, err := v.q.cw.ChildrenW(ctx, dir)
+	kids, ev, err := v.q.st.ChildrenW(ctx, dir)
 	if !errors.Is(err, store.ErrNoNode) {
 		return kids, ev, err
 	}

@@ -208,6 +208,25 @@
 //     opened, where the backend lets it tell.
 //   - [ErrPermission]: the client is who it says, but its identity may not
 //     do this to this node (a ZooKeeper ACL, an etcd role).
+//
+// # Capabilities
+//
+// What every recipe needs and every adapter provides is in [Store] itself,
+// the children watch ([Store.ChildrenW]) included. The rest are optional
+// capabilities, each a small interface an adapter implements where its
+// backend makes a call cheaper: [CreateLister], [WindowLister],
+// [SeqDeleter], [FrontDeleter], [GetDeleter], [ChildrenFollower],
+// [ChildCounter], [Leaser], [GuardedCreator], [BatchCreator],
+// [ImplicitDirLister] and [NodeWatcher]. A recipe finds one only through
+// this package ([Find], and the helpers with a portable fallback,
+// [WatchNode] and [ImplicitDirs]), never by its own type assertion. A store
+// without any of them still runs every recipe, through full listings.
+//
+// [FrontDeleter] stays outside the contract: it is a cost trick of stores
+// whose windowed reads walk the whole directory (etcd; memstore imitates
+// it to test the hand-off), and a store that lacks it loses nothing but a
+// listing per hand-over. A store that wraps another must offer exactly the
+// capabilities of the store it wraps, or recipes take the slower path.
 package store
 
 import (
@@ -256,6 +275,14 @@ type Store interface {
 	// another Seq is another node (see Identity in the package doc).
 	ExistsW(ctx context.Context, path string) (exists bool, stat Stat, ev <-chan Event, err error)
 
+	// ChildrenW returns the children of path as Children does and a
+	// one-shot channel that delivers the next change to the set of
+	// children (a child created or deleted) or the deletion of path. It
+	// follows the rules of ExistsW: exactly one event, then closed; Err set
+	// when the watch can no longer fire; no gap between list and watch.
+	// ErrNoNode, with no watch, when path does not exist.
+	ChildrenW(ctx context.Context, path string) ([]Child, <-chan Event, error)
+
 	// Delete deletes the node at path; ErrNoNode when it does not exist,
 	// ErrNotEmpty when it has children.
 	Delete(ctx context.Context, path string) error
@@ -280,16 +307,12 @@ type Store interface {
 	Close() error
 }
 
-// ChildrenWatcher is the optional children watch, found by type assertion.
-// A queue consumer waiting on an empty queue needs it; every adapter of this
-// module provides it.
+// ChildrenWatcher is the children watch alone. Every Store has it (see
+// Store.ChildrenW): it is part of the contract, because the recipes that
+// wait on a directory (a queue consumer on an empty queue, inspect's
+// Watcher, an election's observers) need it and every adapter provides
+// it. The interface stays for code that names the method set alone.
 type ChildrenWatcher interface {
-	// ChildrenW returns the children of path as Children does and a
-	// one-shot channel that delivers the next change to the set of
-	// children (a child created or deleted) or the deletion of path. It
-	// follows the rules of ExistsW: exactly one event, then closed; Err set
-	// when the watch can no longer fire; no gap between list and watch.
-	// ErrNoNode, with no watch, when path does not exist.
 	ChildrenW(ctx context.Context, path string) ([]Child, <-chan Event, error)
 }
 

@@ -2,10 +2,9 @@ package sync
 
 import (
 	"errors"
-	"fmt"
 
+	"github.com/corral-go/corral/internal/holderr"
 	"github.com/corral-go/corral/internal/recipe"
-	"github.com/corral-go/corral/store"
 )
 
 // Errors of the Mutex and the RWMutex. The ones a lost hold reports as the
@@ -19,16 +18,16 @@ var (
 	// unlock (session expired, node deleted, connection lost). The error
 	// also wraps the cause, and the critical section may not have been
 	// exclusive to its end.
-	ErrLockLost = errors.New("sync: lock lost before unlock")
+	ErrLockLost = holderr.ErrLost
 	// ErrUnlocked is the cause of a hold's context after Unlock.
-	ErrUnlocked = errors.New("sync: unlocked")
+	ErrUnlocked = holderr.ErrReleased
 	// ErrNodeDeleted is the cause of a hold's context when someone else
 	// deleted its contender node while the session lived.
-	ErrNodeDeleted = errors.New("sync: lock node deleted")
+	ErrNodeDeleted = holderr.ErrNodeDeleted
 	// ErrDisconnected is the cause of a hold's context when the connection
 	// was lost under the LoseOnDisconnect policy. It wraps
 	// store.ErrDisconnected.
-	ErrDisconnected = fmt.Errorf("sync: connection lost, ownership unknown: %w", store.ErrDisconnected)
+	ErrDisconnected = holderr.ErrDisconnected
 )
 
 // ErrKindMismatch: a lock, semaphore or double barrier found the nodes of

@@ -95,6 +95,6 @@ func ExampleSemaphore() {
 	_ = second.Release(ctx)
 	// Output:
 	// third slot free: false <nil>
-	// work context after Release: sync: lease released
+	// work context after Release: corral: released
 	// third slot free after a release: true <nil>
 }

@@ -45,7 +45,7 @@ func ExampleMutex() {
 	// Output:
 	// a holds: true
 	// b got it too: false
-	// a's hold ended: sync: unlocked
+	// a's hold ended: corral: released
 	// b got it now: true
 	// unlock again is an error: true
 }

@@ -329,15 +329,7 @@ func (c *Coordinator) slot(ctx context.Context, name string) (string, []<-chan s
 	// Joined: alive while an alive node is there. The slot is read again
 	// after the listing: a participant writes its vote before it deletes
 	// its alive node, so a vote written before the node went is seen.
-	var kids []store.Child
-	var cev <-chan store.Event
-	if cw, ok := c.st.(store.ChildrenWatcher); ok {
-		kids, cev, err = cw.ChildrenW(ctx, p)
-	} else {
-		// A store without a children watch: a lost participant is seen
-		// at the next other change, or the deadline.
-		kids, err = c.st.Children(ctx, p)
-	}
+	kids, cev, err := c.st.ChildrenW(ctx, p)
 	if err != nil {
 		return "", nil, err
 	}

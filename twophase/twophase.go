@@ -383,15 +383,9 @@ func watchHeader(ctx context.Context, st store.Store, path string) (header, <-ch
 // creation among them. It watches the transaction's node rather than the
 // slot's name, whose creation may never come (a coordinator that crashed
 // in Begin), so that the watch ends with the transaction at the latest
-// (see store.NodeWatcher). A store without a children watch is asked for
-// the slot's creation. A missing transaction is ErrNoTransaction.
+// (see store.NodeWatcher). A missing transaction is ErrNoTransaction.
 func watchSlot(ctx context.Context, st store.Store, path, name string) (bool, <-chan store.Event, error) {
-	cw, ok := st.(store.ChildrenWatcher)
-	if !ok {
-		exists, _, ev, err := st.ExistsW(ctx, store.Join(path, name))
-		return exists, ev, err
-	}
-	kids, ev, err := cw.ChildrenW(ctx, path)
+	kids, ev, err := st.ChildrenW(ctx, path)
 	if errors.Is(err, store.ErrNoNode) {
 		return false, nil, ErrNoTransaction
 	}

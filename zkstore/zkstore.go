@@ -142,6 +142,7 @@
 // certificate refused in the TLS handshake, a wrong digest password found
 // by Open), and [store.ErrInvalidArgument] for an ACL the server will not
 // set (INVALIDACL).
+//
 // # Child counts
 //
 // Every ZooKeeper node's stat counts its children (numChildren) and the

@@ -272,10 +272,10 @@ func RemoveLater(st store.Store, path string, owner int64) {
 // the node at its path, only while its Owner is id.owner when that is set
 // (a node owned by another counts as gone: ErrNoNode).
 func deleteNode(ctx context.Context, st store.Store, id nodeID) error {
-	if fd, ok := st.(store.FrontDeleter); ok && id.front && id.seq != 0 {
+	if fd, ok := store.Find[store.FrontDeleter](st); ok && id.front && id.seq != 0 {
 		return fd.DeleteFront(ctx, id.path, id.seq)
 	}
-	if sd, ok := st.(store.SeqDeleter); ok && id.seq != 0 {
+	if sd, ok := store.Find[store.SeqDeleter](st); ok && id.seq != 0 {
 		return sd.DeleteSeq(ctx, id.path, id.seq)
 	}
 	if id.owner != 0 {

@@ -268,7 +268,7 @@ func CreateChildren(ctx context.Context, st store.Store, dir, prefix string, dat
 		kids []store.Child
 		err  error
 	)
-	if cl, ok := st.(store.CreateLister); ok {
+	if cl, ok := store.Find[store.CreateLister](st); ok {
 		if n, kids, err = cl.CreateAndList(ctx, p, data, store.EphemeralSequential); err != nil {
 			return store.Node{}, nil, err
 		}
@@ -368,7 +368,7 @@ func windowFor(prefix string) int {
 // after: a window where st reads windows (store.WindowLister), else the
 // full listing (Create).
 func create(ctx context.Context, st store.Store, dir, prefix string, data []byte) (store.Node, view, error) {
-	wl, ok := st.(store.WindowLister)
+	wl, ok := store.Find[store.WindowLister](st)
 	if !ok {
 		n, cs, err := Create(ctx, st, dir, prefix, data)
 		return n, view{cs: cs, complete: true}, err
@@ -390,7 +390,7 @@ func create(ctx context.Context, st store.Store, dir, prefix string, data []byte
 // where st reads windows, else the full listing.
 func read(ctx context.Context, st store.Store, n store.Node) (view, error) {
 	dir, name := store.Parent(n.Path), n.Name()
-	wl, ok := st.(store.WindowLister)
+	wl, ok := store.Find[store.WindowLister](st)
 	if !ok {
 		return list(ctx, st, dir, name)
 	}
@@ -496,7 +496,7 @@ func wait(ctx context.Context, st store.Store, n store.Node, v view, blocker Blo
 // out again). Readers and etcd's own clients never leave a record, so no
 // read is spent on them.
 func followsFront(ctx context.Context, st store.Store, n store.Node, c Contender) (bool, error) {
-	fd, ok := st.(store.FrontDeleter)
+	fd, ok := store.Find[store.FrontDeleter](st)
 	if !ok || c.Kind == Reader || isLeaseKey(c.Name) {
 		return false, nil
 	}

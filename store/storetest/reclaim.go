@@ -216,9 +216,7 @@ func (s *suite) reclaimWatch(t *testing.T) {
 	_, onDir := req(t).watch(b.ExistsW(ctx, dir+"/d"))
 	_, onNode := req(t).watch(b.ExistsW(ctx, n.Path))
 	var onKids <-chan store.Event
-	if cw, ok := b.(store.ChildrenWatcher); ok {
-		_, onKids = req(t).kidsW(cw.ChildrenW(ctx, dir+"/d"))
-	}
+	_, onKids = req(t).kidsW(b.ChildrenW(ctx, dir+"/d"))
 	req(t).ok(a.Delete(ctx, n.Path))
 	wantEvent(t, "watch on the node", onNode, store.EventDeleted)
 	wantEvent(t, "watch on its directory", onDir, store.EventDeleted)

@@ -19,7 +19,7 @@ const Timeout = 20 * time.Second
 
 // Run runs the whole conformance suite against b, one subtest per rule.
 // The optional interfaces ReplyLoser and Disconnector, and the optional
-// store.ChildrenWatcher, store.NodeWatcher, store.CreateLister, store.WindowLister,
+// store.NodeWatcher, store.CreateLister, store.WindowLister,
 // store.SeqDeleter, store.FrontDeleter, store.GetDeleter, store.ChildrenFollower,
 // store.ChildCounter, store.Leaser, store.GuardedCreator and store.BatchCreator of the opened
 // sessions, are tested when present.
@@ -218,12 +218,10 @@ func calls(ctx context.Context, st store.Store, p string) map[string]error {
 		errs["ExistsW"] = fmt.Errorf("ExistsW returned channel %v with error %v", ch, err)
 	}
 	errs["Delete"] = st.Delete(ctx, p)
-	if cw, ok := st.(store.ChildrenWatcher); ok {
-		_, ch, err := cw.ChildrenW(ctx, p)
-		errs["ChildrenW"] = err
-		if err == nil || ch != nil {
-			errs["ChildrenW"] = fmt.Errorf("ChildrenW returned channel %v with error %v", ch, err)
-		}
+	_, kch, err := st.ChildrenW(ctx, p)
+	errs["ChildrenW"] = err
+	if err == nil || kch != nil {
+		errs["ChildrenW"] = fmt.Errorf("ChildrenW returned channel %v with error %v", kch, err)
 	}
 	if cl, ok := st.(store.CreateLister); ok {
 		_, _, errs["CreateAndList"] = cl.CreateAndList(ctx, p, nil, store.Persistent)
@@ -668,13 +666,11 @@ func (s *suite) watchCancelled(t *testing.T) {
 	_, ch := req(t).watch(st.ExistsW(wctx, dir+"/w"))
 	cancel()
 	wantErrEvent(t, "ExistsW after cancel", ch, context.Canceled)
-	if cw, ok := st.(store.ChildrenWatcher); ok {
-		req(t).node(st.Create(ctxFor(t), dir, nil, store.Persistent))
-		wctx, cancel := context.WithCancel(ctxFor(t))
-		_, ch := req(t).kidsW(cw.ChildrenW(wctx, dir))
-		cancel()
-		wantErrEvent(t, "ChildrenW after cancel", ch, context.Canceled)
-	}
+	req(t).node(st.Create(ctxFor(t), dir, nil, store.Persistent))
+	wctx, cancel = context.WithCancel(ctxFor(t))
+	_, ch = req(t).kidsW(st.ChildrenW(wctx, dir))
+	cancel()
+	wantErrEvent(t, "ChildrenW after cancel", ch, context.Canceled)
 	// The session is unaffected.
 	req(t).node(st.Get(ctxFor(t), "/"))
 }
@@ -687,10 +683,8 @@ func (s *suite) watchEnded(t *testing.T, end func(store.Store), want error) {
 	_, missing := req(t).watch(st.ExistsW(ctx, dir+"/missing"))
 	_, present := req(t).watch(st.ExistsW(ctx, dir+"/p"))
 	chans := []<-chan store.Event{missing, present}
-	if cw, ok := st.(store.ChildrenWatcher); ok {
-		_, kids := req(t).kidsW(cw.ChildrenW(ctx, dir))
-		chans = append(chans, kids)
-	}
+	_, kids := req(t).kidsW(st.ChildrenW(ctx, dir))
+	chans = append(chans, kids)
 	end(st)
 	for i, ch := range chans {
 		wantErrEvent(t, fmt.Sprintf("watch %d", i), ch, want)
@@ -707,17 +701,13 @@ func (s *suite) watchExpired(t *testing.T) {
 
 func (s *suite) childrenWatch(t *testing.T) {
 	a, b := s.open(t), s.open(t)
-	cw, ok := a.(store.ChildrenWatcher)
-	if !ok {
-		t.Skip("no store.ChildrenWatcher")
-	}
 	ctx, dir := ctxFor(t), ns(t)
 	p := dir + "/q"
-	_, _, err := cw.ChildrenW(ctx, p)
+	_, _, err := a.ChildrenW(ctx, p)
 	wantErr(t, "ChildrenW(missing)", err, store.ErrNoNode)
 	req(t).node(b.Create(ctx, p, nil, store.Persistent))
 
-	kids, ch := req(t).kidsW(cw.ChildrenW(ctx, p))
+	kids, ch := req(t).kidsW(a.ChildrenW(ctx, p))
 	if len(kids) != 0 {
 		t.Errorf("ChildrenW = %v; want none", kids)
 	}
@@ -727,17 +717,17 @@ func (s *suite) childrenWatch(t *testing.T) {
 	req(t).node(b.Create(ctx, p+"/2", nil, store.Persistent))
 	wantEvent(t, "child created", ch, store.EventChildrenChanged)
 
-	kids, ch = req(t).kidsW(cw.ChildrenW(ctx, p))
+	kids, ch = req(t).kidsW(a.ChildrenW(ctx, p))
 	if len(kids) != 2 {
 		t.Errorf("ChildrenW = %v; want 2 children", kids)
 	}
 	req(t).ok(b.Delete(ctx, p+"/1"))
 	wantEvent(t, "child deleted", ch, store.EventChildrenChanged)
 
-	_, ch = req(t).kidsW(cw.ChildrenW(ctx, p))
+	_, ch = req(t).kidsW(a.ChildrenW(ctx, p))
 	req(t).ok(b.Delete(ctx, p+"/2"))
 	wantEvent(t, "last child deleted", ch, store.EventChildrenChanged)
-	_, ch = req(t).kidsW(cw.ChildrenW(ctx, p))
+	_, ch = req(t).kidsW(a.ChildrenW(ctx, p))
 	req(t).ok(b.Delete(ctx, p))
 	wantEvent(t, "parent deleted", ch, store.EventDeleted)
 }

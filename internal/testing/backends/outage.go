@@ -161,9 +161,8 @@ func outageCase(t *testing.T, short storetest.Backend, cutter storetest.Disconne
 // waitEmpty waits until dir has no children (or does not exist), or ctx
 // ends, and returns how many are left.
 func waitEmpty(ctx context.Context, st store.Store, dir string) (int, error) {
-	cw := st.(store.ChildrenWatcher)
 	for {
-		kids, ev, err := cw.ChildrenW(ctx, dir)
+		kids, ev, err := st.ChildrenW(ctx, dir)
 		switch {
 		case errors.Is(err, store.ErrNoNode):
 			return 0, nil // nothing was ever made there

@@ -14,16 +14,14 @@ const WaitTimeout = 30 * time.Second
 
 // WaitChildren waits, with watches, until the children of p satisfy done,
 // and returns them. A missing p counts as having no children. It fails t
-// when WaitTimeout passes first or st fails. st must be a
-// store.ChildrenWatcher, as every adapter of this module is.
+// when WaitTimeout passes first or st fails.
 func WaitChildren(t testing.TB, st store.Store, p string, done func([]store.Child) bool) []store.Child {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), WaitTimeout)
 	defer cancel()
-	cw := st.(store.ChildrenWatcher)
 	var last []store.Child
 	for {
-		kids, ev, err := cw.ChildrenW(ctx, p)
+		kids, ev, err := st.ChildrenW(ctx, p)
 		if errors.Is(err, store.ErrNoNode) {
 			var exists bool
 			if exists, _, ev, err = st.ExistsW(ctx, p); err == nil && exists {

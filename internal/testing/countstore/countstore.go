@@ -338,15 +338,10 @@ func (s *Store) NodeW(ctx context.Context, path string) (store.Stat, <-chan stor
 	return stat, s.forward(path, ev), nil
 }
 
-// ChildrenW implements store.ChildrenWatcher; it fails with
-// store.ErrInvalidArgument when the wrapped store has no children watch.
+// ChildrenW implements store.Store.
 func (s *Store) ChildrenW(ctx context.Context, path string) ([]store.Child, <-chan store.Event, error) {
 	s.count("ChildrenW")
-	cw, ok := s.inner.(store.ChildrenWatcher)
-	if !ok {
-		return nil, nil, fmt.Errorf("countstore: %w: no children watch", store.ErrInvalidArgument)
-	}
-	kids, ev, err := cw.ChildrenW(ctx, path)
+	kids, ev, err := s.inner.ChildrenW(ctx, path)
 	if err != nil {
 		return nil, nil, err
 	}

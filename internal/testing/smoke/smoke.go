@@ -129,12 +129,8 @@ func recipes(ctx context.Context, a, b store.Store, dir string) error {
 
 // waitChildren waits, with watches, until p has n children.
 func waitChildren(ctx context.Context, st store.Store, p string, n int) error {
-	cw, ok := st.(store.ChildrenWatcher)
-	if !ok {
-		return fmt.Errorf("smoke: %T cannot watch children", st)
-	}
 	for {
-		kids, ev, err := cw.ChildrenW(ctx, p)
+		kids, ev, err := st.ChildrenW(ctx, p)
 		if err != nil {
 			return fmt.Errorf("smoke: ChildrenW(%s) = %w", p, err)
 		}
