@@ -106,9 +106,9 @@ func WithLogger(l *slog.Logger) Option {
 	return func(o *options) { o.logger = l }
 }
 
-// Store is one etcd session, implementing [store.Store],
-// [store.ChildrenWatcher], [store.CreateLister], [store.WindowLister] and
-// [store.SeqDeleter]. It is safe for
+// Store is one etcd session, implementing [store.Store] and the optional
+// [store.CreateLister], [store.WindowLister], [store.SeqDeleter] and
+// [store.FrontDeleter] among others (see the package doc). It is safe for
 // concurrent use. Create it with [Open] or [Dial]; the zero Store is not
 // usable.
 //
