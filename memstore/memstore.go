@@ -6,7 +6,8 @@
 //
 // Every call is served at once under one lock: nothing blocks, nothing is
 // retried, and a session has no background goroutine. Beside the contract a
-// Store implements the optional store.CreateLister, store.GetDeleter, store.ChildCounter and store.ChildrenFollower; a
+// Store implements the optional store.CreateLister, store.GetDeleter,
+// store.ChildCounter and store.ChildrenFollower (and more: see Store); a
 // follow's changes are recorded as part of the change itself, so its Sync
 // has nothing to wait for. A disconnected session
 // fails its calls with store.ErrDisconnected until Reconnect; it stays alive
