@@ -9,6 +9,7 @@ import (
 	"strings"
 	gosync "sync"
 
+	"github.com/corral-go/corral/internal/holderr"
 	"github.com/corral-go/corral/internal/recipe"
 	"github.com/corral-go/corral/internal/telemetry"
 	"github.com/corral-go/corral/store"
@@ -92,11 +93,11 @@ func storeLimit(ctx context.Context, st store.Store, path string, n int) error {
 var (
 	// ErrReleased is the cause of a lease's context after Release, and the
 	// error of a second Release.
-	ErrReleased = errors.New("sync: lease released")
+	ErrReleased = holderr.ErrReleased
 	// ErrLeaseLost: Release of a lease that had already ended before the
 	// release (session expired, node deleted, connection lost). The error
 	// also wraps the cause.
-	ErrLeaseLost = errors.New("sync: lease lost before release")
+	ErrLeaseLost = holderr.ErrLost
 )
 
 // semPrefix names the lease nodes, as Curator's InterProcessSemaphoreV2
