@@ -476,16 +476,11 @@ func TestConsumerSessionEnd(t *testing.T) {
 }
 
 // valueStore is a Store whose value cannot be a map key: an outside
-// adapter may well be a struct value holding a slice. It has the children
-// watch a queue needs, and none of the optional capabilities.
+// adapter may well be a struct value holding a slice. It has none of the
+// optional capabilities.
 type valueStore struct {
-	watcherStore
-	tags []string
-}
-
-type watcherStore interface {
 	store.Store
-	store.ChildrenWatcher
+	tags []string
 }
 
 // TestStoreNotComparable: a queue over a Store whose value cannot be a map
@@ -493,7 +488,7 @@ type watcherStore interface {
 // the Store value would panic.
 func TestStoreNotComparable(t *testing.T) {
 	backends.Run(t, func(t *testing.T, b storetest.Backend) {
-		st := valueStore{b.Open(t).(watcherStore), []string{"not comparable"}}
+		st := valueStore{b.Open(t), []string{"not comparable"}}
 		ctx, cancel := context.WithTimeout(t.Context(), timeout)
 		defer cancel()
 		q, err := queue.New(st, qpath(t))

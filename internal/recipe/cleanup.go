@@ -32,7 +32,7 @@ const CleanupGrace = time.Second
 // first hand-over and its goroutine ends, and forgets it, when none is left
 // or the session ends.
 
-// cleaners maps a store.Store (its cleanerKey) to its *cleaner.
+// cleaners maps a session (its SessionKey) to its *cleaner.
 var cleaners gosync.Map
 
 // SessionKey is what a process-wide map of per-session state knows st by:

@@ -1,8 +1,10 @@
 package recipe_test
 
 import (
+	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/corral-go/corral/internal/recipe"
 	"github.com/corral-go/corral/memstore"
@@ -38,5 +40,43 @@ func TestCleanerUncomparableStore(t *testing.T) {
 	}
 	if _, err := ms.Get(t.Context(), n.Path); !errors.Is(err, store.ErrNoNode) {
 		t.Fatalf("Get(%q) after Flush = %v; want ErrNoNode", n.Path, err)
+	}
+}
+
+// TestCleanerStoreNotComparable: the session's cleaner (Remove's hand-over,
+// Flush, Pending) works for a Store whose value cannot be a map key, where
+// keying the cleaners by the Store value would panic.
+func TestCleanerStoreNotComparable(t *testing.T) {
+	srv := memstore.NewServer()
+	inner := srv.Open()
+	defer inner.Close()
+	st := uncomparable{Store: inner}
+	ctx, d := t.Context(), dir(t)
+	n, err := recipe.Acquire(ctx, st, d, recipe.LockPrefix, nil, recipe.Predecessor)
+	if err != nil {
+		t.Fatalf("Acquire = %v", err)
+	}
+	inner.Disconnect()
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	if err := recipe.Remove(cctx, st, n); !errors.Is(err, recipe.ErrRemovalPending) {
+		t.Fatalf("Remove(disconnected) = %v; want %v", err, recipe.ErrRemovalPending)
+	}
+	select {
+	case <-recipe.Pending(st, n):
+		t.Fatal("Pending closed while the removal waits for the connection")
+	default:
+	}
+	inner.Reconnect()
+	select {
+	case <-recipe.Pending(st, n):
+	case <-time.After(10 * time.Second):
+		t.Fatal("cleaner still pending 10s after the reconnection")
+	}
+	if _, err := inner.Get(ctx, n.Path); !errors.Is(err, store.ErrNoNode) {
+		t.Errorf("Get(removed node) = %v; want ErrNoNode", err)
+	}
+	if err := recipe.Flush(ctx, st, d); err != nil {
+		t.Errorf("Flush = %v", err)
 	}
 }
