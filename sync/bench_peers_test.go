@@ -51,8 +51,9 @@ import (
 //     server by default);
 //   - cli-µs/acq: this process's CPU time per acquisition (the clients),
 //     and allocs/acq: the heap objects it allocated per acquisition;
-//   - kB/acq (etcd): bytes the server sent to the clients per acquisition,
-//     payload as gRPC counts it, and req/acq: messages the clients sent
+//   - kB/acq: bytes the server sent to the clients per acquisition (etcd:
+//     payload as gRPC counts it; ZooKeeper: mntr's zk_response_bytes,
+//     responses and watch events), and on etcd req/acq: messages the clients sent
 //     (unary requests, watch creations and cancellations, lease renewals);
 //   - req/acq (ZooKeeper): requests the server received (srvr's
 //     "Received", pings included).
@@ -356,13 +357,22 @@ func newZKPeers(b *testing.B) *zkPeers {
 	return e
 }
 
-var zkReceived = regexp.MustCompile(`(?m)^Received: (\d+)`)
+var (
+	zkReceived = regexp.MustCompile(`(?m)^Received: (\d+)`)
+	// zkResponseBytes is what the server sent its clients: responses and
+	// watch events (mntr's counter).
+	zkResponseBytes = regexp.MustCompile(`(?m)^zk_response_bytes\s+(\d+)`)
+)
 
 func (e *zkPeers) snapshot(b *testing.B, _ *peerVariant) counters {
 	c := counters{srvCPU: procCPU(b, e.srv.Pid()), cliCPU: selfCPU(), allocs: selfAllocs()}
 	out, err := zkserver.FourLetter(e.srv.Addr(), "srvr")
 	if m := zkReceived.FindStringSubmatch(out); err == nil && m != nil {
 		c.reqs, _ = strconv.ParseInt(m[1], 10, 64)
+	}
+	out, err = zkserver.FourLetter(e.srv.Addr(), "mntr")
+	if m := zkResponseBytes.FindStringSubmatch(out); err == nil && m != nil {
+		c.bytes, _ = strconv.ParseInt(m[1], 10, 64)
 	}
 	return c
 }
