@@ -144,12 +144,13 @@ var peerRuns atomic.Int64
 
 // comparePeers runs the rounds at n contenders and reports the medians.
 func comparePeers(b *testing.B, env peerEnv, n int) {
-	vs := env.variants(b, n)
+	all := env.variants(b, n)
 	defer func() {
-		for _, v := range vs {
+		for _, v := range all {
 			v.close()
 		}
 	}()
+	vs := all
 	if only := os.Getenv("CORRAL_PEER_ONLY"); only != "" {
 		// For profiling one variant: the others are opened but not run.
 		vs = slices.DeleteFunc(slices.Clone(vs), func(v *peerVariant) bool { return v.name != only })
