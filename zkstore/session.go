@@ -322,6 +322,7 @@ func (s *Store) pause(attempt int) error {
 // own goroutine, before it sends any request on a new connection.
 func (s *Store) onEvent(ev zk.Event) {
 	if ev.Type != zk.EventSession {
+		s.fire(ev)
 		return
 	}
 	s.mu.Lock()

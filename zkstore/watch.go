@@ -220,7 +220,56 @@ func (s *Store) serve(p *pending) {
 	p.subs = nil
 	ev = p.ev
 	t.mu.Unlock()
-	path := p.key.path
+	s.deliver(p.key.path, ev, subs)
+}
+
+// fire delivers a node event to the Store watches of the client watches it
+// fires, on the client's receive loop: it calls onEvent with each event
+// before it hands the event to the watches' channels (v1.0.4's recvLoop),
+// so a waiter wakes one goroutine hop sooner than through serve, which
+// then finds its pending fired and has no one left to serve. A client
+// watch filed after the event passed here gets it from its channel, by
+// serve, as before. The kinds an event fires are go-zookeeper's
+// (notifyWatches).
+func (s *Store) fire(ev zk.Event) {
+	var kinds []watchKind
+	switch ev.Type {
+	case zk.EventNodeCreated:
+		kinds = []watchKind{existWatch}
+	case zk.EventNodeDataChanged:
+		kinds = []watchKind{existWatch, dataWatch}
+	case zk.EventNodeChildrenChanged:
+		kinds = []watchKind{childWatch}
+	case zk.EventNodeDeleted:
+		kinds = []watchKind{existWatch, dataWatch, childWatch}
+	default:
+		return
+	}
+	path := s.conn.rel(ev.Path)
+	t := &s.watches
+	for _, kind := range kinds {
+		t.mu.Lock()
+		p := t.m[watchKey{path, kind}]
+		if p == nil {
+			t.mu.Unlock()
+			continue
+		}
+		if !t.firedLocked(p) {
+			// Its event is this one, on its way to p.zch.
+			p.ev, p.fired = ev, true
+			t.firedLocked(p)
+		}
+		subs := p.subs
+		p.subs = nil
+		fired := p.ev
+		t.mu.Unlock()
+		s.deliver(path, fired, subs)
+	}
+}
+
+// deliver hands a client watch's event to the Store watches subs, or the
+// session's end if it has ended.
+func (s *Store) deliver(path string, ev zk.Event, subs map[*waiter]struct{}) {
 	for w := range subs {
 		w.stop()
 		if err := s.endErr(); err != nil {
