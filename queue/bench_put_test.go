@@ -21,6 +21,7 @@ import (
 	"github.com/corral-go/corral/etcdstore"
 	"github.com/corral-go/corral/internal/testing/countstore"
 	"github.com/corral-go/corral/internal/testing/zkserver"
+	"github.com/corral-go/corral/queue"
 	"github.com/corral-go/corral/store"
 	"github.com/corral-go/corral/store/storetest"
 	"github.com/corral-go/corral/zkstore"
@@ -39,7 +40,9 @@ import (
 //
 // and corral's PutBatch beside them (batches of CORRAL_PUT_BATCH items,
 // default 100, each producer putting whole batches). Every variant runs
-// CORRAL_PUT_MS (default 1000) per round, for CORRAL_PUT_ROUNDS rounds
+// CORRAL_PUT_MS (default 1000) per round, and with CORRAL_PUT_INFLIGHT
+// (a list, such as "4,8") corral's Put again with that many requests in
+// flight at most instead of the package's constant, for CORRAL_PUT_ROUNDS rounds
 // (default 6) in turns (peer, corral, batch, then the other way round).
 // It reports, per variant, puts/s over all rounds, the median over the
 // rounds of its ratio to the peer's rate in the same round (robust to a
@@ -85,6 +88,7 @@ type putEnv struct {
 type putVariant struct {
 	name  string
 	put   func(ctx context.Context) (int, error)
+	cap   int // corral's puts in flight, 0 for the default
 	items int64
 	took  time.Duration
 	// cpu is this process's CPU time (on etcd the embedded server's
@@ -109,6 +113,12 @@ func comparePuts(b *testing.B, env *putEnv, producers int) {
 		{name: "corral", put: func(ctx context.Context) (int, error) { return 1, q.Put(ctx, data) }},
 		{name: "corral-batch", put: func(ctx context.Context) (int, error) { return batchN, q.PutBatch(ctx, batch) }},
 	}
+	for _, n := range envInts("CORRAL_PUT_INFLIGHT") {
+		// Corral's Put again, with n puts in flight at most: to measure
+		// the constant on another machine.
+		variants = append(variants, &putVariant{name: fmt.Sprintf("corral-if%d", n), cap: n,
+			put: func(ctx context.Context) (int, error) { return 1, q.Put(ctx, data) }})
+	}
 	// Warm up: the queue's first check, the peer's directory, the JIT.
 	for _, v := range variants {
 		if _, err := v.put(ctx); err != nil {
@@ -125,7 +135,9 @@ func comparePuts(b *testing.B, env *putEnv, producers int) {
 		}
 		rates := map[*putVariant]float64{}
 		for _, v := range order {
+			restore := queue.SetMaxInFlight(v.cap)
 			rates[v] = runPuts(b, v, producers, d, env.srvPid)
+			restore()
 		}
 		for i, v := range variants {
 			ratios[i] = append(ratios[i], rates[v]/rates[variants[0]])
@@ -161,8 +173,11 @@ func comparePuts(b *testing.B, env *putEnv, producers int) {
 	}
 	b.ReportMetric(0, "ns/op")
 	load, _ := os.ReadFile("/proc/loadavg")
-	b.Logf("%s producers=%d: corral %.2fx (rounds %.2f), corral-batch %.2fx (rounds %.2f) the peer's %.0f puts/s; load %s",
-		env.name, producers, median(ratios[1]), ratios[1], median(ratios[2]), ratios[2], variants[0].rate(), load)
+	var line strings.Builder
+	for i, v := range variants[1:] {
+		fmt.Fprintf(&line, "%s %.2fx (rounds %.2f), ", v.name, median(ratios[i+1]), ratios[i+1])
+	}
+	b.Logf("%s producers=%d: %sthe peer's %.0f puts/s; load %s", env.name, producers, line.String(), variants[0].rate(), load)
 }
 
 // median returns the median of xs (the mean of the middle two for an even
@@ -293,6 +308,18 @@ func waitSession(b *testing.B, events <-chan zk.Event) {
 type quietZK struct{}
 
 func (quietZK) Printf(string, ...any) {}
+
+// envInts is the positive integers listed in the environment variable key,
+// comma-separated.
+func envInts(key string) []int {
+	var out []int
+	for f := range strings.SplitSeq(os.Getenv(key), ",") {
+		if v, err := strconv.Atoi(strings.TrimSpace(f)); err == nil && v > 0 {
+			out = append(out, v)
+		}
+	}
+	return out
+}
 
 func envInt(key string, def int) int {
 	if v, err := strconv.Atoi(os.Getenv(key)); err == nil && v > 0 {

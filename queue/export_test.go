@@ -49,3 +49,14 @@ func OnPutJoin(q *Queue, f func()) {
 	defer q.puts.mu.Unlock()
 	q.puts.onJoin = f
 }
+
+// SetMaxInFlight sets how many requests of a Queue's puts may be in flight
+// at once, for BenchmarkPutPeers to measure the constant; n ≤ 0 leaves it.
+// Not while puts run.
+func SetMaxInFlight(n int) (restore func()) {
+	old := maxInFlight
+	if n > 0 {
+		maxInFlight = n
+	}
+	return func() { maxInFlight = old }
+}
