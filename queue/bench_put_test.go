@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+	clientv3 "go.etcd.io/etcd/client/v3"
 	recipe "go.etcd.io/etcd/client/v3/experimental/recipes"
 
 	"github.com/corral-go/corral/etcdstore"
@@ -39,7 +40,9 @@ import (
 //     of corral's session.
 //
 // and corral's PutBatch beside them (batches of CORRAL_PUT_BATCH items,
-// default 100, each producer putting whole batches). Every variant runs
+// default 100, each producer putting whole batches), with the store's own
+// batch as its floor (floor-batch: a ZooKeeper multi of the creates, an etcd
+// transaction of the puts, with the bare client). Every variant runs
 // CORRAL_PUT_MS (default 1000) per round, and with CORRAL_PUT_INFLIGHT
 // (a list, such as "4,8") corral's Put again with that many requests in
 // flight at most instead of the package's constant, for CORRAL_PUT_ROUNDS rounds
@@ -112,6 +115,7 @@ func comparePuts(b *testing.B, env *putEnv, producers int) {
 		{name: "peer", put: env.peerPut(b, st, path+"/peer", data)},
 		{name: "corral", put: func(ctx context.Context) (int, error) { return 1, q.Put(ctx, data) }},
 		{name: "corral-batch", put: func(ctx context.Context) (int, error) { return batchN, q.PutBatch(ctx, batch) }},
+		{name: "floor-batch", put: env.floorBatch(b, st, path+"/floor", data, batchN)},
 	}
 	for _, n := range envInts("CORRAL_PUT_INFLIGHT") {
 		// Corral's Put again, with n puts in flight at most: to measure
@@ -262,6 +266,43 @@ func (e *putEnv) peerPut(b *testing.B, st store.Store, path string, data []byte)
 	return func(context.Context) (int, error) {
 		_, err := conn.Create(path+"/queue-", data, zk.FlagSequence, acl)
 		return 1, err
+	}
+}
+
+// floorBatch returns the store's own batch of n puts into the queue at
+// path, with the store's client and nothing else: on ZooKeeper a multi of
+// n sequential creates, on etcd a transaction of n puts. It is the most a
+// batch put can do on that store, to measure PutBatch against.
+func (e *putEnv) floorBatch(b *testing.B, st store.Store, path string, data []byte, n int) func(ctx context.Context) (int, error) {
+	if _, err := st.Create(b.Context(), path, nil, store.Persistent); err != nil {
+		b.Fatal(err)
+	}
+	if e.name == "etcd" {
+		cli := st.(*etcdstore.Store).Client()
+		var seq atomic.Int64
+		return func(ctx context.Context) (int, error) {
+			ops := make([]clientv3.Op, n)
+			for i := range ops {
+				ops[i] = clientv3.OpPut(fmt.Sprintf("%s/floor-%d", path, seq.Add(1)), string(data))
+			}
+			_, err := cli.Txn(ctx).Then(ops...).Commit()
+			return n, err
+		}
+	}
+	conn, events, err := zk.Connect(e.servers, zkstore.DefaultSessionTimeout, zk.WithLogger(quietZK{}), zk.WithLogInfo(false))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(conn.Close)
+	waitSession(b, events)
+	acl := zk.WorldACL(zk.PermAll)
+	return func(context.Context) (int, error) {
+		ops := make([]any, n)
+		for i := range ops {
+			ops[i] = &zk.CreateRequest{Path: path + "/queue-", Data: data, Acl: acl, Flags: zk.FlagSequence}
+		}
+		_, err := conn.Multi(ops...)
+		return n, err
 	}
 }
 
