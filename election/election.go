@@ -92,6 +92,7 @@ import (
 	"fmt"
 
 	"github.com/corral-go/corral/internal/holderr"
+	"github.com/corral-go/corral/internal/names"
 	"github.com/corral-go/corral/internal/recipe"
 	"github.com/corral-go/corral/internal/telemetry"
 	"github.com/corral-go/corral/store"
@@ -122,7 +123,7 @@ var (
 
 // prefix starts the name of every candidate node (after the store's own
 // protected prefix, on ZooKeeper), as with Curator's LeaderLatch.
-const prefix = recipe.LatchPrefix
+const prefix = names.Latch
 
 // DisconnectPolicy says what a leader does when its connection to the store
 // is lost while its session may still be alive, so that nobody knows whether

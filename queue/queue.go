@@ -213,6 +213,7 @@ import (
 	"time"
 
 	"github.com/corral-go/corral/internal/identity"
+	"github.com/corral-go/corral/internal/names"
 	"github.com/corral-go/corral/internal/recipe"
 	"github.com/corral-go/corral/internal/telemetry"
 	"github.com/corral-go/corral/store"
@@ -357,10 +358,10 @@ func New(st store.Store, path string, opts ...Option) (*Queue, error) {
 	return &Queue{
 		st:     st,
 		path:   path,
-		items:  store.Join(path, "items"),
-		claims: store.Join(path, "claims"),
-		counts: store.Join(path, "deliveries"),
-		config: store.Join(path, "config"),
+		items:  store.Join(path, names.Items),
+		claims: store.Join(path, names.Claims),
+		counts: store.Join(path, names.Deliveries),
+		config: store.Join(path, names.Config),
 		opts:   o,
 		rec:    telemetry.New(o.tel, telemetry.KindQueue, path, nil),
 		ident:  identity.NewEncoder(""),
@@ -461,7 +462,7 @@ func (q *Queue) PutBatch(ctx context.Context, items [][]byte) error {
 	ids := newIDs(len(items))
 	batch := make([]store.BatchNode, len(items))
 	for i, data := range items {
-		batch[i] = store.BatchNode{Name: itemName(0, ids[i]), Data: data}
+		batch[i] = store.BatchNode{Name: names.ItemName(0, ids[i]), Data: data}
 	}
 	if err := store.ValidateBatch(q.items, batch, store.Sequential); err != nil {
 		return fmt.Errorf("queue: put batch %q: %w", q.path, err)

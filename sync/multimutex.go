@@ -8,6 +8,7 @@ import (
 	"strings"
 	gosync "sync"
 
+	"github.com/corral-go/corral/internal/names"
 	"github.com/corral-go/corral/internal/recipe"
 	"github.com/corral-go/corral/internal/telemetry"
 	"github.com/corral-go/corral/store"
@@ -220,7 +221,7 @@ func (m *MultiMutex) member(ctx context.Context, i int, wait bool) (n store.Node
 	tctx := telemetry.NewContext(ctx, rec)
 	if wait {
 		a := rec.Begin(ctx)
-		n, waited, err = recipe.AcquireWaited(tctx, m.st, m.paths[i], recipe.LockPrefix, m.opts.nodeData(a.Start()), recipe.Predecessor)
+		n, waited, err = recipe.AcquireWaited(tctx, m.st, m.paths[i], names.Lock, m.opts.nodeData(a.Start()), recipe.Predecessor)
 		if err != nil {
 			a.Failed(ctx, err)
 			return n, false, false, nil, err
@@ -228,7 +229,7 @@ func (m *MultiMutex) member(ctx context.Context, i int, wait bool) (n store.Node
 		return n, true, waited, a.Granted(ctx, n), nil
 	}
 	a := rec.Try()
-	n, ok, err = recipe.TryAcquire(tctx, m.st, m.paths[i], recipe.LockPrefix, m.opts.nodeData(a.Start()), recipe.Predecessor)
+	n, ok, err = recipe.TryAcquire(tctx, m.st, m.paths[i], names.Lock, m.opts.nodeData(a.Start()), recipe.Predecessor)
 	switch {
 	case err != nil:
 		a.Failed(ctx, err)

@@ -7,6 +7,7 @@ import (
 	gosync "sync"
 
 	"github.com/corral-go/corral/internal/identity"
+	"github.com/corral-go/corral/internal/names"
 	"github.com/corral-go/corral/internal/recipe"
 	"github.com/corral-go/corral/internal/telemetry"
 	"github.com/corral-go/corral/store"
@@ -110,7 +111,7 @@ type Mutex struct {
 // store.ErrInvalidPath.
 func NewMutex(st store.Store, path string, opts ...LockOption) *Mutex {
 	m := &Mutex{}
-	m.x.init(st, path, recipe.LockPrefix, telemetry.KindMutex, newLockOptions(opts))
+	m.x.init(st, path, names.Lock, telemetry.KindMutex, newLockOptions(opts))
 	return m
 }
 
