@@ -105,8 +105,7 @@ func memberMaker(ctx context.Context, t *testing.T, st store.Store, p string) st
 // queueMaker takes an item from an at-least-once queue and holds it: the
 // queue then has its config, its items, a claim and a delivery count.
 func queueMaker(ctx context.Context, t *testing.T, st store.Store, p string) string {
-	q, err := queue.New(st, p, queue.WithDelivery(queue.AtLeastOnce))
-	must(t, "New", err)
+	q := queue.New(st, p, queue.WithDelivery(queue.AtLeastOnce))
 	must(t, "Put", q.Put(ctx, []byte("job")))
 	it, err := q.Take(ctx)
 	must(t, "Take", err)

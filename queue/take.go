@@ -324,9 +324,11 @@ func (q *Queue) setCount(ctx context.Context, id string, count int, prev int64) 
 // deadLetter moves the item e, holding data, to the dead-letter queue: it
 // puts it there, with its id, then deletes it and its count here.
 func (q *Queue) deadLetter(ctx context.Context, cfg config, e names.Entry, data []byte) error {
-	dlq, err := New(q.st, cfg.deadLetter)
-	if err != nil {
-		return fmt.Errorf("dead-letter queue: %w", err)
+	// The path comes from the stored settings, which any client may
+	// have written.
+	dlq := New(q.st, cfg.deadLetter)
+	if dlq.bad != nil {
+		return fmt.Errorf("dead-letter queue: %w", dlq.bad)
 	}
 	if _, err := dlq.settings(ctx, false); err != nil {
 		return fmt.Errorf("dead-letter queue %q: %w", dlq.path, err)
