@@ -135,6 +135,8 @@ func (b *DoubleBarrier) usable(op string) error {
 		err = fmt.Errorf("%w: double barrier not made by NewDoubleBarrier with a store", store.ErrInvalidArgument)
 	case b.self != b:
 		err = fmt.Errorf("%w: double barrier copied after NewDoubleBarrier made it", store.ErrInvalidArgument)
+	case b.opts.bad != nil:
+		err = b.opts.bad
 	default:
 		err = recipe.ValidateDir(b.path)
 	}

@@ -97,7 +97,11 @@ func NewMultiMutex(st store.Store, paths []string, opts ...LockOption) *MultiMut
 	for i, p := range ps {
 		recs[i] = o.recorder(telemetry.KindMutex, p, ErrNodeDeleted)
 	}
-	return &MultiMutex{st: st, paths: ps, bad: checkMembers(ps), opts: o, recs: recs, local: make(chan struct{}, 1)}
+	bad := o.bad
+	if bad == nil {
+		bad = checkMembers(ps)
+	}
+	return &MultiMutex{st: st, paths: ps, bad: bad, opts: o, recs: recs, local: make(chan struct{}, 1)}
 }
 
 // checkMembers reports why the sorted, deduplicated paths cannot be locked

@@ -34,7 +34,8 @@ const (
 
 // LockOption configures a Mutex, RWMutex, MultiMutex, StripedMutex,
 // Semaphore or DoubleBarrier (the last takes those that make sense for it:
-// see DoubleBarrier).
+// see DoubleBarrier). A nil LockOption is bad input: every call of the value
+// it was given to fails with store.ErrInvalidArgument.
 type LockOption func(*lockOptions)
 
 type lockOptions struct {
@@ -44,6 +45,7 @@ type lockOptions struct {
 	label   string
 	ident   *identity.Encoder // nil with WithData
 	tel     telemetry.Config
+	bad     error // a nil option: every call of the value fails with it
 }
 
 // WithDisconnectPolicy sets what a lost connection does to a held lock; the
@@ -63,6 +65,10 @@ func WithData(data []byte) LockOption {
 func newLockOptions(opts []LockOption) lockOptions {
 	var o lockOptions
 	for _, opt := range opts {
+		if opt == nil {
+			o.bad = fmt.Errorf("%w: nil option", store.ErrInvalidArgument)
+			continue
+		}
 		opt(&o)
 	}
 	newIdentity(&o)
@@ -234,6 +240,8 @@ func (x *exclusive) usable(op string) error {
 		return opErr(op, x.path, fmt.Errorf("%w: lock not made by NewMutex or NewRWMutex with a store", store.ErrInvalidArgument))
 	case x.self != x:
 		return opErr(op, x.path, fmt.Errorf("%w: lock copied after NewMutex or NewRWMutex made it; share the pointer instead", store.ErrInvalidArgument))
+	case x.opts.bad != nil:
+		return opErr(op, x.path, x.opts.bad)
 	}
 	if err := recipe.ValidateDir(x.path); err != nil {
 		return opErr(op, x.path, err)

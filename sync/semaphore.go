@@ -230,6 +230,9 @@ func (s *Semaphore) prepare(ctx context.Context, op string) error {
 	if s == nil || s.st == nil {
 		return opErr(op, s.Path(), fmt.Errorf("%w: semaphore not made by NewSemaphore with a store", store.ErrInvalidArgument))
 	}
+	if s.opts.bad != nil {
+		return opErr(op, s.path, s.opts.bad)
+	}
 	if err := recipe.ValidateDir(s.path); err != nil {
 		return opErr(op, s.path, err)
 	}

@@ -250,6 +250,9 @@ func (s *StripedMutex) prepare(ctx context.Context, op string, stripes []int) ([
 	if s == nil || s.st == nil {
 		return nil, s.opErr(ctx, op, fmt.Errorf("%w: striped lock not made by NewStripedMutex with a store", store.ErrInvalidArgument))
 	}
+	if s.opts.bad != nil {
+		return nil, s.opErr(ctx, op, s.opts.bad)
+	}
 	if s.k < 1 {
 		return nil, s.opErr(ctx, op, fmt.Errorf("%w: %d stripes", ErrInvalidLimit, s.k))
 	}
