@@ -144,9 +144,10 @@ type Mark struct {
 	Whole bool
 }
 
-// marks are tried in order, the first that matches wins: the fixed names,
-// then the markers (a candidate's name holds no other marker, but a
-// member's value might, hence latches first).
+// marks are tried in order and the first that matches wins: the fixed
+// names, then the markers. The order only decides a name that carries two
+// markers, which corral never writes; it is kept as it was, so that such a
+// foreign name keeps the family it had.
 var marks = [...]Mark{
 	{Ready, Members, true},
 	{Items, Queues, true},
