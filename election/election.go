@@ -92,6 +92,7 @@ import (
 	"fmt"
 
 	"github.com/corral-go/corral/internal/holderr"
+	"github.com/corral-go/corral/internal/names"
 	"github.com/corral-go/corral/internal/recipe"
 	"github.com/corral-go/corral/internal/telemetry"
 	"github.com/corral-go/corral/store"
@@ -122,7 +123,7 @@ var (
 
 // prefix starts the name of every candidate node (after the store's own
 // protected prefix, on ZooKeeper), as with Curator's LeaderLatch.
-const prefix = recipe.LatchPrefix
+const prefix = names.Latch
 
 // DisconnectPolicy says what a leader does when its connection to the store
 // is lost while its session may still be alive, so that nobody knows whether
@@ -143,12 +144,14 @@ const (
 	KeepOnDisconnect = recipe.KeepOnDisconnect
 )
 
-// Option configures an Election.
+// Option configures an Election. A nil Option is bad input: every call of
+// the Election fails with store.ErrInvalidArgument.
 type Option func(*options)
 
 type options struct {
 	policy DisconnectPolicy
 	tel    telemetry.Config
+	nilOpt bool // a nil option was given
 }
 
 // WithDisconnectPolicy sets what a leader does when its connection is lost;
@@ -174,11 +177,15 @@ type Election struct {
 
 // New returns the election at path on st. It does no I/O; an invalid path
 // (or the root) is reported, wrapping store.ErrInvalidPath, by the first call
-// that uses it, and a nil st, wrapping store.ErrInvalidArgument. The zero
-// Election is not usable in the same way.
+// that uses it, and a nil st or a nil option, wrapping
+// store.ErrInvalidArgument. The zero Election is not usable in the same way.
 func New(st store.Store, path string, opts ...Option) *Election {
 	e := &Election{st: st, path: path}
 	for _, o := range opts {
+		if o == nil {
+			e.opts.nilOpt = true
+			continue
+		}
 		o(&e.opts)
 	}
 	e.rec = telemetry.New(e.opts.tel, telemetry.KindElection, path, ErrNodeDeleted)
@@ -201,6 +208,9 @@ func (e *Election) validate() error {
 	}
 	if err := recipe.ValidateDir(e.path); err != nil {
 		return err
+	}
+	if e.opts.nilOpt {
+		return fmt.Errorf("%w: nil option", store.ErrInvalidArgument)
 	}
 	if e.opts.policy != LoseOnDisconnect && e.opts.policy != KeepOnDisconnect {
 		return fmt.Errorf("%w: %v", store.ErrInvalidArgument, e.opts.policy)

@@ -521,6 +521,12 @@ func TestMisuse(t *testing.T) {
 			return o.Err()
 		}, store.ErrInvalidArgument},
 		{"zero Election Campaign", func() error { _, err := zeroElection.Campaign(bg, nil); return err }, store.ErrInvalidArgument},
+		{"nil option Campaign", func() error { _, err := election.New(mem, "/e", nil).Campaign(bg, nil); return err }, store.ErrInvalidArgument},
+		{"nil option Observe", func() error {
+			o := election.New(mem, "/e", nil).Observe(bg)
+			recv(t, "Done", o.Done())
+			return o.Err()
+		}, store.ErrInvalidArgument},
 		{"root Campaign", func() error { _, err := election.New(mem, "/").Campaign(bg, nil); return err }, store.ErrInvalidPath},
 		{"empty Campaign", func() error { _, err := election.New(mem, "").Campaign(bg, nil); return err }, store.ErrInvalidPath},
 		{"invalid Observe", func() error {

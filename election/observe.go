@@ -7,6 +7,7 @@ import (
 	"fmt"
 	gosync "sync"
 
+	"github.com/corral-go/corral/internal/names"
 	"github.com/corral-go/corral/internal/recipe"
 	"github.com/corral-go/corral/store"
 )
@@ -49,7 +50,7 @@ func (e *Election) Leader(ctx context.Context) (Leader, error) {
 			return Leader{}, ErrNoLeader
 		}
 		if err == nil {
-			err = recipe.CheckFamily(e.path, kids, recipe.Latches)
+			err = recipe.CheckFamily(e.path, kids, names.Latches)
 		}
 		if err != nil {
 			return Leader{}, fmt.Errorf("election: leader of %q: %w", e.path, err)
@@ -263,7 +264,7 @@ func (e *Election) current(ctx context.Context) (l Leader, ch <-chan store.Event
 			return Leader{}, ch, nil
 		}
 		if err == nil {
-			err = recipe.CheckFamily(e.path, kids, recipe.Latches)
+			err = recipe.CheckFamily(e.path, kids, names.Latches)
 		}
 		if err != nil {
 			return Leader{}, nil, err

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/corral-go/corral/internal/names"
 	"github.com/corral-go/corral/internal/recipe"
 	"github.com/corral-go/corral/internal/telemetry"
 	"github.com/corral-go/corral/store"
@@ -37,7 +38,7 @@ func Join(ctx context.Context, st store.Store, path string, value []byte, opts .
 	a := rec.Begin(ctx)
 	tctx := telemetry.NewContext(ctx, rec)
 	for attempt := 0; ; attempt++ {
-		n, _, err := recipe.Create(tctx, st, path, recipe.GroupPrefix, value)
+		n, _, err := recipe.Create(tctx, st, path, names.Group, value)
 		if err == nil {
 			hopts := recipe.HoldOptions{Deleted: ErrNodeDeleted, OnEnd: a.Granted(ctx, n).End}
 			if o.policy == LoseOnDisconnect {

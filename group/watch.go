@@ -9,6 +9,7 @@ import (
 	"slices"
 	gosync "sync"
 
+	"github.com/corral-go/corral/internal/names"
 	"github.com/corral-go/corral/internal/recipe"
 	"github.com/corral-go/corral/internal/telemetry"
 	"github.com/corral-go/corral/store"
@@ -257,7 +258,7 @@ func (g *watch) current(ctx context.Context) (ms []Member, ch <-chan store.Event
 			return []Member{}, ch, nil
 		}
 		if err == nil {
-			err = recipe.CheckFamily(g.path, kids, recipe.Groups)
+			err = recipe.CheckFamily(g.path, kids, names.Groups)
 		}
 		if err != nil {
 			return nil, nil, err

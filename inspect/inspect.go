@@ -72,6 +72,7 @@ import (
 	"time"
 
 	"github.com/corral-go/corral/internal/identity"
+	"github.com/corral-go/corral/internal/names"
 	"github.com/corral-go/corral/internal/recipe"
 	"github.com/corral-go/corral/store"
 )
@@ -404,19 +405,19 @@ func (r *reader) visit(ctx context.Context, p string, kids []store.Child, fn fun
 			return err
 		}
 	}
-	names := make([]string, 0, len(kids))
+	dirs := make([]string, 0, len(kids))
 	for _, k := range kids {
 		// A name that looks like another client's contender (a few
 		// hexadecimal digits, like etcd's lease keys) may as well be a
 		// directory.
-		if f := recipe.FamilyOf(k.Name); f == recipe.NoFamily || f == recipe.Foreign {
-			names = append(names, k.Name)
+		if f := names.FamilyOf(k.Name); f == names.NoFamily || f == names.Foreign {
+			dirs = append(dirs, k.Name)
 		}
 	}
-	names = append(names, r.implicit[p]...)
-	slices.Sort(names)
-	names = slices.Compact(names)
-	for _, name := range names {
+	dirs = append(dirs, r.implicit[p]...)
+	slices.Sort(dirs)
+	dirs = slices.Compact(dirs)
+	for _, name := range dirs {
 		c := store.Join(p, name)
 		ckids, err := r.children(ctx, c)
 		if errors.Is(err, store.ErrNoNode) {
@@ -438,20 +439,20 @@ func (r *reader) visit(ctx context.Context, p string, kids []store.Child, fn fun
 func kindOf(kids []store.Child) Kind {
 	foreign := false
 	for _, k := range kids {
-		switch recipe.FamilyOf(k.Name) {
-		case recipe.Locks:
+		switch names.FamilyOf(k.Name) {
+		case names.Locks:
 			return Lock
-		case recipe.Latches:
+		case names.Latches:
 			return Election
-		case recipe.Leases:
+		case names.Leases:
 			return Semaphore
-		case recipe.Members:
+		case names.Members:
 			return DoubleBarrier
-		case recipe.Queues:
+		case names.Queues:
 			return Queue
-		case recipe.Groups:
+		case names.Groups:
 			return Group
-		case recipe.Foreign:
+		case names.Foreign:
 			foreign = true
 		}
 	}
@@ -496,8 +497,8 @@ func (r *reader) ordered(ctx context.Context, rep *Report, kids []store.Child) e
 		nodes []store.Node
 	)
 	for _, c := range recipe.Contenders(kids) {
-		f := recipe.FamilyOf(c.Name)
-		if !(f == recipe.Foreign || f == recipe.Locks && rep.Kind != Election || f == recipe.Latches && rep.Kind == Election) {
+		f := names.FamilyOf(c.Name)
+		if !(f == names.Foreign || f == names.Locks && rep.Kind != Election || f == names.Latches && rep.Kind == Election) {
 			continue
 		}
 		n, ok, err := r.node(ctx, store.Join(rep.Path, c.Name), c.Seq)
@@ -507,7 +508,7 @@ func (r *reader) ordered(ctx context.Context, rep *Report, kids []store.Child) e
 		// Other clients' contenders are ephemeral: a persistent node
 		// with a name that looks like one (a few hexadecimal digits, as
 		// etcd's lease keys) is a directory.
-		if !ok || f == recipe.Foreign && n.Owner == 0 {
+		if !ok || f == names.Foreign && n.Owner == 0 {
 			continue
 		}
 		cs, nodes = append(cs, c), append(nodes, n)
@@ -588,14 +589,6 @@ func (r *reader) limit(ctx context.Context, p string) (int, error) {
 	return l, nil
 }
 
-// The name markers of the semaphore's leases and the double barrier's
-// members and ready node (sync's own; recipe.FamilyOf knows them too).
-const (
-	leaseMarker  = "lease-"
-	memberMarker = "member-"
-	readyName    = "ready"
-)
-
 func (r *reader) semaphore(ctx context.Context, rep *Report, kids []store.Child) error {
 	l, err := r.limit(ctx, rep.Path)
 	if err != nil {
@@ -604,7 +597,7 @@ func (r *reader) semaphore(ctx context.Context, rep *Report, kids []store.Child)
 	rep.Limit = l
 	i := 0
 	for _, k := range kids {
-		if !strings.Contains(k.Name, leaseMarker) {
+		if !strings.Contains(k.Name, names.Lease) {
 			continue
 		}
 		if err := r.add(ctx, rep, store.Join(rep.Path, k.Name), k.Seq, Lease, l == 0 || i < l); err != nil {
@@ -620,7 +613,7 @@ func (r *reader) semaphore(ctx context.Context, rep *Report, kids []store.Child)
 // persistent one is a directory), all holders.
 func (r *reader) group(ctx context.Context, rep *Report, kids []store.Child) error {
 	for _, k := range kids {
-		if f := recipe.FamilyOf(k.Name); f != recipe.Groups && f != recipe.Foreign && f != recipe.NoFamily {
+		if f := names.FamilyOf(k.Name); f != names.Groups && f != names.Foreign && f != names.NoFamily {
 			continue
 		}
 		n, ok, err := r.node(ctx, store.Join(rep.Path, k.Name), k.Seq)
@@ -643,7 +636,7 @@ func (r *reader) doubleBarrier(ctx context.Context, rep *Report, kids []store.Ch
 	// The ready node holds the first and the last Seq of the released
 	// round; it changes without a change of children, so it is watched.
 	var lo, hi int64 = 0, -1
-	ready, err := r.get(ctx, store.Join(rep.Path, readyName), true)
+	ready, err := r.get(ctx, store.Join(rep.Path, names.Ready), true)
 	switch {
 	case err == nil:
 		if _, err := fmt.Sscanf(string(ready.Data), "%d %d", &lo, &hi); err != nil {
@@ -653,7 +646,7 @@ func (r *reader) doubleBarrier(ctx context.Context, rep *Report, kids []store.Ch
 		return err
 	}
 	for _, k := range kids {
-		if !strings.Contains(k.Name, memberMarker) {
+		if !strings.Contains(k.Name, names.Member) {
 			continue
 		}
 		in := lo <= k.Seq && k.Seq <= hi

@@ -306,7 +306,9 @@ func TestDoubleBarrier(t *testing.T) {
 	})
 }
 
-// prioKey is the queue package's priority key (queue/name.go).
+// prioKey is the priority key of an item name (internal/names/item.go),
+// written out here on purpose: this test writes a layout of an earlier
+// corral (items without ids) as it is on the wire.
 func prioKey(p int64) uint64 { return ^(uint64(p) ^ (uint64(1) << 63)) }
 
 // TestQueue: depth by priority and claims, from a layout written directly.

@@ -6,59 +6,10 @@ import (
 	"context"
 	"errors"
 	"slices"
-	"strconv"
-	"strings"
 
+	"github.com/corral-go/corral/internal/names"
 	"github.com/corral-go/corral/store"
 )
-
-// The layout of a queue, as the queue package writes it (queue/name.go):
-// items are children of items/ named "qi-<priority key>-i<id>-..."
-// followed by the store's sequence suffix, where the priority key is 16
-// hexadecimal digits that sort the other way round from the int64
-// priority and the id 16 hexadecimal digits; claims are children of
-// claims/ named by the id of the item they claim (by the item's whole name
-// in a queue of an earlier corral, whose items have no id).
-const (
-	itemsDir   = "items"
-	claimsDir  = "claims"
-	countsDir  = "deliveries"
-	configName = "config"
-	itemMark   = "qi-"
-	keyLen     = 16
-	signBit    = uint64(1) << 63
-)
-
-// parseItem decodes the priority and the id of the item named name (the
-// name itself when it has no id); ok is false for names that are not
-// items.
-func parseItem(name string) (prio int64, id string, ok bool) {
-	i := strings.Index(name, itemMark)
-	if i < 0 {
-		return 0, "", false
-	}
-	rest := name[i+len(itemMark):]
-	if len(rest) < keyLen+1 || rest[keyLen] != '-' {
-		return 0, "", false
-	}
-	k, err := strconv.ParseUint(rest[:keyLen], 16, 64)
-	if err != nil {
-		return 0, "", false
-	}
-	id = name
-	for f := range strings.SplitSeq(rest[keyLen+1:], "-") {
-		if len(f) == keyLen+1 && f[0] == 'i' {
-			if _, err := strconv.ParseUint(f[1:], 16, 64); err == nil {
-				id = f[1:]
-				break
-			}
-		}
-	}
-	return int64(^k ^ signBit), id, true
-}
-
-// configHeader starts the data of a queue's config node (queue/config.go).
-const configHeader = "corral queue "
 
 // isQueue tells a queue from a directory that only has a child named
 // "config" (ZooKeeper's own /zookeeper, an application's settings): a
@@ -68,33 +19,33 @@ func (r *reader) isQueue(ctx context.Context, p string, kids []store.Child) (boo
 	config := false
 	for _, k := range kids {
 		switch k.Name {
-		case itemsDir, claimsDir, countsDir:
+		case names.Items, names.Claims, names.Deliveries:
 			return true, nil
-		case configName:
+		case names.Config:
 			config = true
 		}
 	}
 	if !config {
 		return false, nil
 	}
-	n, err := r.st.Get(ctx, store.Join(p, configName))
+	n, err := r.st.Get(ctx, store.Join(p, names.Config))
 	switch {
 	case errors.Is(err, store.ErrNoNode):
 		return false, nil
 	case err != nil:
 		return false, err
 	}
-	return bytes.HasPrefix(n.Data, []byte(configHeader)), nil
+	return bytes.HasPrefix(n.Data, []byte(names.ConfigMagic)), nil
 }
 
 func (r *reader) queue(ctx context.Context, rep *Report) error {
 	q := &QueueState{Levels: []Level{}, Claims: []Claim{}}
 	rep.Queue = q
-	items, err := r.children(ctx, store.Join(rep.Path, itemsDir))
+	items, err := r.children(ctx, store.Join(rep.Path, names.Items))
 	if err != nil && !errors.Is(err, store.ErrNoNode) {
 		return err
 	}
-	claims, err := r.children(ctx, store.Join(rep.Path, claimsDir))
+	claims, err := r.children(ctx, store.Join(rep.Path, names.Claims))
 	if err != nil && !errors.Is(err, store.ErrNoNode) {
 		return err
 	}
@@ -113,12 +64,12 @@ func (r *reader) queue(ctx context.Context, rep *Report) error {
 	}
 	byID := map[string]item{} // and by name, for claims named by it
 	for _, k := range items {
-		p, id, ok := parseItem(k.Name)
+		e, ok := names.ParseItem(k.Name, k.Seq)
 		if !ok {
 			continue
 		}
-		byID[id], byID[k.Name] = item{k.Name, p}, item{k.Name, p}
-		level(p).Items++
+		byID[e.ID], byID[k.Name] = item{k.Name, e.Prio}, item{k.Name, e.Prio}
+		level(e.Prio).Items++
 		q.Items++
 	}
 	for _, k := range claims {
@@ -126,13 +77,13 @@ func (r *reader) queue(ctx context.Context, rep *Report) error {
 		if !present {
 			// Its item was acked since the listing, or the claim is
 			// named by an item of an earlier corral that is gone.
-			p, _, ok := parseItem(k.Name)
+			e, ok := names.ParseItem(k.Name, k.Seq)
 			if !ok {
 				continue
 			}
-			it = item{k.Name, p}
+			it = item{k.Name, e.Prio}
 		}
-		n, err := r.st.Get(ctx, store.Join(store.Join(rep.Path, claimsDir), k.Name))
+		n, err := r.st.Get(ctx, store.Join(store.Join(rep.Path, names.Claims), k.Name))
 		if errors.Is(err, store.ErrNoNode) {
 			continue // released since the listing
 		}

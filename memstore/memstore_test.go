@@ -111,18 +111,10 @@ func TestPanicLeavesTreeUnlocked(t *testing.T) {
 			return err
 		},
 		"queue.Put": func(st *memstore.Store) error {
-			q, err := queue.New(st, "/q")
-			if err != nil {
-				return err
-			}
-			return q.Put(nilCtx, []byte("x"))
+			return queue.New(st, "/q").Put(nilCtx, []byte("x"))
 		},
 		"queue.Take": func(st *memstore.Store) error {
-			q, err := queue.New(st, "/q")
-			if err != nil {
-				return err
-			}
-			_, err = q.Take(nilCtx)
+			_, err := queue.New(st, "/q").Take(nilCtx)
 			return err
 		},
 	}

@@ -9,6 +9,7 @@ import (
 	gosync "sync"
 
 	"github.com/corral-go/corral/group"
+	"github.com/corral-go/corral/internal/names"
 	"github.com/corral-go/corral/internal/recipe"
 	"github.com/corral-go/corral/internal/telemetry"
 	"github.com/corral-go/corral/store"
@@ -326,7 +327,7 @@ func (m *Member) work(ctx context.Context, i int) {
 	tctx := telemetry.NewContext(ctx, m.rec)
 	for attempt := 0; ctx.Err() == nil; {
 		a := m.rec.Begin(ctx)
-		n, waited, err := recipe.AcquireWaited(tctx, m.st, dir, recipe.LockPrefix, []byte(m.id), recipe.Predecessor)
+		n, waited, err := recipe.AcquireWaited(tctx, m.st, dir, names.Lock, []byte(m.id), recipe.Predecessor)
 		if err != nil {
 			a.Failed(ctx, err)
 			// A lost connection, or anything else (another recipe's

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/corral-go/corral/internal/names"
 	"github.com/corral-go/corral/internal/recipe"
 	"github.com/corral-go/corral/store"
 )
@@ -18,8 +19,8 @@ var ErrMismatch = errors.New("partition: number of shards differs from the membe
 
 // countMarker is the prefix of a member's node in the shard-count
 // directory; the store's unique suffix follows the count. It contains
-// recipe.GroupPrefix, so the directory reads as a group.
-const countMarker = recipe.GroupPrefix + "k"
+// names.Group, so the directory reads as a group.
+const countMarker = names.Group + "k"
 
 // ShardCountDir returns the directory of the partition at path
 // ("<path>/shardcount") where each member keeps, for as long as it is a

@@ -370,13 +370,10 @@ func drawQueueOptions(t *rapid.T, dir string, n int) []queue.Option {
 	return opts
 }
 
-// withQueue runs f on the queue at p, or returns why there is none.
+// withQueue runs f on the queue at p (which reports the bad input New was
+// given).
 func withQueue(st store.Store, p string, opts []queue.Option, f func(*queue.Queue) error) error {
-	q, err := queue.New(st, p, opts...)
-	if err != nil {
-		return err
-	}
-	return f(q)
+	return f(queue.New(st, p, opts...))
 }
 
 // popItem returns the oldest item taken or peeked and not yet settled by a

@@ -81,11 +81,7 @@ func (m *queueMachine) open(t *rapid.T, i int) {
 	case "plain":
 		st = &plainStore{s}
 	}
-	q, err := queue.New(st, "/q", queue.WithDelivery(m.delivery), queue.WithDeadLetter("/dead", queueMaxDeliveries))
-	if err != nil {
-		t.Fatalf("New() = %v", err)
-	}
-	m.q[i] = q
+	m.q[i] = queue.New(st, "/q", queue.WithDelivery(m.delivery), queue.WithDeadLetter("/dead", queueMaxDeliveries))
 }
 
 // next returns the index in m.items of the item a take delivers next, or

@@ -68,11 +68,7 @@ func benchPath(b *testing.B) string {
 }
 
 func mustQueue(b testing.TB, s store.Store, path string, opts ...queue.Option) *queue.Queue {
-	q, err := queue.New(s, path, opts...)
-	if err != nil {
-		b.Fatal(err)
-	}
-	return q
+	return queue.New(s, path, opts...)
 }
 
 // BenchmarkPut measures one producer putting items back to back.

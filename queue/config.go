@@ -11,6 +11,7 @@ import (
 	gosync "sync"
 	"time"
 
+	"github.com/corral-go/corral/internal/names"
 	"github.com/corral-go/corral/internal/recipe"
 	"github.com/corral-go/corral/store"
 )
@@ -40,8 +41,9 @@ func (c config) public() Settings {
 	return Settings{Delivery: c.delivery, VisibilityTimeout: c.visibility, DeadLetter: c.deadLetter, MaxDeliveries: c.maxDeliveries}
 }
 
-// configHeader starts the data of every queue's config node.
-const configHeader = "corral queue 1"
+// configHeader starts the data of every queue's config node: the magic
+// inspect tells a queue by, and the version of the layout.
+const configHeader = names.ConfigMagic + "1"
 
 // encode returns the config node's data: a header line and one "key: value"
 // line per setting, readable in "corral ls".
@@ -216,7 +218,7 @@ func (q *Queue) checkFamily(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return recipe.CheckFamily(q.path, kids, recipe.Queues)
+	return recipe.CheckFamily(q.path, kids, names.Queues)
 }
 
 // delivery returns the delivery of the settings stored with the queue once

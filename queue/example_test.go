@@ -17,10 +17,7 @@ func Example() {
 	defer consumer.Close()
 	ctx := context.Background()
 
-	pq, err := queue.New(producer, "/jobs")
-	if err != nil {
-		panic(err)
-	}
+	pq := queue.New(producer, "/jobs")
 	for _, job := range []string{"a", "b", "c"} {
 		if err := pq.Put(ctx, []byte(job)); err != nil {
 			panic(err)
@@ -30,10 +27,7 @@ func Example() {
 		panic(err)
 	}
 
-	cq, err := queue.New(consumer, "/jobs")
-	if err != nil {
-		panic(err)
-	}
+	cq := queue.New(consumer, "/jobs")
 	cctx, stop := context.WithCancel(ctx)
 	defer stop()
 	c := cq.Consume(cctx)
@@ -58,10 +52,7 @@ func ExampleItem_Nack() {
 	st := memstore.New()
 	defer st.Close()
 	ctx := context.Background()
-	q, err := queue.New(st, "/jobs", queue.WithDelivery(queue.AtLeastOnce))
-	if err != nil {
-		panic(err)
-	}
+	q := queue.New(st, "/jobs", queue.WithDelivery(queue.AtLeastOnce))
 	for _, job := range []string{"a", "b"} {
 		if err := q.Put(ctx, []byte(job)); err != nil {
 			panic(err)

@@ -15,11 +15,7 @@ import (
 
 func newQueueOpts(t *testing.T, s store.Store, path string, opts ...queue.Option) *queue.Queue {
 	t.Helper()
-	q, err := queue.New(s, path, opts...)
-	if err != nil {
-		t.Fatalf("New(%q) = %v; want nil", path, err)
-	}
-	return q
+	return queue.New(s, path, opts...)
 }
 
 func mustTake(t *testing.T, ctx context.Context, q *queue.Queue) *queue.Item {
@@ -453,13 +449,45 @@ func TestCause(t *testing.T) {
 	})
 }
 
+// queueErrs calls every method of q that could use the queue, and returns
+// their errors by method. A Consume must stop at once, delivering nothing.
+func queueErrs(ctx context.Context, q *queue.Queue) map[string]error {
+	errs := map[string]error{
+		"Put":         q.Put(ctx, []byte("x")),
+		"PutPriority": q.PutPriority(ctx, []byte("x"), 1),
+		"PutBatch":    q.PutBatch(ctx, [][]byte{[]byte("x")}),
+	}
+	_, errs["Take"] = q.Take(ctx)
+	_, _, errs["TryTake"] = q.TryTake(ctx)
+	_, errs["Len"] = q.Len(ctx)
+	_, _, errs["Peek"] = q.Peek(ctx)
+	_, errs["Settings"] = q.Settings(ctx)
+	c := q.Consume(ctx)
+	select {
+	case <-c.Done():
+		errs["Consume"] = c.Err()
+		if _, ok := <-c.Items(); ok {
+			errs["Consume"] = errors.New("Consume delivered an item")
+		}
+	case <-time.After(timeout):
+		errs["Consume"] = errors.New("Consume did not stop")
+		c.Close()
+	}
+	return errs
+}
+
 // Bad input is a typed error, never a panic.
 func TestMisuse(t *testing.T) {
 	s := backends.Memory().Open(t)
 	defer s.Close()
 	ctx := t.Context()
-	if _, err := queue.New(nil, "/q"); !errors.Is(err, store.ErrInvalidArgument) || !strings.Contains(err.Error(), "nil store") {
-		t.Errorf("New(nil) = %v; want %v saying nil store", err, store.ErrInvalidArgument)
+	// New does no I/O and returns a Queue whatever it is given; every
+	// method that could use the queue reports the bad input, and leaves
+	// nothing in the store.
+	for op, err := range queueErrs(ctx, queue.New(nil, "/q")) {
+		if !errors.Is(err, store.ErrInvalidArgument) || !strings.Contains(err.Error(), "nil store") {
+			t.Errorf("New(nil).%s() = %v; want %v saying nil store", op, err, store.ErrInvalidArgument)
+		}
 	}
 	for _, tt := range []struct {
 		path string
@@ -480,31 +508,28 @@ func TestMisuse(t *testing.T) {
 		{"/q", []queue.Option{queue.WithDeadLetter("dead", 1)}, store.ErrInvalidPath},
 		{"/q", []queue.Option{queue.WithDeadLetter("/", 1)}, store.ErrInvalidPath},
 	} {
-		if _, err := queue.New(s, tt.path, tt.opts...); !errors.Is(err, tt.want) {
-			t.Errorf("New(%q, %d options) = %v; want %v", tt.path, len(tt.opts), err, tt.want)
+		q := queue.New(s, tt.path, tt.opts...)
+		for op, err := range queueErrs(ctx, q) {
+			if !errors.Is(err, tt.want) {
+				t.Errorf("New(%q, %d options).%s() = %v; want %v", tt.path, len(tt.opts), op, err, tt.want)
+			}
 		}
+		if q.Path() != tt.path {
+			t.Errorf("New(%q, %d options).Path() = %q; want %q", tt.path, len(tt.opts), q.Path(), tt.path)
+		}
+	}
+	if kids, err := s.Children(ctx, "/"); err != nil || len(kids) != 0 {
+		t.Errorf("after the calls with bad input, the store holds %v (%v); want nothing", kids, err)
 	}
 
 	var zq queue.Queue
 	var nq *queue.Queue
 	for name, q := range map[string]*queue.Queue{"zero": &zq, "nil": nq} {
-		errs := map[string]error{"Put": q.Put(ctx, nil)}
-		_, errs["Take"] = q.Take(ctx)
-		_, _, errs["TryTake"] = q.TryTake(ctx)
-		_, errs["Len"] = q.Len(ctx)
-		_, _, errs["Peek"] = q.Peek(ctx)
-		_, errs["Settings"] = q.Settings(ctx)
-		c := q.Consume(ctx)
-		errs["Consume"] = c.Err()
-		for op, err := range errs {
+		for op, err := range queueErrs(ctx, q) {
 			if !errors.Is(err, store.ErrInvalidArgument) {
 				t.Errorf("%s Queue: %s() = %v; want %v", name, op, err, store.ErrInvalidArgument)
 			}
 		}
-		if _, ok := <-c.Items(); ok {
-			t.Errorf("%s Queue: Consume delivered an item", name)
-		}
-		<-c.Done()
 		if q.Path() != "" {
 			t.Errorf("%s Queue: Path() = %q; want empty", name, q.Path())
 		}

@@ -3,6 +3,7 @@ package queue
 import (
 	"container/heap"
 
+	"github.com/corral-go/corral/internal/names"
 	"github.com/corral-go/corral/store"
 )
 
@@ -14,19 +15,19 @@ import (
 // pushed stays in it until it reaches the top, where it is dropped (gone)
 // or parked until its claim goes (claimed).
 type index struct {
-	items  map[string]entry   // live items by node name
-	heap   entryHeap          // items that may be available
-	inHeap map[string]bool    // names in heap
-	claims map[string]bool    // claimed item ids
-	parked map[string][]entry // items taken off the heap while claimed, by id
+	items  map[string]names.Entry   // live items by node name
+	heap   entryHeap                // items that may be available
+	inHeap map[string]bool          // names in heap
+	claims map[string]bool          // claimed item ids
+	parked map[string][]names.Entry // items taken off the heap while claimed, by id
 }
 
 func newIndex() *index {
 	return &index{
-		items:  map[string]entry{},
+		items:  map[string]names.Entry{},
 		inHeap: map[string]bool{},
 		claims: map[string]bool{},
-		parked: map[string][]entry{},
+		parked: map[string][]names.Entry{},
 	}
 }
 
@@ -37,13 +38,13 @@ func build(items, claims []store.Child) *index {
 		x.claims[c.Name] = true
 	}
 	for _, k := range items {
-		if e, ok := parseItem(k.Name, k.Seq); ok {
-			x.items[e.name] = e
-			if x.claims[e.id] {
-				x.parked[e.id] = append(x.parked[e.id], e)
+		if e, ok := names.ParseItem(k.Name, k.Seq); ok {
+			x.items[e.Name] = e
+			if x.claims[e.ID] {
+				x.parked[e.ID] = append(x.parked[e.ID], e)
 			} else {
 				x.heap = append(x.heap, e)
-				x.inHeap[e.name] = true
+				x.inHeap[e.Name] = true
 			}
 		}
 	}
@@ -53,7 +54,7 @@ func build(items, claims []store.Child) *index {
 
 // add records a new item node.
 func (x *index) add(name string, seq int64) {
-	e, ok := parseItem(name, seq)
+	e, ok := names.ParseItem(name, seq)
 	if !ok {
 		return
 	}
@@ -61,14 +62,14 @@ func (x *index) add(name string, seq int64) {
 	x.push(e)
 }
 
-func (x *index) push(e entry) {
-	if x.claims[e.id] {
-		x.parked[e.id] = append(x.parked[e.id], e)
+func (x *index) push(e names.Entry) {
+	if x.claims[e.ID] {
+		x.parked[e.ID] = append(x.parked[e.ID], e)
 		return
 	}
-	if !x.inHeap[e.name] {
+	if !x.inHeap[e.Name] {
 		heap.Push(&x.heap, e)
-		x.inHeap[e.name] = true
+		x.inHeap[e.Name] = true
 	}
 }
 
@@ -85,7 +86,7 @@ func (x *index) unclaim(id string) {
 	ps := x.parked[id]
 	delete(x.parked, id)
 	for _, e := range ps {
-		if _, live := x.items[e.name]; live {
+		if _, live := x.items[e.Name]; live {
 			x.push(e)
 		}
 	}
@@ -93,20 +94,20 @@ func (x *index) unclaim(id string) {
 
 // head returns up to n available items from the head of the queue, in
 // order, all of the head's priority.
-func (x *index) head(n int) []entry {
-	var out []entry
+func (x *index) head(n int) []names.Entry {
+	var out []names.Entry
 	for len(x.heap) > 0 && len(out) < n {
 		e := x.heap[0]
-		if _, live := x.items[e.name]; !live {
+		if _, live := x.items[e.Name]; !live {
 			x.pop()
 			continue
 		}
-		if x.claims[e.id] {
+		if x.claims[e.ID] {
 			x.pop()
-			x.parked[e.id] = append(x.parked[e.id], e)
+			x.parked[e.ID] = append(x.parked[e.ID], e)
 			continue
 		}
-		if len(out) > 0 && e.prio != out[0].prio {
+		if len(out) > 0 && e.Prio != out[0].Prio {
 			break
 		}
 		x.pop()
@@ -114,14 +115,14 @@ func (x *index) head(n int) []entry {
 	}
 	for _, e := range out {
 		heap.Push(&x.heap, e)
-		x.inHeap[e.name] = true
+		x.inHeap[e.Name] = true
 	}
 	return out
 }
 
 func (x *index) pop() {
-	e := heap.Pop(&x.heap).(entry)
-	delete(x.inHeap, e.name)
+	e := heap.Pop(&x.heap).(names.Entry)
+	delete(x.inHeap, e.Name)
 }
 
 // available reports whether some item can be taken.
@@ -131,12 +132,12 @@ func (x *index) available() bool { return len(x.head(1)) > 0 }
 func (x *index) size() int { return len(x.items) }
 
 // entryHeap is a min-heap of entries in delivery order.
-type entryHeap []entry
+type entryHeap []names.Entry
 
 func (h entryHeap) Len() int           { return len(h) }
 func (h entryHeap) Less(i, j int) bool { return compareEntries(h[i], h[j]) < 0 }
 func (h entryHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *entryHeap) Push(x any)        { *h = append(*h, x.(entry)) }
+func (h *entryHeap) Push(x any)        { *h = append(*h, x.(names.Entry)) }
 func (h *entryHeap) Pop() any {
 	old := *h
 	e := old[len(old)-1]

@@ -7,6 +7,7 @@ import (
 	gosync "sync"
 	"time"
 
+	"github.com/corral-go/corral/internal/names"
 	"github.com/corral-go/corral/internal/recipe"
 	"github.com/corral-go/corral/internal/telemetry"
 	"github.com/corral-go/corral/store"
@@ -31,7 +32,7 @@ type Item struct {
 	Deliveries int
 
 	q      *Queue
-	e      entry
+	e      names.Entry
 	peeked bool
 	ctx    context.Context
 	cancel context.CancelCauseFunc
@@ -170,8 +171,8 @@ func (c *claim) extend(ctx context.Context) error {
 }
 
 // newItem returns the item e holding data, delivered count times.
-func (q *Queue) newItem(e entry, data []byte, count int) *Item {
-	it := &Item{Data: data, Priority: int(e.prio), ID: e.id, Deliveries: count, q: q, e: e}
+func (q *Queue) newItem(e names.Entry, data []byte, count int) *Item {
+	it := &Item{Data: data, Priority: int(e.Prio), ID: e.ID, Deliveries: count, q: q, e: e}
 	it.ctx, it.cancel = context.WithCancelCause(context.Background())
 	return it
 }
@@ -298,7 +299,7 @@ func (it *Item) Ack(ctx context.Context) error {
 		// While we hold the claim nobody else deletes the item, so a
 		// missing item was deleted by an earlier attempt of ours whose
 		// reply was lost.
-		p := store.Join(q.items, it.e.name)
+		p := store.Join(q.items, it.e.Name)
 		for attempt := 0; ; attempt++ {
 			err := q.st.Delete(ctx, p)
 			if err == nil || errors.Is(err, store.ErrNoNode) {
@@ -483,7 +484,7 @@ func (it *Item) giveBack(ctx context.Context) error {
 	it.cancel(ErrSettled)
 	q := it.q
 	if it.c == nil {
-		return q.putBack(ctx, it, it.e.count)
+		return q.putBack(ctx, it, it.e.Count)
 	}
 	p := store.Join(q.counts, it.ID)
 	if it.prevVer < 0 {

@@ -7,6 +7,7 @@ import (
 	"slices"
 	gosync "sync"
 
+	"github.com/corral-go/corral/internal/names"
 	"github.com/corral-go/corral/store"
 )
 
@@ -58,7 +59,7 @@ func (q *Queue) put(ctx context.Context, data []byte, prio int64) error {
 	if !ok || itemSize(q.items, data) > store.MaxBatchSize {
 		// An item too large for a batch goes alone, by Create.
 		id := newID()
-		return q.create(ctx, q.items, itemName(prio, id), data, id)
+		return q.create(ctx, q.items, names.ItemName(prio, id), data, id)
 	}
 	p := &q.puts
 	p.mu.Lock()
@@ -66,7 +67,7 @@ func (q *Queue) put(ctx context.Context, data []byte, prio int64) error {
 		p.inFlight++
 		p.mu.Unlock()
 		id := newID()
-		err := q.send(ctx, bc, []store.BatchNode{{Name: itemName(prio, id), Data: data}}, id)
+		err := q.send(ctx, bc, []store.BatchNode{{Name: names.ItemName(prio, id), Data: data}}, id)
 		q.putDone(bc)
 		return err
 	}
@@ -108,10 +109,10 @@ func (p *putter) join(ctx context.Context, dir string, prio int64, data []byte) 
 		g.ctx, g.cancel = context.WithCancelCause(context.WithoutCancel(ctx))
 		p.pending = append(p.pending, g)
 	}
-	id := hex16(g.base + uint64(len(g.ids)))
+	id := names.ID(g.base + uint64(len(g.ids)))
 	// A copy: a member that leaves may reuse its buffer while the group
 	// is sent.
-	g.batch = append(g.batch, store.BatchNode{Name: itemName(prio, id), Data: slices.Clone(data)})
+	g.batch = append(g.batch, store.BatchNode{Name: names.ItemName(prio, id), Data: slices.Clone(data)})
 	g.ids = append(g.ids, id)
 	g.size += size
 	g.members++
@@ -121,7 +122,7 @@ func (p *putter) join(ctx context.Context, dir string, prio int64, data []byte) 
 // itemSize is the size of an item with data in dir as store.ValidateBatch
 // counts it: its path and its data.
 func itemSize(dir string, data []byte) int {
-	return len(dir) + 1 + len(itemName(0, hex16(0))) + len(data) // every item name has this length
+	return len(dir) + 1 + len(names.ItemName(0, names.ID(0))) + len(data) // every item name has this length
 }
 
 // leave records that a member of g has gone: the request is called off

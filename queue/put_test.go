@@ -85,10 +85,7 @@ func TestPutBatchMisuse(t *testing.T) {
 		heavy := [][]byte{make([]byte, store.MaxBatchSize/2), make([]byte, store.MaxBatchSize/2)}
 		cancelledCtx, cancel := context.WithCancel(ctx)
 		cancel()
-		hidden, err := queue.New(noBatch{s}, path)
-		if err != nil {
-			t.Fatal(err)
-		}
+		hidden := queue.New(noBatch{s}, path)
 		for _, c := range []struct {
 			what  string
 			q     *queue.Queue

@@ -47,8 +47,9 @@
 // items other consumers hold claimed, delivering them twice. To change the
 // settings, drain the queue and delete p/config. A path that holds another
 // recipe's nodes (a lock's, a barrier's) is refused with [ErrKindMismatch].
-// A visibility timeout is refused by New unless WithDelivery(AtLeastOnce) is
-// given too: it never makes a queue at-least-once by itself.
+// A visibility timeout is refused (every call of the Queue fails) unless
+// WithDelivery(AtLeastOnce) is given too: it never makes a queue
+// at-least-once by itself.
 //
 // # Delivery
 //
@@ -213,6 +214,7 @@ import (
 	"time"
 
 	"github.com/corral-go/corral/internal/identity"
+	"github.com/corral-go/corral/internal/names"
 	"github.com/corral-go/corral/internal/recipe"
 	"github.com/corral-go/corral/internal/telemetry"
 	"github.com/corral-go/corral/store"
@@ -253,7 +255,7 @@ func WithDelivery(d Delivery) Option {
 // the package doc. The default, 0, keeps a claim until the consumer's
 // session ends. On etcd the timeout is a lease's TTL: whole seconds, at
 // least the server's minimum (a few seconds). It requires
-// WithDelivery(AtLeastOnce): New refuses it without, with
+// WithDelivery(AtLeastOnce): without, the Queue's calls fail with
 // store.ErrInvalidArgument.
 func WithVisibilityTimeout(d time.Duration) Option {
 	return func(o *options) { o.visibility, o.set.visibility = d, true }
@@ -280,7 +282,8 @@ type options struct {
 // store.ErrInvalidPath. A nil ctx panics, as Go's convention is for a nil
 // Context (pass context.TODO when unsure); it leaves no store locked.
 var (
-	// ErrInvalidDelivery: an unknown Delivery was given to New.
+	// ErrInvalidDelivery: an unknown Delivery was given to New (every
+	// call of that Queue fails with it).
 	ErrInvalidDelivery = errors.New("queue: invalid delivery")
 	// ErrSettled: Ack or Nack of an item already acked or nacked.
 	ErrSettled = errors.New("queue: item already acked or nacked")
@@ -314,6 +317,7 @@ var (
 type Queue struct {
 	st     store.Store
 	path   string
+	bad    error // what New was given that no queue can use
 	items  string
 	claims string
 	counts string
@@ -334,43 +338,56 @@ type Queue struct {
 }
 
 // New returns the queue at path, used through the session st. It does no
-// I/O. It fails with store.ErrInvalidArgument for a nil st or a bad option,
+// I/O. Bad input is reported by every method that could use the queue (the
+// first Put, take, Len, Peek, Settings or Consume) with an error wrapping
+// store.ErrInvalidArgument for a nil st or a bad option,
 // store.ErrInvalidPath for a path no queue can have (see the recipe rules:
-// not the root, room for the names below it), and ErrInvalidDelivery.
-func New(st store.Store, path string, opts ...Option) (*Queue, error) {
-	if st == nil {
-		return nil, fmt.Errorf("queue: new %q: %w: nil store", path, store.ErrInvalidArgument)
-	}
-	if err := recipe.ValidateDir(path); err != nil {
-		return nil, fmt.Errorf("queue: new: %w", err)
-	}
+// not the root, room for the names below it), or ErrInvalidDelivery.
+func New(st store.Store, path string, opts ...Option) *Queue {
 	var o options
+	bad := checkNew(st, path)
 	for _, opt := range opts {
 		if opt == nil {
-			return nil, fmt.Errorf("queue: new %q: %w: nil option", path, store.ErrInvalidArgument)
+			if bad == nil {
+				bad = fmt.Errorf("%w: nil option", store.ErrInvalidArgument)
+			}
+			continue
 		}
 		opt(&o)
 	}
-	if err := o.validate(path); err != nil {
-		return nil, fmt.Errorf("queue: new %q: %w", path, err)
+	if bad == nil {
+		bad = o.validate(path)
 	}
 	return &Queue{
 		st:     st,
 		path:   path,
-		items:  store.Join(path, "items"),
-		claims: store.Join(path, "claims"),
-		counts: store.Join(path, "deliveries"),
-		config: store.Join(path, "config"),
+		bad:    bad,
+		items:  store.Join(path, names.Items),
+		claims: store.Join(path, names.Claims),
+		counts: store.Join(path, names.Deliveries),
+		config: store.Join(path, names.Config),
 		opts:   o,
 		rec:    telemetry.New(o.tel, telemetry.KindQueue, path, nil),
 		ident:  identity.NewEncoder(""),
-	}, nil
+	}
 }
 
-// usable returns an error for a Queue not made by New.
+// checkNew reports a store and a path no Queue can use.
+func checkNew(st store.Store, path string) error {
+	if st == nil {
+		return fmt.Errorf("%w: nil store", store.ErrInvalidArgument)
+	}
+	return recipe.ValidateDir(path)
+}
+
+// usable returns an error for a Queue not made by New, or made by New with
+// bad input.
 func (q *Queue) usable(op string) error {
-	if q == nil || q.st == nil {
+	switch {
+	case q == nil || q.st == nil && q.bad == nil:
 		return fmt.Errorf("queue: %s: %w: queue not made by New", op, store.ErrInvalidArgument)
+	case q.bad != nil:
+		return fmt.Errorf("queue: %s %q: %w", op, q.path, q.bad)
 	}
 	return nil
 }
@@ -461,7 +478,7 @@ func (q *Queue) PutBatch(ctx context.Context, items [][]byte) error {
 	ids := newIDs(len(items))
 	batch := make([]store.BatchNode, len(items))
 	for i, data := range items {
-		batch[i] = store.BatchNode{Name: itemName(0, ids[i]), Data: data}
+		batch[i] = store.BatchNode{Name: names.ItemName(0, ids[i]), Data: data}
 	}
 	if err := store.ValidateBatch(q.items, batch, store.Sequential); err != nil {
 		return fmt.Errorf("queue: put batch %q: %w", q.path, err)

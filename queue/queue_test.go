@@ -34,11 +34,7 @@ func qpath(t *testing.T) string {
 
 func newQueue(t *testing.T, s store.Store, path string, d queue.Delivery) *queue.Queue {
 	t.Helper()
-	q, err := queue.New(s, path, queue.WithDelivery(d))
-	if err != nil {
-		t.Fatalf("New(%q, %v) = %v; want nil", path, d, err)
-	}
-	return q
+	return queue.New(s, path, queue.WithDelivery(d))
 }
 
 func ctxT(t *testing.T) context.Context {
@@ -92,8 +88,8 @@ func TestNew(t *testing.T) {
 		{"/q", []queue.Option{queue.WithDelivery(7)}, queue.ErrInvalidDelivery},
 	}
 	for _, tt := range tests {
-		if _, err := queue.New(s, tt.path, tt.opts...); !errors.Is(err, tt.want) {
-			t.Errorf("New(%q) = %v; want %v", tt.path, err, tt.want)
+		if _, err := queue.New(s, tt.path, tt.opts...).Settings(t.Context()); !errors.Is(err, tt.want) {
+			t.Errorf("New(%q).Settings() = %v; want %v", tt.path, err, tt.want)
 		}
 	}
 }
@@ -491,10 +487,7 @@ func TestStoreNotComparable(t *testing.T) {
 		st := valueStore{b.Open(t), []string{"not comparable"}}
 		ctx, cancel := context.WithTimeout(t.Context(), timeout)
 		defer cancel()
-		q, err := queue.New(st, qpath(t))
-		if err != nil {
-			t.Fatal(err)
-		}
+		q := queue.New(st, qpath(t))
 		if err := q.Put(ctx, []byte("x")); err != nil {
 			t.Fatalf("Put = %v", err)
 		}

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	gosync "sync"
 
+	"github.com/corral-go/corral/internal/names"
 	"github.com/corral-go/corral/internal/recipe"
 	"github.com/corral-go/corral/internal/telemetry"
 	"github.com/corral-go/corral/store"
@@ -140,11 +141,11 @@ func (q *Queue) adapt(lost int) {
 
 // remove takes the item e at-most-once: deletes it and returns what it held.
 // It returns nil, nil when another consumer took it first.
-func (q *Queue) remove(ctx context.Context, v view, e entry) (*Item, error) {
+func (q *Queue) remove(ctx context.Context, v view, e names.Entry) (*Item, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	p := store.Join(q.items, e.name)
+	p := store.Join(q.items, e.Name)
 	// The delete is the commit point: once begun it runs to completion, so
 	// that its outcome is known, within a grace after ctx's end.
 	gctx, cancel := recipe.GraceContext(ctx)
@@ -166,7 +167,7 @@ func (q *Queue) remove(ctx context.Context, v view, e entry) (*Item, error) {
 		return nil, err
 	}
 	v.gone(e)
-	return q.newItem(e, n.Data, e.count+1), nil
+	return q.newItem(e, n.Data, e.Count+1), nil
 }
 
 // claim takes the item e at-least-once: claims it, reads it and records
@@ -181,7 +182,7 @@ func (q *Queue) remove(ctx context.Context, v view, e entry) (*Item, error) {
 // claim's guard when the store can (store.GuardedCreator), so that a claim
 // is never made on an item acked since the read; without one it reads the
 // item again after the claim.
-func (q *Queue) claim(ctx context.Context, v view, cfg config, e entry) (it *Item, moved bool, err error) {
+func (q *Queue) claim(ctx context.Context, v view, cfg config, e names.Entry) (it *Item, moved bool, err error) {
 	if err := ctx.Err(); err != nil {
 		return nil, false, err
 	}
@@ -189,7 +190,7 @@ func (q *Queue) claim(ctx context.Context, v view, cfg config, e entry) (it *Ite
 	if err := recipe.Flush(ctx, q.st, q.claims); err != nil {
 		return nil, false, err
 	}
-	itemPath, countPath := store.Join(q.items, e.name), store.Join(q.counts, e.id)
+	itemPath, countPath := store.Join(q.items, e.Name), store.Join(q.counts, e.ID)
 	_, guarded := store.Find[store.GuardedCreator](q.st)
 	guarded = guarded && !v.exact()
 	var n, cnt store.Node
@@ -230,10 +231,10 @@ func (q *Queue) claim(ctx context.Context, v view, cfg config, e entry) (it *Ite
 	if guarded {
 		guard = itemPath
 	}
-	c, err := q.newClaim(gctx, cfg, e.id, guard)
+	c, err := q.newClaim(gctx, cfg, e.ID, guard)
 	switch {
 	case errors.Is(err, store.ErrNodeExists):
-		v.claimed(e.id)
+		v.claimed(e.ID)
 		return nil, false, nil
 	case guarded && errors.Is(err, store.ErrNoNode):
 		v.gone(e) // acked since the read
@@ -241,7 +242,7 @@ func (q *Queue) claim(ctx context.Context, v view, cfg config, e entry) (it *Ite
 	case err != nil:
 		return nil, false, err
 	}
-	v.claimed(e.id) // ours, until released
+	v.claimed(e.ID) // ours, until released
 	// The claim is the commit point: what follows runs to completion.
 	if !guarded {
 		if err := read(gctx, false); err != nil {
@@ -266,7 +267,7 @@ func (q *Queue) claim(ctx context.Context, v view, cfg config, e entry) (it *Ite
 		v.gone(e)
 		return nil, true, nil
 	}
-	prev, prevVersion, ver, err := q.countDelivery(gctx, e.id, prev, prevVersion)
+	prev, prevVersion, ver, err := q.countDelivery(gctx, e.ID, prev, prevVersion)
 	if err != nil {
 		c.release(ctx)
 		return nil, false, err
@@ -322,24 +323,26 @@ func (q *Queue) setCount(ctx context.Context, id string, count int, prev int64) 
 
 // deadLetter moves the item e, holding data, to the dead-letter queue: it
 // puts it there, with its id, then deletes it and its count here.
-func (q *Queue) deadLetter(ctx context.Context, cfg config, e entry, data []byte) error {
-	dlq, err := New(q.st, cfg.deadLetter)
-	if err != nil {
-		return fmt.Errorf("dead-letter queue: %w", err)
+func (q *Queue) deadLetter(ctx context.Context, cfg config, e names.Entry, data []byte) error {
+	// The path comes from the stored settings, which any client may
+	// have written.
+	dlq := New(q.st, cfg.deadLetter)
+	if dlq.bad != nil {
+		return fmt.Errorf("dead-letter queue: %w", dlq.bad)
 	}
 	if _, err := dlq.settings(ctx, false); err != nil {
 		return fmt.Errorf("dead-letter queue %q: %w", dlq.path, err)
 	}
-	if err := dlq.create(ctx, dlq.items, itemName(e.prio, e.id), data, e.id); err != nil {
+	if err := dlq.create(ctx, dlq.items, names.ItemName(e.Prio, e.ID), data, e.ID); err != nil {
 		return fmt.Errorf("dead-letter queue %q: %w", dlq.path, err)
 	}
 	if cfg.delivery == AtMostOnce {
 		return nil // the item is no longer here
 	}
-	if err := q.st.Delete(ctx, store.Join(q.items, e.name)); err != nil && !errors.Is(err, store.ErrNoNode) {
+	if err := q.st.Delete(ctx, store.Join(q.items, e.Name)); err != nil && !errors.Is(err, store.ErrNoNode) {
 		return err
 	}
-	_ = recipe.Remove(telemetry.NewContext(ctx, q.rec), q.st, store.Node{Path: store.Join(q.counts, e.id)})
+	_ = recipe.Remove(telemetry.NewContext(ctx, q.rec), q.st, store.Node{Path: store.Join(q.counts, e.ID)})
 	return nil
 }
 
@@ -389,7 +392,7 @@ func (q *Queue) retryCreate(ctx context.Context, dir, name, id string, create fu
 // putBack adds the item again in its old place, delivered count times.
 func (q *Queue) putBack(ctx context.Context, it *Item, count int) error {
 	e := it.e
-	return q.create(ctx, q.items, returnName(e.prio, e.order, e.id, count), it.Data, e.id)
+	return q.create(ctx, q.items, names.ReturnName(e.Prio, e.Order, e.ID, count), it.Data, e.ID)
 }
 
 // peek reads the item at the head of the queue.
@@ -414,16 +417,16 @@ func (q *Queue) peek(ctx context.Context) (*Item, error) {
 		if cfg.delivery == AtLeastOnce {
 			// A view that lists learns of others' claims only by
 			// trying them.
-			_, err := q.st.Get(ctx, store.Join(q.claims, e.id))
+			_, err := q.st.Get(ctx, store.Join(q.claims, e.ID))
 			if err == nil {
-				v.claimed(e.id)
+				v.claimed(e.ID)
 				continue
 			}
 			if !errors.Is(err, store.ErrNoNode) {
 				return nil, err
 			}
 		}
-		n, err := q.st.Get(ctx, store.Join(q.items, e.name))
+		n, err := q.st.Get(ctx, store.Join(q.items, e.Name))
 		if errors.Is(err, store.ErrNoNode) {
 			v.gone(e)
 			continue
@@ -431,9 +434,9 @@ func (q *Queue) peek(ctx context.Context) (*Item, error) {
 		if err != nil {
 			return nil, err
 		}
-		count := e.count
+		count := e.Count
 		if cfg.delivery == AtLeastOnce {
-			c, err := q.st.Get(ctx, store.Join(q.counts, e.id))
+			c, err := q.st.Get(ctx, store.Join(q.counts, e.ID))
 			switch {
 			case err == nil:
 				count = parseCount(c.Data)

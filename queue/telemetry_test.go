@@ -23,12 +23,9 @@ func TestMetrics(t *testing.T) {
 		mr := metrictest.New(t)
 		s := b.Open(t)
 		ctx := ctxT(t)
-		q, err := queue.New(s, qpath(t), queue.WithDelivery(queue.AtLeastOnce),
+		q := queue.New(s, qpath(t), queue.WithDelivery(queue.AtLeastOnce),
 			queue.WithMeterProvider(mr.Provider()),
 			queue.WithPathLabel(func(string) string { return "jobs" }))
-		if err != nil {
-			t.Fatal(err)
-		}
 		for _, d := range []string{"a", "b", "c"} {
 			put(t, ctx, q, d, 0)
 		}
@@ -83,10 +80,7 @@ func TestClaimIdentity(t *testing.T) {
 		for _, vis := range []time.Duration{0, time.Hour} {
 			s := b.Open(t)
 			ctx, p := ctxT(t), qpath(t)
-			q, err := queue.New(s, p, queue.WithDelivery(queue.AtLeastOnce), queue.WithVisibilityTimeout(vis))
-			if err != nil {
-				t.Fatal(err)
-			}
+			q := queue.New(s, p, queue.WithDelivery(queue.AtLeastOnce), queue.WithVisibilityTimeout(vis))
 			put(t, ctx, q, "job", 0)
 			before := time.Now().Truncate(time.Millisecond)
 			it, err := q.Take(ctx)

@@ -6,6 +6,7 @@ import (
 	gosync "sync"
 	"time"
 
+	"github.com/corral-go/corral/internal/names"
 	"github.com/corral-go/corral/internal/recipe"
 	"github.com/corral-go/corral/store"
 )
@@ -35,9 +36,9 @@ type view interface {
 	// read of the item it picked, and picks again when it reports true.
 	check(ctx context.Context) (bool, error)
 	// head returns up to n available items at the head of the queue.
-	head(n int) []entry
+	head(n int) []names.Entry
 	// gone records that the item e is no longer in the queue.
-	gone(e entry)
+	gone(e names.Entry)
 	// claimed records that the item id is claimed (by someone else).
 	claimed(id string)
 	// wait blocks until the view may have changed.
@@ -261,7 +262,7 @@ func (v *followView) failed(err error) error {
 	return err
 }
 
-func (v *followView) head(n int) []entry {
+func (v *followView) head(n int) []names.Entry {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if v.idx == nil {
@@ -270,11 +271,11 @@ func (v *followView) head(n int) []entry {
 	return v.idx.head(n)
 }
 
-func (v *followView) gone(e entry) {
+func (v *followView) gone(e names.Entry) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if v.idx != nil {
-		v.idx.remove(e.name)
+		v.idx.remove(e.Name)
 	}
 }
 
@@ -475,7 +476,7 @@ func (v *listView) check(ctx context.Context) (bool, error) {
 	return true, v.list(ctx)
 }
 
-func (v *listView) head(n int) []entry {
+func (v *listView) head(n int) []names.Entry {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if v.idx == nil {
@@ -484,11 +485,11 @@ func (v *listView) head(n int) []entry {
 	return v.idx.head(n)
 }
 
-func (v *listView) gone(e entry) {
+func (v *listView) gone(e names.Entry) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if v.idx != nil {
-		v.idx.remove(e.name)
+		v.idx.remove(e.Name)
 	}
 }
 
@@ -560,7 +561,7 @@ func (v *listView) size(ctx context.Context) (int, error) {
 	}
 	n := 0
 	for _, k := range kids {
-		if _, ok := parseItem(k.Name, k.Seq); ok {
+		if _, ok := names.ParseItem(k.Name, k.Seq); ok {
 			n++
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/corral-go/corral/internal/names"
 	"github.com/corral-go/corral/internal/recipe"
 	"github.com/corral-go/corral/internal/telemetry"
 	"github.com/corral-go/corral/store"
@@ -23,15 +24,6 @@ var (
 	// expiring the session before the client learnt of the expiry (etcd's
 	// client can learn it late).
 	ErrMemberLost = errors.New("sync: double barrier member node deleted")
-)
-
-// The names under a double barrier's node: participants are ephemeral
-// sequential "member-" nodes (found by substring, since ZooKeeper puts a
-// protected prefix in front), and "ready" tells which participants form the
-// current round.
-const (
-	dbMember = "member-"
-	dbReady  = "ready"
 )
 
 // DoubleBarrier is one participant of a double barrier, the ZooKeeper
@@ -143,6 +135,8 @@ func (b *DoubleBarrier) usable(op string) error {
 		err = fmt.Errorf("%w: double barrier not made by NewDoubleBarrier with a store", store.ErrInvalidArgument)
 	case b.self != b:
 		err = fmt.Errorf("%w: double barrier copied after NewDoubleBarrier made it", store.ErrInvalidArgument)
+	case b.opts.bad != nil:
+		err = b.opts.bad
 	default:
 		err = recipe.ValidateDir(b.path)
 	}
@@ -206,7 +200,7 @@ func (b *DoubleBarrier) enter(ctx context.Context, a telemetry.Attempt) error {
 	if err := recipe.Flush(tctx, b.st, b.path); err != nil {
 		return b.fail(ctx, "enter", err)
 	}
-	node, err := b.st.Create(ctx, store.Join(b.path, dbMember), b.opts.nodeData(a.Start()), store.EphemeralSequential)
+	node, err := b.st.Create(ctx, store.Join(b.path, names.Member), b.opts.nodeData(a.Start()), store.EphemeralSequential)
 	if err != nil {
 		return b.fail(ctx, "enter", err)
 	}
@@ -321,7 +315,7 @@ func (b *DoubleBarrier) roundMembers(ctx context.Context) ([]dbNode, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := recipe.CheckFamily(b.path, kids, recipe.Members); err != nil {
+	if err := recipe.CheckFamily(b.path, kids, names.Members); err != nil {
 		return nil, err
 	}
 	var members []dbNode
@@ -388,7 +382,7 @@ func (b *DoubleBarrier) enterStep(ctx context.Context, me dbNode) (dbRound, bool
 	if err != nil {
 		return dbRound{}, false, err
 	}
-	if err := recipe.CheckFamily(b.path, kids, recipe.Members); err != nil {
+	if err := recipe.CheckFamily(b.path, kids, names.Members); err != nil {
 		return dbRound{}, false, err
 	}
 	var old, fresh []dbNode
@@ -442,7 +436,7 @@ func (b *DoubleBarrier) lateRound(ctx context.Context, me dbNode) (dbRound, erro
 func (b *DoubleBarrier) members(kids []store.Child) []dbNode {
 	var ms []dbNode
 	for _, k := range kids {
-		if strings.Contains(k.Name, dbMember) {
+		if strings.Contains(k.Name, names.Member) {
 			ms = append(ms, dbNode{path: store.Join(b.path, k.Name), seq: k.Seq})
 		}
 	}
@@ -458,7 +452,7 @@ func dbIndex(ms []dbNode, path string) int {
 	return -1
 }
 
-func (b *DoubleBarrier) readyPath() string { return store.Join(b.path, dbReady) }
+func (b *DoubleBarrier) readyPath() string { return store.Join(b.path, names.Ready) }
 
 func (b *DoubleBarrier) getRound(ctx context.Context) (dbRound, error) {
 	node, err := b.st.Get(ctx, b.readyPath())

@@ -50,6 +50,13 @@ func TestMisuse(t *testing.T) {
 		{"empty Semaphore.Acquire", func() error { _, err := sync.NewSemaphore(mem, "", 2).Acquire(bg); return err }, store.ErrInvalidPath},
 		{"zero Lease.Release", func() error { return zeroLease.Release(bg) }, store.ErrInvalidArgument},
 		{"zero Lease.Context", func() error { return context.Cause(zeroLease.Context()) }, sync.ErrNotLocked},
+		{"nil option Mutex.Lock", func() error { return sync.NewMutex(mem, "/m", nil).Lock(bg) }, store.ErrInvalidArgument},
+		{"nil option RWMutex.Lock", func() error { return sync.NewRWMutex(mem, "/m", nil).Lock(bg) }, store.ErrInvalidArgument},
+		{"nil option RWMutex.TryRLock", func() error { _, _, err := sync.NewRWMutex(mem, "/m", nil).TryRLock(bg); return err }, store.ErrInvalidArgument},
+		{"nil option MultiMutex.Lock", func() error { return sync.NewMultiMutex(mem, []string{"/m1", "/m2"}, nil).Lock(bg) }, store.ErrInvalidArgument},
+		{"nil option StripedMutex.Lock", func() error { _, err := sync.NewStripedMutex(mem, "/m", 2, nil).Lock(bg); return err }, store.ErrInvalidArgument},
+		{"nil option Semaphore.Acquire", func() error { _, err := sync.NewSemaphore(mem, "/s", 2, nil).Acquire(bg); return err }, store.ErrInvalidArgument},
+		{"nil option DoubleBarrier.Enter", func() error { return sync.NewDoubleBarrier(mem, "/d", 2, nil).Enter(bg) }, store.ErrInvalidArgument},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -70,6 +77,9 @@ func TestMisuse(t *testing.T) {
 	}
 	if got := zeroLease.Token(); got != -1 {
 		t.Errorf("zero Lease.Token() = %d; want -1", got)
+	}
+	if kids, err := mem.Children(bg, "/"); err != nil || len(kids) != 0 {
+		t.Errorf("after the calls with bad input, the store holds %v (%v); want nothing", kids, err)
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"strings"
 	gosync "sync"
 
+	"github.com/corral-go/corral/internal/names"
 	"github.com/corral-go/corral/internal/recipe"
 	"github.com/corral-go/corral/internal/telemetry"
 	"github.com/corral-go/corral/store"
@@ -96,7 +97,11 @@ func NewMultiMutex(st store.Store, paths []string, opts ...LockOption) *MultiMut
 	for i, p := range ps {
 		recs[i] = o.recorder(telemetry.KindMutex, p, ErrNodeDeleted)
 	}
-	return &MultiMutex{st: st, paths: ps, bad: checkMembers(ps), opts: o, recs: recs, local: make(chan struct{}, 1)}
+	bad := o.bad
+	if bad == nil {
+		bad = checkMembers(ps)
+	}
+	return &MultiMutex{st: st, paths: ps, bad: bad, opts: o, recs: recs, local: make(chan struct{}, 1)}
 }
 
 // checkMembers reports why the sorted, deduplicated paths cannot be locked
@@ -220,7 +225,7 @@ func (m *MultiMutex) member(ctx context.Context, i int, wait bool) (n store.Node
 	tctx := telemetry.NewContext(ctx, rec)
 	if wait {
 		a := rec.Begin(ctx)
-		n, waited, err = recipe.AcquireWaited(tctx, m.st, m.paths[i], recipe.LockPrefix, m.opts.nodeData(a.Start()), recipe.Predecessor)
+		n, waited, err = recipe.AcquireWaited(tctx, m.st, m.paths[i], names.Lock, m.opts.nodeData(a.Start()), recipe.Predecessor)
 		if err != nil {
 			a.Failed(ctx, err)
 			return n, false, false, nil, err
@@ -228,7 +233,7 @@ func (m *MultiMutex) member(ctx context.Context, i int, wait bool) (n store.Node
 		return n, true, waited, a.Granted(ctx, n), nil
 	}
 	a := rec.Try()
-	n, ok, err = recipe.TryAcquire(tctx, m.st, m.paths[i], recipe.LockPrefix, m.opts.nodeData(a.Start()), recipe.Predecessor)
+	n, ok, err = recipe.TryAcquire(tctx, m.st, m.paths[i], names.Lock, m.opts.nodeData(a.Start()), recipe.Predecessor)
 	switch {
 	case err != nil:
 		a.Failed(ctx, err)

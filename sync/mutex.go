@@ -7,6 +7,7 @@ import (
 	gosync "sync"
 
 	"github.com/corral-go/corral/internal/identity"
+	"github.com/corral-go/corral/internal/names"
 	"github.com/corral-go/corral/internal/recipe"
 	"github.com/corral-go/corral/internal/telemetry"
 	"github.com/corral-go/corral/store"
@@ -33,7 +34,8 @@ const (
 
 // LockOption configures a Mutex, RWMutex, MultiMutex, StripedMutex,
 // Semaphore or DoubleBarrier (the last takes those that make sense for it:
-// see DoubleBarrier).
+// see DoubleBarrier). A nil LockOption is bad input: every call of the value
+// it was given to fails with store.ErrInvalidArgument.
 type LockOption func(*lockOptions)
 
 type lockOptions struct {
@@ -43,6 +45,7 @@ type lockOptions struct {
 	label   string
 	ident   *identity.Encoder // nil with WithData
 	tel     telemetry.Config
+	bad     error // a nil option: every call of the value fails with it
 }
 
 // WithDisconnectPolicy sets what a lost connection does to a held lock; the
@@ -62,6 +65,10 @@ func WithData(data []byte) LockOption {
 func newLockOptions(opts []LockOption) lockOptions {
 	var o lockOptions
 	for _, opt := range opts {
+		if opt == nil {
+			o.bad = fmt.Errorf("%w: nil option", store.ErrInvalidArgument)
+			continue
+		}
 		opt(&o)
 	}
 	newIdentity(&o)
@@ -110,7 +117,7 @@ type Mutex struct {
 // store.ErrInvalidPath.
 func NewMutex(st store.Store, path string, opts ...LockOption) *Mutex {
 	m := &Mutex{}
-	m.x.init(st, path, recipe.LockPrefix, telemetry.KindMutex, newLockOptions(opts))
+	m.x.init(st, path, names.Lock, telemetry.KindMutex, newLockOptions(opts))
 	return m
 }
 
@@ -233,6 +240,8 @@ func (x *exclusive) usable(op string) error {
 		return opErr(op, x.path, fmt.Errorf("%w: lock not made by NewMutex or NewRWMutex with a store", store.ErrInvalidArgument))
 	case x.self != x:
 		return opErr(op, x.path, fmt.Errorf("%w: lock copied after NewMutex or NewRWMutex made it; share the pointer instead", store.ErrInvalidArgument))
+	case x.opts.bad != nil:
+		return opErr(op, x.path, x.opts.bad)
 	}
 	if err := recipe.ValidateDir(x.path); err != nil {
 		return opErr(op, x.path, err)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	gosync "sync"
 
+	"github.com/corral-go/corral/internal/names"
 	"github.com/corral-go/corral/internal/recipe"
 	"github.com/corral-go/corral/internal/telemetry"
 	"github.com/corral-go/corral/store"
@@ -39,7 +40,7 @@ type RWMutex struct {
 func NewRWMutex(st store.Store, path string, opts ...LockOption) *RWMutex {
 	o := newLockOptions(opts)
 	rw := &RWMutex{opts: o, rrec: o.recorder(telemetry.KindRead, path, ErrNodeDeleted)}
-	rw.w.init(st, path, recipe.WritePrefix, telemetry.KindWrite, o)
+	rw.w.init(st, path, names.Write, telemetry.KindWrite, o)
 	return rw
 }
 
@@ -92,7 +93,7 @@ func (rw *RWMutex) RLock(ctx context.Context) (*ReadHold, error) {
 	}
 	a := rw.rrec.Begin(ctx)
 	tctx := telemetry.NewContext(ctx, rw.rrec)
-	n, err := recipe.Acquire(tctx, rw.w.st, rw.w.path, recipe.ReadPrefix, rw.opts.nodeData(a.Start()), recipe.LastWriter)
+	n, err := recipe.Acquire(tctx, rw.w.st, rw.w.path, names.Read, rw.opts.nodeData(a.Start()), recipe.LastWriter)
 	if err != nil {
 		a.Failed(ctx, err)
 		return nil, acquireErr(ctx, "rlock", rw.w.path, err)
@@ -109,7 +110,7 @@ func (rw *RWMutex) TryRLock(ctx context.Context) (*ReadHold, bool, error) {
 	}
 	a := rw.rrec.Try()
 	tctx := telemetry.NewContext(ctx, rw.rrec)
-	n, ok, err := recipe.TryAcquire(tctx, rw.w.st, rw.w.path, recipe.ReadPrefix, rw.opts.nodeData(a.Start()), recipe.LastWriter)
+	n, ok, err := recipe.TryAcquire(tctx, rw.w.st, rw.w.path, names.Read, rw.opts.nodeData(a.Start()), recipe.LastWriter)
 	if err != nil {
 		a.Failed(ctx, err)
 		return nil, false, acquireErr(ctx, "tryrlock", rw.w.path, err)

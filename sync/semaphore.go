@@ -10,6 +10,7 @@ import (
 	gosync "sync"
 
 	"github.com/corral-go/corral/internal/holderr"
+	"github.com/corral-go/corral/internal/names"
 	"github.com/corral-go/corral/internal/recipe"
 	"github.com/corral-go/corral/internal/telemetry"
 	"github.com/corral-go/corral/store"
@@ -99,10 +100,6 @@ var (
 	// also wraps the cause.
 	ErrLeaseLost = holderr.ErrLost
 )
-
-// semPrefix names the lease nodes, as Curator's InterProcessSemaphoreV2
-// does.
-const semPrefix = "lease-"
 
 // Semaphore is a distributed counting semaphore: at most n leases are held
 // at a time among all the Semaphore values, on any session, that name the
@@ -233,6 +230,9 @@ func (s *Semaphore) prepare(ctx context.Context, op string) error {
 	if s == nil || s.st == nil {
 		return opErr(op, s.Path(), fmt.Errorf("%w: semaphore not made by NewSemaphore with a store", store.ErrInvalidArgument))
 	}
+	if s.opts.bad != nil {
+		return opErr(op, s.path, s.opts.bad)
+	}
 	if err := recipe.ValidateDir(s.path); err != nil {
 		return opErr(op, s.path, err)
 	}
@@ -260,7 +260,7 @@ func (s *Semaphore) prepare(ctx context.Context, op string) error {
 // create makes the own lease node with data and lists the semaphore's
 // children right after, in one round trip when the store can.
 func (s *Semaphore) create(ctx context.Context, data []byte) (store.Node, []store.Child, error) {
-	return recipe.CreateChildren(ctx, s.st, s.path, semPrefix, data)
+	return recipe.CreateChildren(ctx, s.st, s.path, names.Lease, data)
 }
 
 // wait blocks until own is among the n lowest leases, re-listing them after
@@ -290,7 +290,7 @@ func (s *Semaphore) wait(ctx context.Context, own store.Node, kids []store.Child
 		if err := s.retry(ctx, func() (err error) { kids, err = s.st.Children(ctx, s.path); return err }); err != nil {
 			return err
 		}
-		if err := recipe.CheckFamily(s.path, kids, recipe.Leases); err != nil {
+		if err := recipe.CheckFamily(s.path, kids, names.Leases); err != nil {
 			return err
 		}
 	}
@@ -372,7 +372,7 @@ func semIgnoreNoNode(err error) error {
 func semLeases(dir string, kids []store.Child) []dbNode {
 	var ls []dbNode
 	for _, k := range kids {
-		if strings.Contains(k.Name, semPrefix) {
+		if strings.Contains(k.Name, names.Lease) {
 			ls = append(ls, dbNode{path: store.Join(dir, k.Name), seq: k.Seq})
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/corral-go/corral/internal/names"
 	"github.com/corral-go/corral/internal/recipe"
 	"github.com/corral-go/corral/internal/telemetry"
 	"github.com/corral-go/corral/store"
@@ -44,14 +45,14 @@ func stripePrefix(i int, all bool) string {
 	if !all {
 		p += onlyMarker
 	}
-	return p + recipe.LockPrefix
+	return p + names.Lock
 }
 
 // stripeOf returns the stripe of the contender named name and whether its
 // Lock takes any stripe; ok is false for a contender of another recipe or
 // client.
 func stripeOf(name string) (i int, all, ok bool) {
-	n := recipe.Strip(name)
+	n := names.Strip(name)
 	if len(n) < 2 || n[0] != 's' {
 		return 0, false, false
 	}
@@ -64,9 +65,9 @@ func stripeOf(name string) (i int, all, ok bool) {
 		return 0, false, false
 	}
 	switch rest := n[end+1:]; {
-	case strings.HasPrefix(rest, recipe.LockPrefix):
+	case strings.HasPrefix(rest, names.Lock):
 		return i, true, true
-	case strings.HasPrefix(rest, onlyMarker+recipe.LockPrefix):
+	case strings.HasPrefix(rest, onlyMarker+names.Lock):
 		return i, false, true
 	}
 	return 0, false, false
@@ -248,6 +249,9 @@ func (s *StripedMutex) TryLock(ctx context.Context, stripes ...int) (*Stripe, bo
 func (s *StripedMutex) prepare(ctx context.Context, op string, stripes []int) ([]int, error) {
 	if s == nil || s.st == nil {
 		return nil, s.opErr(ctx, op, fmt.Errorf("%w: striped lock not made by NewStripedMutex with a store", store.ErrInvalidArgument))
+	}
+	if s.opts.bad != nil {
+		return nil, s.opErr(ctx, op, s.opts.bad)
 	}
 	if s.k < 1 {
 		return nil, s.opErr(ctx, op, fmt.Errorf("%w: %d stripes", ErrInvalidLimit, s.k))

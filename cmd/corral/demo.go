@@ -235,10 +235,7 @@ func (d *demo) queue(ctx context.Context) error {
 	d.section("Priority queue: a producer puts, a consumer drains highest first")
 	ss, closeAll := d.workers(2)
 	defer closeAll()
-	prod, err := queue.New(ss[0], "/demo/queue")
-	if err != nil {
-		return err
-	}
+	prod := queue.New(ss[0], "/demo/queue")
 	for i, p := range []int{1, 5, -3, 5, 10} {
 		data := fmt.Sprintf("job-%d", i)
 		if err := prod.PutPriority(ctx, []byte(data), p); err != nil {
@@ -246,10 +243,7 @@ func (d *demo) queue(ctx context.Context) error {
 		}
 		d.say("producer", "puts %s priority=%d", data, p)
 	}
-	cons, err := queue.New(ss[1], "/demo/queue")
-	if err != nil {
-		return err
-	}
+	cons := queue.New(ss[1], "/demo/queue")
 	last := int(^uint(0) >> 1)
 	for range 5 {
 		it, err := cons.Take(ctx)

@@ -87,10 +87,7 @@ func runQueue(ctx context.Context, e *env, args []string) error {
 	// Every verb states the CLI's delivery: a queue stores its settings at
 	// its first put or take, so a put with other options would fix it
 	// at-most-once before the CLI's first take.
-	q, err := queue.New(st, pos[0], queue.WithDelivery(queue.AtLeastOnce))
-	if err != nil {
-		return err
-	}
+	q := queue.New(st, pos[0], queue.WithDelivery(queue.AtLeastOnce))
 	out := printer{w: e.stdout, format: *format}
 	switch verb {
 	case "put":

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/corral-go/corral/internal/names"
 	"github.com/corral-go/corral/internal/recipe"
 	"github.com/corral-go/corral/memstore"
 	"github.com/corral-go/corral/store"
@@ -52,7 +53,7 @@ func TestCleanerStoreNotComparable(t *testing.T) {
 	defer inner.Close()
 	st := uncomparable{Store: inner}
 	ctx, d := t.Context(), dir(t)
-	n, err := recipe.Acquire(ctx, st, d, recipe.LockPrefix, nil, recipe.Predecessor)
+	n, err := recipe.Acquire(ctx, st, d, names.Lock, nil, recipe.Predecessor)
 	if err != nil {
 		t.Fatalf("Acquire = %v", err)
 	}

@@ -7,22 +7,17 @@
 //
 // A contender is a child of a recipe directory that takes part in the
 // ordering. [Parse] recognises corral's own names and those of the clients
-// corral interoperates with, so that mixed fleets exclude each other:
-//
-//   - ZooKeeper: corral, Curator, go-zookeeper and kazoo name their nodes
-//     "<prefix><10-digit seq>", Curator and go-zookeeper with a protected
-//     "_c_<uuid>-" in front (zkstore adds it itself). Any child with a
-//     10-digit suffix is a contender.
-//   - etcd: corral's names are "<prefix><hex suffix>"; etcd's own
-//     concurrency.Mutex and Election write keys named by their lease ID in
-//     hexadecimal. Both are contenders.
+// corral interoperates with (names.IsContender), so that mixed fleets
+// exclude each other: on ZooKeeper any child with a 10-digit suffix, on
+// etcd corral's marked names and the lease-ID keys of etcd's own
+// concurrency.Mutex and Election.
 //
 // The [Kind] of a contender comes from the marker in its name, found by
-// substring (never by prefix, because of the protected prefix): [ReadPrefix]
-// (and kazoo's "__rlock__") makes a [Reader], [WritePrefix] a [Writer],
-// [LatchPrefix] a [Latch], anything else ([LockPrefix], foreign names) is
-// [Exclusive]. Contenders are ordered by store Seq, never by name: the
-// children a store lists are already sorted that way.
+// substring (never by prefix, because of the protected prefix):
+// names.Read (and kazoo's names.KazooRead) makes a [Reader], names.Write a
+// [Writer], names.Latch a [Latch], anything else (names.Lock, foreign
+// names) is [Exclusive]. Contenders are ordered by store Seq, never by
+// name: the children a store lists are already sorted that way.
 //
 // # Acquiring
 //
@@ -88,25 +83,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/corral-go/corral/internal/names"
 	"github.com/corral-go/corral/store"
-)
-
-// The name prefixes of contender nodes, as Curator writes them. A sequential
-// node is named by the store with a unique suffix after the prefix.
-const (
-	// LockPrefix names the nodes of a mutex (Curator's InterProcessMutex,
-	// go-zookeeper's zk.Lock).
-	LockPrefix = "lock-"
-	// ReadPrefix and WritePrefix name the nodes of a shared lock (Curator's
-	// InterProcessReadWriteLock).
-	ReadPrefix  = "__READ__"
-	WritePrefix = "__WRIT__"
-	// LatchPrefix names the nodes of a leader latch (Curator's LeaderLatch).
-	LatchPrefix = "latch-"
-
-	// kazoo's markers: its Lock and its shared ReadLock.
-	kazooLockMarker = "__lock__"
-	kazooReadMarker = "__rlock__"
 )
 
 // Kind classifies a contender by the marker in its name.
@@ -146,59 +124,22 @@ type Contender struct {
 	Kind Kind
 }
 
-// Parse reports whether name is the name of a contender and of which kind.
+// Parse reports whether name is the name of a contender
+// (names.IsContender) and of which kind.
 func Parse(name string) (Kind, bool) {
-	kind := kindOf(name)
-	if _, ok := store.ParseSeq(name); ok {
-		return kind, true
-	}
-	for _, m := range []string{LockPrefix, ReadPrefix, WritePrefix, LatchPrefix, kazooLockMarker, kazooReadMarker} {
-		if strings.Contains(name, m) {
-			return kind, true
-		}
-	}
-	return kind, isLeaseKey(name)
+	return kindOf(name), names.IsContender(name)
 }
 
 func kindOf(name string) Kind {
 	switch {
-	case strings.Contains(name, ReadPrefix), strings.Contains(name, kazooReadMarker):
+	case strings.Contains(name, names.Read), strings.Contains(name, names.KazooRead):
 		return Reader
-	case strings.Contains(name, WritePrefix):
+	case strings.Contains(name, names.Write):
 		return Writer
-	case strings.Contains(name, LatchPrefix):
+	case strings.Contains(name, names.Latch):
 		return Latch
 	}
 	return Exclusive
-}
-
-// isLeaseKey reports whether name looks like the key etcd's concurrency
-// package writes: a lease ID in lower-case hexadecimal. etcd makes lease IDs
-// of a member's 16 bits over a 48-bit clock and counter, so they have 12 to
-// 16 digits; shorter hexadecimal names ("a", "cafe", "deadbeef") are taken
-// for what they more likely are, nodes of no recipe, so that a lock never
-// waits behind a directory.
-func isLeaseKey(name string) bool {
-	if len(name) < 12 || len(name) > 16 {
-		return false
-	}
-	for i := 0; i < len(name); i++ {
-		c := name[i]
-		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
-			return false
-		}
-	}
-	return true
-}
-
-// Strip returns name without Curator's protected prefix "_c_<uuid>-", if
-// it has one.
-func Strip(name string) string {
-	const uuidLen = 36
-	if !strings.HasPrefix(name, "_c_") || len(name) < 3+uuidLen+1 || name[3+uuidLen] != '-' {
-		return name
-	}
-	return name[3+uuidLen+1:]
 }
 
 // Contenders returns the contenders among kids, in the order given (a
@@ -281,7 +222,7 @@ func CreateChildren(ctx context.Context, st store.Store, dir, prefix string, dat
 			return store.Node{}, nil, errors.Join(sessionErr(st, err), Remove(ctx, st, n))
 		}
 	}
-	if err := CheckFamily(dir, kids, FamilyOf(prefix)); err != nil {
+	if err := CheckFamily(dir, kids, names.FamilyOf(prefix)); err != nil {
 		return store.Node{}, nil, errors.Join(err, Remove(ctx, st, n))
 	}
 	return n, kids, nil
@@ -380,7 +321,7 @@ func create(ctx context.Context, st store.Store, dir, prefix string, data []byte
 	if err != nil {
 		return store.Node{}, view{}, err
 	}
-	if err := CheckFamily(dir, kids, FamilyOf(prefix)); err != nil {
+	if err := CheckFamily(dir, kids, names.FamilyOf(prefix)); err != nil {
 		return store.Node{}, view{}, errors.Join(err, Remove(ctx, st, n))
 	}
 	return n, view{cs: Contenders(kids), complete: complete}, nil
@@ -405,7 +346,7 @@ func read(ctx context.Context, st store.Store, n store.Node) (view, error) {
 	if err != nil {
 		return view{}, err
 	}
-	if err := CheckFamily(dir, w.kids, FamilyOf(name)); err != nil {
+	if err := CheckFamily(dir, w.kids, names.FamilyOf(name)); err != nil {
 		return view{}, err
 	}
 	return view{cs: Contenders(w.kids), complete: w.complete}, nil
@@ -417,7 +358,7 @@ func list(ctx context.Context, st store.Store, dir, name string) (view, error) {
 	if err != nil {
 		return view{}, err
 	}
-	if err := CheckFamily(dir, kids, FamilyOf(name)); err != nil {
+	if err := CheckFamily(dir, kids, names.FamilyOf(name)); err != nil {
 		return view{}, err
 	}
 	return view{cs: Contenders(kids), complete: true}, nil
@@ -497,7 +438,7 @@ func wait(ctx context.Context, st store.Store, n store.Node, v view, blocker Blo
 // read is spent on them.
 func followsFront(ctx context.Context, st store.Store, n store.Node, c Contender) (bool, error) {
 	fd, ok := store.Find[store.FrontDeleter](st)
-	if !ok || c.Kind == Reader || isLeaseKey(c.Name) {
+	if !ok || c.Kind == Reader || names.IsLeaseKey(c.Name) {
 		return false, nil
 	}
 	return retry(ctx, st, func() (bool, error) { return fd.FollowsFront(ctx, n.Path, n.Seq, c.Seq) })

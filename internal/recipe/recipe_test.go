@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/corral-go/corral/internal/names"
 	"github.com/corral-go/corral/internal/recipe"
 	"github.com/corral-go/corral/internal/testing/backends"
 	"github.com/corral-go/corral/internal/testing/countstore"
@@ -63,19 +64,6 @@ func TestParse(t *testing.T) {
 		kind, ok := recipe.Parse(tt.name)
 		if kind != tt.kind || ok != tt.ok {
 			t.Errorf("Parse(%q) = %v, %v; want %v, %v", tt.name, kind, ok, tt.kind, tt.ok)
-		}
-	}
-}
-
-func TestStrip(t *testing.T) {
-	tests := []struct{ in, want string }{
-		{"_c_0f8a3c1e-7d2b-4c55-9a1e-3b2f6d8e9c10-lock-0000000007", "lock-0000000007"},
-		{"lock-0000000007", "lock-0000000007"},
-		{"_c_short-lock-0000000007", "_c_short-lock-0000000007"},
-	}
-	for _, tt := range tests {
-		if got := recipe.Strip(tt.in); got != tt.want {
-			t.Errorf("Strip(%q) = %q; want %q", tt.in, got, tt.want)
 		}
 	}
 }
@@ -148,11 +136,11 @@ func TestAcquireOrder(t *testing.T) {
 		ctx, cancel := context.WithTimeout(t.Context(), timeout)
 		defer cancel()
 
-		n1, err := recipe.Acquire(ctx, s1, d, recipe.LockPrefix, nil, recipe.Predecessor)
+		n1, err := recipe.Acquire(ctx, s1, d, names.Lock, nil, recipe.Predecessor)
 		if err != nil {
 			t.Fatalf("Acquire(first) = %v", err)
 		}
-		if _, ok, err := recipe.TryAcquire(ctx, s2, d, recipe.LockPrefix, nil, recipe.Predecessor); ok || err != nil {
+		if _, ok, err := recipe.TryAcquire(ctx, s2, d, names.Lock, nil, recipe.Predecessor); ok || err != nil {
 			t.Fatalf("TryAcquire(blocked) = %v, %v; want false, nil", ok, err)
 		}
 		if got := children(t, s1, d); len(got) != 1 {
@@ -162,7 +150,7 @@ func TestAcquireOrder(t *testing.T) {
 		var n2 store.Node
 		go func() {
 			var err error
-			n2, err = recipe.Acquire(ctx, s2, d, recipe.LockPrefix, nil, recipe.Predecessor)
+			n2, err = recipe.Acquire(ctx, s2, d, names.Lock, nil, recipe.Predecessor)
 			got <- err
 		}()
 		waitChildren(t, s1, d, 2)
@@ -200,14 +188,14 @@ func TestAcquireCancelLeavesNoNode(t *testing.T) {
 		defer s1.Close()
 		defer s2.Close()
 		d := dir(t)
-		n1, err := recipe.Acquire(t.Context(), s1, d, recipe.LockPrefix, nil, recipe.Predecessor)
+		n1, err := recipe.Acquire(t.Context(), s1, d, names.Lock, nil, recipe.Predecessor)
 		if err != nil {
 			t.Fatalf("Acquire = %v", err)
 		}
 		ctx, cancel := context.WithCancel(t.Context())
 		got := make(chan error, 1)
 		go func() {
-			_, err := recipe.Acquire(ctx, s2, d, recipe.LockPrefix, nil, recipe.Predecessor)
+			_, err := recipe.Acquire(ctx, s2, d, names.Lock, nil, recipe.Predecessor)
 			got <- err
 		}()
 		waitChildren(t, s1, d, 2)
@@ -318,7 +306,7 @@ func TestHold(t *testing.T) {
 				owner, other := b.Open(t), b.Open(t)
 				defer owner.Close()
 				defer other.Close()
-				n, err := recipe.Acquire(t.Context(), owner, dir(t), recipe.LockPrefix, nil, recipe.Predecessor)
+				n, err := recipe.Acquire(t.Context(), owner, dir(t), names.Lock, nil, recipe.Predecessor)
 				if err != nil {
 					t.Fatalf("Acquire = %v", err)
 				}
@@ -359,7 +347,7 @@ func TestHoldSurvivesDisconnect(t *testing.T) {
 		}
 		st := b.Open(t)
 		defer st.Close()
-		n, err := recipe.Acquire(t.Context(), st, dir(t), recipe.LockPrefix, nil, recipe.Predecessor)
+		n, err := recipe.Acquire(t.Context(), st, dir(t), names.Lock, nil, recipe.Predecessor)
 		if err != nil {
 			t.Fatalf("Acquire = %v", err)
 		}
@@ -392,7 +380,7 @@ func TestLostReplyYieldsOneNode(t *testing.T) {
 		defer st.Close()
 		d := dir(t)
 		rl.LoseNextCreateReply(t, st)
-		n, err := recipe.Acquire(t.Context(), st, d, recipe.LockPrefix, nil, recipe.Predecessor)
+		n, err := recipe.Acquire(t.Context(), st, d, names.Lock, nil, recipe.Predecessor)
 		if err != nil {
 			t.Fatalf("Acquire = %v", err)
 		}
@@ -408,7 +396,7 @@ func TestLazyHold(t *testing.T) {
 		defer owner.Close()
 		defer other.Close()
 		d := dir(t)
-		n, err := recipe.Acquire(t.Context(), owner, d, recipe.LockPrefix, nil, recipe.Predecessor)
+		n, err := recipe.Acquire(t.Context(), owner, d, names.Lock, nil, recipe.Predecessor)
 		if err != nil {
 			t.Fatalf("Acquire = %v", err)
 		}
@@ -422,7 +410,7 @@ func TestLazyHold(t *testing.T) {
 			t.Errorf("Release() = %v, %v; want %v, nil", lost, err, errDeleted)
 		}
 
-		n, err = recipe.Acquire(t.Context(), owner, d, recipe.LockPrefix, nil, recipe.Predecessor)
+		n, err = recipe.Acquire(t.Context(), owner, d, names.Lock, nil, recipe.Predecessor)
 		if err != nil {
 			t.Fatalf("Acquire = %v", err)
 		}
@@ -458,7 +446,7 @@ func TestLazyHoldDisconnected(t *testing.T) {
 		}
 		st := b.Open(t)
 		defer st.Close()
-		n, err := recipe.Acquire(t.Context(), st, dir(t), recipe.LockPrefix, nil, recipe.Predecessor)
+		n, err := recipe.Acquire(t.Context(), st, dir(t), names.Lock, nil, recipe.Predecessor)
 		if err != nil {
 			t.Fatalf("Acquire = %v", err)
 		}
@@ -523,7 +511,7 @@ func TestAcquireWaitsForIdentity(t *testing.T) {
 			t.Error(err)
 		}
 	}}
-	n, err := recipe.Acquire(ctx, st, d, recipe.LockPrefix, nil, recipe.Predecessor)
+	n, err := recipe.Acquire(ctx, st, d, names.Lock, nil, recipe.Predecessor)
 	if err != nil {
 		t.Fatalf("Acquire = %v; want the lock, since %q is behind it now", err, first.Path)
 	}
@@ -552,15 +540,15 @@ func TestWindowFallback(t *testing.T) {
 			blocker      recipe.Blocker
 			fills, kids  int // kids: the children once the contender waits
 		}{
-			{"NodesOfNoRecipe", recipe.LockPrefix, func(d string, i int) (string, store.Mode) {
+			{"NodesOfNoRecipe", names.Lock, func(d string, i int) (string, store.Mode) {
 				return fmt.Sprintf("%s/config%d", d, i), store.Persistent
-			}, recipe.LockPrefix, recipe.Predecessor, 40, 42},
-			{"Grandchildren", recipe.LockPrefix, func(d string, i int) (string, store.Mode) {
+			}, names.Lock, recipe.Predecessor, 40, 42},
+			{"Grandchildren", names.Lock, func(d string, i int) (string, store.Mode) {
 				return fmt.Sprintf("%s/sub/k%d", d, i), store.Persistent
-			}, recipe.LockPrefix, recipe.Predecessor, 40, 3},
-			{"Readers", recipe.WritePrefix, func(d string, _ int) (string, store.Mode) {
-				return d + "/" + recipe.ReadPrefix, store.EphemeralSequential
-			}, recipe.ReadPrefix, recipe.LastWriter, 40, 42},
+			}, names.Lock, recipe.Predecessor, 40, 3},
+			{"Readers", names.Write, func(d string, _ int) (string, store.Mode) {
+				return d + "/" + names.Read, store.EphemeralSequential
+			}, names.Read, recipe.LastWriter, 40, 42},
 		} {
 			t.Run(tt.name, func(t *testing.T) {
 				d := dir(t)
@@ -681,7 +669,7 @@ func TestFrontHandoff(t *testing.T) {
 		defer cancel()
 		d := dir(t)
 
-		n, err := recipe.Acquire(ctx, holderSt, d, recipe.LockPrefix, nil, recipe.Predecessor)
+		n, err := recipe.Acquire(ctx, holderSt, d, names.Lock, nil, recipe.Predecessor)
 		if err != nil {
 			t.Fatalf("Acquire(holder) = %v", err)
 		}
@@ -689,13 +677,13 @@ func TestFrontHandoff(t *testing.T) {
 		qctx, quit := context.WithCancel(ctx)
 		quitter := make(chan error, 1)
 		go func() {
-			_, err := recipe.Acquire(qctx, quitterSt, d, recipe.LockPrefix, nil, recipe.Predecessor)
+			_, err := recipe.Acquire(qctx, quitterSt, d, names.Lock, nil, recipe.Predecessor)
 			quitter <- err
 		}()
 		waitChildren(t, holderSt, d, 2)
 		got := make(chan error, 1)
 		go func() {
-			_, err := recipe.Acquire(ctx, waiter, d, recipe.LockPrefix, nil, recipe.Predecessor)
+			_, err := recipe.Acquire(ctx, waiter, d, names.Lock, nil, recipe.Predecessor)
 			got <- err
 		}()
 		watches := func(n int) {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/corral-go/corral/internal/names"
 	"github.com/corral-go/corral/internal/recipe"
 	"github.com/corral-go/corral/memstore"
 	"github.com/corral-go/corral/store"
@@ -24,7 +25,7 @@ func TestReleaseOnce(t *testing.T) {
 	p := dir(t)
 	acquire := func() (*recipe.Hold, store.Node) {
 		t.Helper()
-		n, err := recipe.Acquire(ctx, a, p, recipe.LockPrefix, nil, recipe.Predecessor)
+		n, err := recipe.Acquire(ctx, a, p, names.Lock, nil, recipe.Predecessor)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -99,14 +99,8 @@ func recipes(ctx context.Context, a, b store.Store, dir string) error {
 	}
 
 	// Queue: what a puts, b takes, in order.
-	qa, err := queue.New(a, dir+"/queue", queue.WithDelivery(queue.AtLeastOnce))
-	if err != nil {
-		return err
-	}
-	qb, err := queue.New(b, dir+"/queue", queue.WithDelivery(queue.AtLeastOnce))
-	if err != nil {
-		return err
-	}
+	qa := queue.New(a, dir+"/queue", queue.WithDelivery(queue.AtLeastOnce))
+	qb := queue.New(b, dir+"/queue", queue.WithDelivery(queue.AtLeastOnce))
 	for _, item := range []string{"one", "two"} {
 		if err := qa.Put(ctx, []byte(item)); err != nil {
 			return fmt.Errorf("smoke: Put(%s) = %w", item, err)

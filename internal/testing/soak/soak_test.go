@@ -554,11 +554,7 @@ func (r *run) barriers() {
 func (r *run) queue(ctx context.Context) {
 	p := r.root + "/queue"
 	open := func() *queue.Queue {
-		q, err := queue.New(r.session(), p, queue.WithDelivery(queue.AtLeastOnce))
-		if err != nil {
-			r.t.Fatal(err)
-		}
-		return q
+		return queue.New(r.session(), p, queue.WithDelivery(queue.AtLeastOnce))
 	}
 	producer, consumer, taker := open(), open(), open()
 	inflight := make(chan struct{}, 32)
