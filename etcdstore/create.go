@@ -167,15 +167,33 @@ func (s *Store) send(ctx, octx context.Context, r *createReq) (store.Node, []sto
 	name := r.name
 	unknown := false
 	for i := 1; ; {
-		res := s.attempt1(r)
 		var out txnResult
-		select {
-		case out = <-res:
-		case <-octx.Done():
-			if ctx.Err() != nil {
-				s.abandon(r, res, unknown)
+		if r.mode&store.Sequential != 0 {
+			// A sequential node's name is its own (fresh, or one this
+			// session freed), so a create given up in flight is undone
+			// without its reply: by that name, lease and data, behind a
+			// moved fence (see undo). Its attempt runs on the caller's
+			// goroutine and is cancelled with the call.
+			out = s.attemptHere(octx, r)
+			if out.err != nil && octx.Err() != nil {
+				if ctx.Err() != nil {
+					s.abandon(r, nil, true)
+				}
+				return store.Node{}, nil, s.fail(ctx, "create", name, context.Cause(octx))
 			}
-			return store.Node{}, nil, s.fail(ctx, "create", name, context.Cause(octx))
+		} else {
+			// Any other create's outcome is awaited after its caller
+			// left: only the reply tells whether the node found is one
+			// it made.
+			res := s.attempt1(r)
+			select {
+			case out = <-res:
+			case <-octx.Done():
+				if ctx.Err() != nil {
+					s.abandon(r, res, unknown)
+				}
+				return store.Node{}, nil, s.fail(ctx, "create", name, context.Cause(octx))
+			}
 		}
 		if out.err == nil {
 			// A reply after the deadline proves nothing.
@@ -241,6 +259,17 @@ func (s *Store) attempt1(r *createReq) <-chan txnResult {
 		res <- txnResult{err: s.sessionErr()}
 	}
 	return res
+}
+
+// attemptHere sends r's transaction as one attempt within octx, the call's
+// context (see begin).
+func (s *Store) attemptHere(octx context.Context, r *createReq) txnResult {
+	r.fence = s.fenceRev()
+	cmps, then, els := r.txn(s)
+	resp, err := do(s, octx, func(ctx context.Context) (*clientv3.TxnResponse, error) {
+		return s.kv.Txn(ctx).If(cmps...).Then(then...).Else(els...).Commit()
+	})
+	return txnResult{resp, err}
 }
 
 func (s *Store) fenceRev() int64 {
