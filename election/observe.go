@@ -5,9 +5,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	gosync "sync"
 
 	"github.com/corral-go/corral/internal/recipe"
+	"github.com/corral-go/corral/internal/runner"
 	"github.com/corral-go/corral/store"
 )
 
@@ -91,96 +91,51 @@ func (e *Election) Leader(ctx context.Context) (Leader, error) {
 // Observer that has stopped already. Observe is safe for concurrent use and
 // needs no campaign: any session can observe.
 func (e *Election) Observe(ctx context.Context) *Observer {
-	octx, cancel := context.WithCancelCause(ctx)
-	o := &Observer{ch: make(chan Leader), cancel: cancel, done: make(chan struct{})}
 	if err := e.validate(); err != nil {
-		o.finish(octx, fmt.Errorf("election: observe %q: %w", e.Path(), err))
-		return o
+		return &Observer{l: runner.Stopped[Leader](fmt.Errorf("election: observe %q: %w", e.Path(), err))}
 	}
-	go func() { o.finish(octx, e.observe(octx, o.ch)) }()
-	return o
+	return &Observer{l: runner.Start(ctx, func(ctx context.Context, out chan<- Leader) error {
+		return runner.Cause(ctx, e.observe(ctx, out))
+	})}
 }
 
 // Observer follows the leader of an election; see Election.Observe. Its
 // methods are safe for concurrent use. The zero Observer has stopped.
-type Observer struct {
-	ch     chan Leader
-	cancel context.CancelCauseFunc
-	done   chan struct{}
-
-	mu  gosync.Mutex
-	err error
-}
+type Observer struct{ l *runner.Loop[Leader] }
 
 // ErrObserverClosed is the Err of an Observer after Close.
 var ErrObserverClosed = errors.New("election: observer closed")
 
 // Leaders returns the channel the observer sends the leader on. It is closed
 // when the observer has stopped; Err then says why.
-func (o *Observer) Leaders() <-chan Leader {
-	if o == nil || o.ch == nil {
-		return closedLeaders
-	}
-	return o.ch
-}
-
-var closedLeaders = func() chan Leader {
-	ch := make(chan Leader)
-	close(ch)
-	return ch
-}()
+func (o *Observer) Leaders() <-chan Leader { return o.loop().C() }
 
 // Done returns a channel that is closed when the observer has stopped, after
 // its Leaders channel.
-func (o *Observer) Done() <-chan struct{} {
-	if o == nil || o.done == nil {
-		return closedDone
-	}
-	return o.done
-}
-
-var closedDone = func() chan struct{} {
-	ch := make(chan struct{})
-	close(ch)
-	return ch
-}()
+func (o *Observer) Done() <-chan struct{} { return o.loop().Done() }
 
 // Err returns nil while the observer runs and, once it stopped, why: the
 // cause of its ctx (context.Canceled, context.DeadlineExceeded or the cause
 // given to a context.CancelCauseFunc), the end of the session
 // (store.ErrSessionExpired, store.ErrClosed), ErrObserverClosed after Close,
 // or the error that stopped it (store.ErrInvalidPath, say).
-func (o *Observer) Err() error {
-	if o == nil || o.done == nil {
-		return fmt.Errorf("election: observer: %w: not made by Election.Observe", store.ErrInvalidArgument)
-	}
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return o.err
-}
+func (o *Observer) Err() error { return o.loop().Err(errZeroObserver) }
+
+var errZeroObserver = fmt.Errorf("election: observer: %w: not made by Election.Observe", store.ErrInvalidArgument)
 
 // Close stops the observer and waits until it has stopped. It does not need
 // the Leaders channel to be drained. It is idempotent and returns nil.
 func (o *Observer) Close() error {
-	if o == nil || o.done == nil {
-		return nil
-	}
-	o.cancel(ErrObserverClosed)
-	<-o.done
+	o.loop().Close(ErrObserverClosed)
 	return nil
 }
 
-// finish records why the observer stopped and closes its channels.
-func (o *Observer) finish(ctx context.Context, err error) {
-	if ctx.Err() != nil {
-		err = context.Cause(ctx)
+// loop returns the loop of o, nil for a nil Observer.
+func (o *Observer) loop() *runner.Loop[Leader] {
+	if o == nil {
+		return nil
 	}
-	o.mu.Lock()
-	o.err = err
-	o.mu.Unlock()
-	close(o.ch)
-	o.cancel(err)
-	close(o.done)
+	return o.l
 }
 
 // observe sends the leader on out as it changes, until ctx or the session
