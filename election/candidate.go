@@ -60,10 +60,7 @@ func (c *Candidate) Terms() <-chan *Leadership { return c.loop().C() }
 // the removal is tried for a short grace (one second) and then left to the
 // session, which removes the node as soon as the connection allows; that
 // bounds Close. It is idempotent and returns nil.
-func (c *Candidate) Close() error {
-	c.loop().Close(errClosed)
-	return nil
-}
+func (c *Candidate) Close() error { return c.loop().Close(errClosed) }
 
 // loop returns the loop of c, nil for a nil Candidate.
 func (c *Candidate) loop() *runner.Loop[*Leadership] {

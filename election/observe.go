@@ -125,10 +125,7 @@ var errZeroObserver = fmt.Errorf("election: observer: %w: not made by Election.O
 
 // Close stops the observer and waits until it has stopped. It does not need
 // the Leaders channel to be drained. It is idempotent and returns nil.
-func (o *Observer) Close() error {
-	o.loop().Close(ErrObserverClosed)
-	return nil
-}
+func (o *Observer) Close() error { return o.loop().Close(ErrObserverClosed) }
 
 // loop returns the loop of o, nil for a nil Observer.
 func (o *Observer) loop() *runner.Loop[Leader] {
@@ -167,27 +164,22 @@ func (e *Election) observe(ctx context.Context, out chan<- Leader) error {
 			continue
 		}
 		attempt = 0
+		var send chan<- Leader // nil: the receiver has cur already
 		if !sent || !cur.equal(last) {
 			if seen && (cur.Path != counted.Path || cur.Token != counted.Token) {
 				e.rec.LeaderChanged(ctx, cur.Path, cur.Token)
 			}
 			counted, seen = cur, true
-			select {
-			case out <- cur:
-				last, sent = cur, true
-			case <-ch:
-				cancel()
-				continue
-			case <-ctx.Done():
-				cancel()
-				return ctx.Err()
-			}
+			send = out
 		}
-		select {
-		case <-ch:
-		case <-ctx.Done():
-		}
+		taken, err := runner.Offer(ctx, send, cur, ch)
 		cancel()
+		if err != nil {
+			return err
+		}
+		if taken {
+			last, sent = cur, true
+		}
 	}
 }
 

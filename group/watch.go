@@ -96,10 +96,7 @@ var errZeroWatcher = fmt.Errorf("group: watcher: %w: not made by Watch", store.E
 
 // Close stops the watcher and waits until it has stopped. It does not need
 // the Members channel to be drained. It is idempotent and returns nil.
-func (w *Watcher) Close() error {
-	w.loop().Close(ErrWatcherClosed)
-	return nil
-}
+func (w *Watcher) Close() error { return w.loop().Close(ErrWatcherClosed) }
 
 // loop returns the loop of w, nil for a nil Watcher.
 func (w *Watcher) loop() *runner.Loop[[]Member] {
@@ -151,27 +148,23 @@ func (g *watch) run(ctx context.Context, out chan<- []Member) error {
 			g.rec.GroupSeen(ctx, len(cur), seen)
 			learned, seen = cur, true
 		}
+		var send chan<- []Member // nil: the receiver has cur already
+		var list []Member
 		if !sent || !equal(cur, last) {
 			if g.log != nil {
 				g.log.LogAttrs(ctx, slog.LevelDebug, "corral: group changed",
 					slog.String("path", g.path), slog.Int("members", len(cur)))
 			}
-			select {
-			case out <- clone(cur):
-				last, sent = cur, true
-			case <-ch:
-				cancel()
-				continue
-			case <-ctx.Done():
-				cancel()
-				return ctx.Err()
-			}
+			send, list = out, clone(cur)
 		}
-		select {
-		case <-ch:
-		case <-ctx.Done():
-		}
+		taken, err := runner.Offer(ctx, send, list, ch)
 		cancel()
+		if err != nil {
+			return err
+		}
+		if taken {
+			last, sent = cur, true
+		}
 	}
 }
 

@@ -72,10 +72,7 @@ var errZeroWatcher = fmt.Errorf("inspect: watcher: %w: not made by Watch", store
 
 // Close stops the watcher and waits until it has stopped. It is idempotent
 // and returns nil, on the zero Watcher too.
-func (w *Watcher) Close() error {
-	w.loop().Close(ErrWatcherClosed)
-	return nil
-}
+func (w *Watcher) Close() error { return w.loop().Close(ErrWatcherClosed) }
 
 // loop returns the loop of w, nil for a nil Watcher.
 func (w *Watcher) loop() *runner.Loop[[]Report] {

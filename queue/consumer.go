@@ -63,10 +63,7 @@ var errZeroConsumer = fmt.Errorf("queue: consumer: %w: not made by Queue.Consume
 
 // Close stops the consumer and waits until it has stopped. It does not need
 // the Items channel to be drained. It is idempotent and returns nil.
-func (c *Consumer) Close() error {
-	c.loop().Close(ErrConsumerClosed)
-	return nil
-}
+func (c *Consumer) Close() error { return c.loop().Close(ErrConsumerClosed) }
 
 // loop returns the loop of c, nil for a nil Consumer.
 func (c *Consumer) loop() *runner.Loop[*Item] {
