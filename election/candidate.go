@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	gosync "sync"
 
 	"github.com/corral-go/corral/internal/recipe"
+	"github.com/corral-go/corral/internal/runner"
 	"github.com/corral-go/corral/store"
 )
 
@@ -24,14 +24,9 @@ import (
 // A Candidate's methods are safe for concurrent use. It runs one goroutine,
 // which exits after Terms is closed; Close waits for it.
 type Candidate struct {
-	e      *Election
-	value  []byte
-	terms  chan *Leadership
-	cancel context.CancelCauseFunc
-	exited chan struct{}
-
-	mu  gosync.Mutex
-	err error // why the candidate stopped by itself
+	e     *Election
+	value []byte
+	l     *runner.Loop[*Leadership]
 }
 
 // errClosed is the cause of a Candidate's context after Close.
@@ -46,21 +41,11 @@ var errClosed = errors.New("election: candidate closed")
 // store.MaxDataSize, gives a Candidate that has stopped already: Terms is
 // closed and Err says why.
 func (e *Election) Candidate(ctx context.Context, value []byte) *Candidate {
-	ctx, cancel := context.WithCancelCause(ctx)
-	c := &Candidate{
-		e:      e,
-		value:  append([]byte(nil), value...),
-		terms:  make(chan *Leadership),
-		cancel: cancel,
-		exited: make(chan struct{}),
-	}
 	if err := e.check(value); err != nil {
-		c.err = fmt.Errorf("election: candidate: %w", err)
-		close(c.terms)
-		close(c.exited)
-		return c
+		return &Candidate{e: e, l: runner.Stopped[*Leadership](fmt.Errorf("election: candidate: %w", err))}
 	}
-	go c.run(ctx)
+	c := &Candidate{e: e, value: append([]byte(nil), value...)}
+	c.l = runner.Start(ctx, c.run)
 	return c
 }
 
@@ -68,32 +53,21 @@ func (e *Election) Candidate(ctx context.Context, value []byte) *Candidate {
 // A term that is lost before it is received is never sent. Receive the next
 // term only after the last one is Done: the candidate campaigns again only
 // then. The channel is closed when the candidate stops.
-func (c *Candidate) Terms() <-chan *Leadership {
-	if c == nil || c.terms == nil {
-		return closedTerms
-	}
-	return c.terms
-}
-
-// closedTerms is the Terms of the zero Candidate.
-var closedTerms = func() chan *Leadership {
-	ch := make(chan *Leadership)
-	close(ch)
-	return ch
-}()
+func (c *Candidate) Terms() <-chan *Leadership { return c.loop().C() }
 
 // Close stops the candidate: it resigns the current term, if any, removes
 // its node and waits for its goroutine to exit. While the connection is lost
 // the removal is tried for a short grace (one second) and then left to the
 // session, which removes the node as soon as the connection allows; that
 // bounds Close. It is idempotent and returns nil.
-func (c *Candidate) Close() error {
-	if c == nil || c.cancel == nil {
-		return nil // the zero Candidate never ran
+func (c *Candidate) Close() error { return c.loop().Close(errClosed) }
+
+// loop returns the loop of c, nil for a nil Candidate.
+func (c *Candidate) loop() *runner.Loop[*Leadership] {
+	if c == nil {
+		return nil
 	}
-	c.cancel(errClosed)
-	<-c.exited
-	return nil
+	return c.l
 }
 
 // Err returns nil while the candidate runs and after Close; after it stopped
@@ -101,29 +75,22 @@ func (c *Candidate) Close() error {
 // when ctx ended, the session's cause (store.ErrSessionExpired or
 // store.ErrClosed) when the session ended, or the error that made a campaign
 // fail for good.
-func (c *Candidate) Err() error {
-	if c == nil || c.e == nil {
-		return fmt.Errorf("election: candidate: %w: not made by Election.Candidate", store.ErrInvalidArgument)
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.err
-}
+func (c *Candidate) Err() error { return c.loop().Err(errZeroCandidate) }
 
-func (c *Candidate) run(ctx context.Context) {
-	defer close(c.exited)
-	defer close(c.terms)
-	err := c.loop(ctx)
+var errZeroCandidate = fmt.Errorf("election: candidate: %w: not made by Election.Candidate", store.ErrInvalidArgument)
+
+// run campaigns and sends each term won on terms until the candidate
+// stops, and returns why; nil after Close.
+func (c *Candidate) run(ctx context.Context, terms chan<- *Leadership) error {
+	err := c.campaigns(ctx, terms)
 	if errors.Is(context.Cause(ctx), errClosed) {
-		err = nil
+		return nil
 	}
-	c.mu.Lock()
-	c.err = err
-	c.mu.Unlock()
+	return err
 }
 
-// loop campaigns until ctx or the session ends, and returns why.
-func (c *Candidate) loop(ctx context.Context) error {
+// campaigns campaigns until ctx or the session ends, and returns why.
+func (c *Candidate) campaigns(ctx context.Context, terms chan<- *Leadership) error {
 	for attempt := 0; ; {
 		if err := c.e.alive(ctx); err != nil {
 			return c.stopped(ctx, err)
@@ -146,7 +113,7 @@ func (c *Candidate) loop(ctx context.Context) error {
 		}
 		attempt = 0
 		select {
-		case c.terms <- l:
+		case terms <- l:
 			select {
 			case <-l.Done():
 			case <-ctx.Done():

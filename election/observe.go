@@ -5,10 +5,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	gosync "sync"
 
 	"github.com/corral-go/corral/internal/names"
 	"github.com/corral-go/corral/internal/recipe"
+	"github.com/corral-go/corral/internal/runner"
 	"github.com/corral-go/corral/store"
 )
 
@@ -92,96 +92,48 @@ func (e *Election) Leader(ctx context.Context) (Leader, error) {
 // Observer that has stopped already. Observe is safe for concurrent use and
 // needs no campaign: any session can observe.
 func (e *Election) Observe(ctx context.Context) *Observer {
-	octx, cancel := context.WithCancelCause(ctx)
-	o := &Observer{ch: make(chan Leader), cancel: cancel, done: make(chan struct{})}
 	if err := e.validate(); err != nil {
-		o.finish(octx, fmt.Errorf("election: observe %q: %w", e.Path(), err))
-		return o
+		return &Observer{l: runner.Stopped[Leader](fmt.Errorf("election: observe %q: %w", e.Path(), err))}
 	}
-	go func() { o.finish(octx, e.observe(octx, o.ch)) }()
-	return o
+	return &Observer{l: runner.Start(ctx, func(ctx context.Context, out chan<- Leader) error {
+		return runner.Cause(ctx, e.observe(ctx, out))
+	})}
 }
 
 // Observer follows the leader of an election; see Election.Observe. Its
 // methods are safe for concurrent use. The zero Observer has stopped.
-type Observer struct {
-	ch     chan Leader
-	cancel context.CancelCauseFunc
-	done   chan struct{}
-
-	mu  gosync.Mutex
-	err error
-}
+type Observer struct{ l *runner.Loop[Leader] }
 
 // ErrObserverClosed is the Err of an Observer after Close.
 var ErrObserverClosed = errors.New("election: observer closed")
 
 // Leaders returns the channel the observer sends the leader on. It is closed
 // when the observer has stopped; Err then says why.
-func (o *Observer) Leaders() <-chan Leader {
-	if o == nil || o.ch == nil {
-		return closedLeaders
-	}
-	return o.ch
-}
-
-var closedLeaders = func() chan Leader {
-	ch := make(chan Leader)
-	close(ch)
-	return ch
-}()
+func (o *Observer) Leaders() <-chan Leader { return o.loop().C() }
 
 // Done returns a channel that is closed when the observer has stopped, after
 // its Leaders channel.
-func (o *Observer) Done() <-chan struct{} {
-	if o == nil || o.done == nil {
-		return closedDone
-	}
-	return o.done
-}
-
-var closedDone = func() chan struct{} {
-	ch := make(chan struct{})
-	close(ch)
-	return ch
-}()
+func (o *Observer) Done() <-chan struct{} { return o.loop().Done() }
 
 // Err returns nil while the observer runs and, once it stopped, why: the
 // cause of its ctx (context.Canceled, context.DeadlineExceeded or the cause
 // given to a context.CancelCauseFunc), the end of the session
 // (store.ErrSessionExpired, store.ErrClosed), ErrObserverClosed after Close,
 // or the error that stopped it (store.ErrInvalidPath, say).
-func (o *Observer) Err() error {
-	if o == nil || o.done == nil {
-		return fmt.Errorf("election: observer: %w: not made by Election.Observe", store.ErrInvalidArgument)
-	}
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return o.err
-}
+func (o *Observer) Err() error { return o.loop().Err(errZeroObserver) }
+
+var errZeroObserver = fmt.Errorf("election: observer: %w: not made by Election.Observe", store.ErrInvalidArgument)
 
 // Close stops the observer and waits until it has stopped. It does not need
 // the Leaders channel to be drained. It is idempotent and returns nil.
-func (o *Observer) Close() error {
-	if o == nil || o.done == nil {
+func (o *Observer) Close() error { return o.loop().Close(ErrObserverClosed) }
+
+// loop returns the loop of o, nil for a nil Observer.
+func (o *Observer) loop() *runner.Loop[Leader] {
+	if o == nil {
 		return nil
 	}
-	o.cancel(ErrObserverClosed)
-	<-o.done
-	return nil
-}
-
-// finish records why the observer stopped and closes its channels.
-func (o *Observer) finish(ctx context.Context, err error) {
-	if ctx.Err() != nil {
-		err = context.Cause(ctx)
-	}
-	o.mu.Lock()
-	o.err = err
-	o.mu.Unlock()
-	close(o.ch)
-	o.cancel(err)
-	close(o.done)
+	return o.l
 }
 
 // observe sends the leader on out as it changes, until ctx or the session
@@ -213,27 +165,22 @@ func (e *Election) observe(ctx context.Context, out chan<- Leader) error {
 			continue
 		}
 		attempt = 0
+		var send chan<- Leader // nil: the receiver has cur already
 		if !sent || !cur.equal(last) {
 			if seen && (cur.Path != counted.Path || cur.Token != counted.Token) {
 				e.rec.LeaderChanged(ctx, cur.Path, cur.Token)
 			}
 			counted, seen = cur, true
-			select {
-			case out <- cur:
-				last, sent = cur, true
-			case <-ch:
-				cancel()
-				continue
-			case <-ctx.Done():
-				cancel()
-				return ctx.Err()
-			}
+			send = out
 		}
-		select {
-		case <-ch:
-		case <-ctx.Done():
-		}
+		taken, err := runner.Offer(ctx, send, cur, ch)
 		cancel()
+		if err != nil {
+			return err
+		}
+		if taken {
+			last, sent = cur, true
+		}
 	}
 }
 

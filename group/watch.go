@@ -7,10 +7,10 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
-	gosync "sync"
 
 	"github.com/corral-go/corral/internal/names"
 	"github.com/corral-go/corral/internal/recipe"
+	"github.com/corral-go/corral/internal/runner"
 	"github.com/corral-go/corral/internal/telemetry"
 	"github.com/corral-go/corral/store"
 )
@@ -64,95 +64,47 @@ func equal(a, b []Member) bool {
 // concurrent use and needs no membership: any session can watch.
 func Watch(ctx context.Context, st store.Store, path string, opts ...Option) *Watcher {
 	o := newOptions(opts)
-	wctx, cancel := context.WithCancelCause(ctx)
-	w := &Watcher{ch: make(chan []Member), cancel: cancel, done: make(chan struct{})}
 	if err := o.check(st, path); err != nil {
-		w.finish(wctx, fmt.Errorf("group: watch %q: %w", path, err))
-		return w
+		return &Watcher{l: runner.Stopped[[]Member](fmt.Errorf("group: watch %q: %w", path, err))}
 	}
 	g := &watch{st: st, path: path, log: o.tel.Logger, rec: telemetry.New(o.tel, telemetry.KindGroup, path, ErrNodeDeleted)}
-	go func() { w.finish(wctx, g.run(wctx, w.ch)) }()
-	return w
+	return &Watcher{l: runner.Start(ctx, func(ctx context.Context, out chan<- []Member) error {
+		return runner.Cause(ctx, g.run(ctx, out))
+	})}
 }
 
 // Watcher follows the members of a group; see Watch. Its methods are safe
 // for concurrent use. The zero Watcher (and a nil one) has stopped.
-type Watcher struct {
-	ch     chan []Member
-	cancel context.CancelCauseFunc
-	done   chan struct{}
-
-	mu  gosync.Mutex
-	err error
-}
+type Watcher struct{ l *runner.Loop[[]Member] }
 
 // Members returns the channel the watcher sends the member lists on. It is
 // closed when the watcher has stopped; Err then says why. Each list is the
 // receiver's own.
-func (w *Watcher) Members() <-chan []Member {
-	if w == nil || w.ch == nil {
-		return closedMembers
-	}
-	return w.ch
-}
-
-var closedMembers = func() chan []Member {
-	ch := make(chan []Member)
-	close(ch)
-	return ch
-}()
+func (w *Watcher) Members() <-chan []Member { return w.loop().C() }
 
 // Done returns a channel that is closed when the watcher has stopped, after
 // its Members channel.
-func (w *Watcher) Done() <-chan struct{} {
-	if w == nil || w.done == nil {
-		return closedDone
-	}
-	return w.done
-}
-
-var closedDone = func() chan struct{} {
-	ch := make(chan struct{})
-	close(ch)
-	return ch
-}()
+func (w *Watcher) Done() <-chan struct{} { return w.loop().Done() }
 
 // Err returns nil while the watcher runs and, once it stopped, why: the
 // cause of its ctx, the end of the session (store.ErrSessionExpired,
 // store.ErrClosed), ErrWatcherClosed after Close, or the error that stopped
 // it. For the zero Watcher it returns an error wrapping
 // store.ErrInvalidArgument.
-func (w *Watcher) Err() error {
-	if w == nil || w.done == nil {
-		return fmt.Errorf("group: watcher: %w: not made by Watch", store.ErrInvalidArgument)
-	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.err
-}
+func (w *Watcher) Err() error { return w.loop().Err(errZeroWatcher) }
+
+var errZeroWatcher = fmt.Errorf("group: watcher: %w: not made by Watch", store.ErrInvalidArgument)
 
 // Close stops the watcher and waits until it has stopped. It does not need
 // the Members channel to be drained. It is idempotent and returns nil.
-func (w *Watcher) Close() error {
-	if w == nil || w.done == nil {
+func (w *Watcher) Close() error { return w.loop().Close(ErrWatcherClosed) }
+
+// loop returns the loop of w, nil for a nil Watcher.
+func (w *Watcher) loop() *runner.Loop[[]Member] {
+	if w == nil {
 		return nil
 	}
-	w.cancel(ErrWatcherClosed)
-	<-w.done
-	return nil
-}
-
-// finish records why the watcher stopped and closes its channels.
-func (w *Watcher) finish(ctx context.Context, err error) {
-	if ctx.Err() != nil {
-		err = context.Cause(ctx)
-	}
-	w.mu.Lock()
-	w.err = err
-	w.mu.Unlock()
-	close(w.ch)
-	w.cancel(err)
-	close(w.done)
+	return w.l
 }
 
 // watch is the state of one Watcher's goroutine.
@@ -197,27 +149,23 @@ func (g *watch) run(ctx context.Context, out chan<- []Member) error {
 			g.rec.GroupSeen(ctx, len(cur), seen)
 			learned, seen = cur, true
 		}
+		var send chan<- []Member // nil: the receiver has cur already
+		var list []Member
 		if !sent || !equal(cur, last) {
 			if g.log != nil {
 				g.log.LogAttrs(ctx, slog.LevelDebug, "corral: group changed",
 					slog.String("path", g.path), slog.Int("members", len(cur)))
 			}
-			select {
-			case out <- clone(cur):
-				last, sent = cur, true
-			case <-ch:
-				cancel()
-				continue
-			case <-ctx.Done():
-				cancel()
-				return ctx.Err()
-			}
+			send, list = out, clone(cur)
 		}
-		select {
-		case <-ch:
-		case <-ctx.Done():
-		}
+		taken, err := runner.Offer(ctx, send, list, ch)
 		cancel()
+		if err != nil {
+			return err
+		}
+		if taken {
+			last, sent = cur, true
+		}
 	}
 }
 

@@ -5,10 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
-	gosync "sync"
 	"time"
 
 	"github.com/corral-go/corral/internal/recipe"
+	"github.com/corral-go/corral/internal/runner"
 	"github.com/corral-go/corral/store"
 )
 
@@ -24,14 +24,7 @@ var ErrWatcherClosed = errors.New("inspect: watcher closed")
 // are safe for concurrent use. The zero Watcher (and a nil one) has
 // stopped: its Reports and Done channels are closed, and its Err wraps
 // store.ErrInvalidArgument.
-type Watcher struct {
-	ch     chan []Report
-	cancel context.CancelCauseFunc
-	done   chan struct{}
-
-	mu  gosync.Mutex
-	err error
-}
+type Watcher struct{ l *runner.Loop[[]Report] }
 
 // Watch reports the recipe directories at or below root (as Walk does) on
 // the Watcher's Reports channel: first as they are, and again after every
@@ -53,83 +46,45 @@ type Watcher struct {
 // stopped already, with Err wrapping store.ErrInvalidArgument or
 // store.ErrInvalidPath.
 func Watch(ctx context.Context, st store.Store, root string) *Watcher {
-	wctx, cancel := context.WithCancelCause(ctx)
-	w := &Watcher{ch: make(chan []Report), cancel: cancel, done: make(chan struct{})}
 	if err := check(st, root); err != nil {
-		w.finish(wctx, err)
-	} else {
-		go func() { w.finish(wctx, w.run(wctx, st, root)) }()
+		return &Watcher{l: runner.Stopped[[]Report](err)}
 	}
-	return w
+	return &Watcher{l: runner.Start(ctx, func(ctx context.Context, out chan<- []Report) error {
+		return runner.Cause(ctx, watch(ctx, st, root, out))
+	})}
 }
 
 // Reports returns the channel the watcher sends each snapshot on. It is
 // closed when the watcher has stopped; Err then says why.
-func (w *Watcher) Reports() <-chan []Report {
-	if w == nil || w.ch == nil {
-		return closedReports
-	}
-	return w.ch
-}
-
-var closedReports = func() chan []Report {
-	ch := make(chan []Report)
-	close(ch)
-	return ch
-}()
+func (w *Watcher) Reports() <-chan []Report { return w.loop().C() }
 
 // Done returns a channel that is closed when the watcher has stopped.
-func (w *Watcher) Done() <-chan struct{} {
-	if w == nil || w.done == nil {
-		return closedDone
-	}
-	return w.done
-}
-
-var closedDone = func() chan struct{} {
-	ch := make(chan struct{})
-	close(ch)
-	return ch
-}()
+func (w *Watcher) Done() <-chan struct{} { return w.loop().Done() }
 
 // Err returns nil while the watcher runs and, once it stopped, why: the
 // cause of its ctx's end, ErrWatcherClosed after Close, the session's end
 // (store.ErrSessionExpired, store.ErrClosed) or the error that stopped it.
 // For the zero Watcher it returns an error wrapping
 // store.ErrInvalidArgument.
-func (w *Watcher) Err() error {
-	if w == nil || w.done == nil {
-		return fmt.Errorf("inspect: watcher: %w: not made by Watch", store.ErrInvalidArgument)
-	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.err
-}
+func (w *Watcher) Err() error { return w.loop().Err(errZeroWatcher) }
+
+var errZeroWatcher = fmt.Errorf("inspect: watcher: %w: not made by Watch", store.ErrInvalidArgument)
 
 // Close stops the watcher and waits until it has stopped. It is idempotent
 // and returns nil, on the zero Watcher too.
-func (w *Watcher) Close() error {
-	if w == nil || w.done == nil {
+func (w *Watcher) Close() error { return w.loop().Close(ErrWatcherClosed) }
+
+// loop returns the loop of w, nil for a nil Watcher.
+func (w *Watcher) loop() *runner.Loop[[]Report] {
+	if w == nil {
 		return nil
 	}
-	w.cancel(ErrWatcherClosed)
-	<-w.done
-	return nil
+	return w.l
 }
 
-func (w *Watcher) finish(ctx context.Context, err error) {
-	if ctx.Err() != nil {
-		err = context.Cause(ctx)
-	}
-	w.mu.Lock()
-	w.err = err
-	w.mu.Unlock()
-	close(w.ch)
-	w.cancel(err)
-	close(w.done)
-}
-
-func (w *Watcher) run(ctx context.Context, st store.Store, root string) error {
+// watch sends a snapshot on out after every change, until ctx or the session
+// ends or a walk fails for good, and returns why.
+func watch(ctx context.Context, st store.Store, root string, out chan<- []Report) error {
 	var g grants
 	for attempt := 0; ; {
 		begun := time.Now()
@@ -155,7 +110,7 @@ func (w *Watcher) run(ctx context.Context, st store.Store, root string) error {
 		}
 		attempt = 0
 		g.mark(reps)
-		err = w.send(ctx, st, reps, r.evs)
+		err = send(ctx, st, out, reps, r.evs)
 		stop()
 		if err != nil {
 			return err
@@ -189,10 +144,10 @@ func (r *reader) snapshot(ctx context.Context, root string) ([]Report, error) {
 	return reps, nil
 }
 
-// send offers reps on the channel until it is taken, and then waits until
+// send offers reps on out until it is taken, and then waits until
 // one of evs fires; a watch that fires first makes reps stale, and send
 // returns to walk again.
-func (w *Watcher) send(ctx context.Context, st store.Store, reps []Report, evs []<-chan store.Event) error {
+func send(ctx context.Context, st store.Store, out chan<- []Report, reps []Report, evs []<-chan store.Event) error {
 	cases := make([]reflect.SelectCase, 0, len(evs)+3)
 	for _, ev := range evs {
 		cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ev)})
@@ -201,7 +156,7 @@ func (w *Watcher) send(ctx context.Context, st store.Store, reps []Report, evs [
 	cases = append(cases,
 		reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ctx.Done())},
 		reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(st.Context().Done())},
-		reflect.SelectCase{Dir: reflect.SelectSend, Chan: reflect.ValueOf(w.ch), Send: reflect.ValueOf(reps)})
+		reflect.SelectCase{Dir: reflect.SelectSend, Chan: reflect.ValueOf(out), Send: reflect.ValueOf(reps)})
 	sendCase := len(cases) - 1
 	for {
 		i, _, _ := reflect.Select(cases)

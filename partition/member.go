@@ -11,6 +11,7 @@ import (
 	"github.com/corral-go/corral/group"
 	"github.com/corral-go/corral/internal/names"
 	"github.com/corral-go/corral/internal/recipe"
+	"github.com/corral-go/corral/internal/runner"
 	"github.com/corral-go/corral/internal/telemetry"
 	"github.com/corral-go/corral/store"
 )
@@ -34,10 +35,8 @@ type Member struct {
 	ms     *group.Membership
 	count  store.Node // the member's node in ShardCountDir
 
-	out     chan []*Shard
+	l       *runner.Loop[[]*Shard]
 	changed chan struct{} // cap 1: the owned set changed
-	cancel  context.CancelCauseFunc
-	done    chan struct{}
 	workers gosync.WaitGroup
 	// hurry is closed when Leave's ctx ends: the shards are released
 	// without waiting for the rest of the grace.
@@ -46,7 +45,6 @@ type Member struct {
 
 	mu    gosync.Mutex
 	owned map[int]*Shard
-	err   error
 }
 
 // Join makes st's session a member of the partition at path, which has
@@ -79,19 +77,16 @@ func Join(ctx context.Context, st store.Store, path string, shards int, id strin
 	if err != nil {
 		return nil, fmt.Errorf("partition: join %q: %w", path, errors.Join(err, recipe.Remove(ctx, st, count)))
 	}
-	lctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
 	m := &Member{
 		st: st, path: path, id: id, shards: shards, opts: o, ms: ms, count: count,
 		rec:     telemetry.New(o.tel, telemetry.KindShard, path, ErrNodeDeleted),
-		out:     make(chan []*Shard),
 		changed: make(chan struct{}, 1),
-		cancel:  cancel,
-		done:    make(chan struct{}),
 		hurry:   make(chan struct{}),
 		owned:   map[int]*Shard{},
 	}
-	w := group.Watch(lctx, st, MembersDir(path), gopts...)
-	go m.run(lctx, w)
+	m.l = runner.Start(context.WithoutCancel(ctx), func(ctx context.Context, out chan<- []*Shard) error {
+		return m.run(ctx, out, group.Watch(ctx, st, MembersDir(path), gopts...))
+	})
 	return m, nil
 }
 
@@ -112,44 +107,25 @@ func (m *Member) ID() string {
 // a reassigned shard that was delivered waits for its Release (or the
 // grace) before the next owner gets it. The channel is closed when the
 // member has stopped.
-func (m *Member) Shards() <-chan []*Shard {
-	if m == nil || m.out == nil {
-		return closedShards
-	}
-	return m.out
-}
-
-var closedShards = func() chan []*Shard {
-	ch := make(chan []*Shard)
-	close(ch)
-	return ch
-}()
+func (m *Member) Shards() <-chan []*Shard { return m.loop().C() }
 
 // Done returns a channel that is closed when the member has stopped, after
 // its Shards channel.
-func (m *Member) Done() <-chan struct{} {
-	if m == nil || m.done == nil {
-		return closedDone
-	}
-	return m.done
-}
-
-var closedDone = func() chan struct{} {
-	ch := make(chan struct{})
-	close(ch)
-	return ch
-}()
+func (m *Member) Done() <-chan struct{} { return m.loop().Done() }
 
 // Err returns nil while the member runs and, once it stopped, why: ErrLeft
 // after Leave, the session's end (store.ErrSessionExpired,
 // store.ErrClosed), ErrMemberLost, or the error that stopped it.
-func (m *Member) Err() error {
-	if m == nil || m.done == nil {
-		return fmt.Errorf("partition: member: %w: not made by Join", store.ErrInvalidArgument)
+func (m *Member) Err() error { return m.loop().Err(errZeroMember) }
+
+var errZeroMember = fmt.Errorf("partition: member: %w: not made by Join", store.ErrInvalidArgument)
+
+// loop returns the loop of m, nil for a nil Member.
+func (m *Member) loop() *runner.Loop[[]*Shard] {
+	if m == nil {
+		return nil
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.err
+	return m.l
 }
 
 // Leave stops the member: every shard it owns is ended at once with
@@ -160,15 +136,16 @@ func (m *Member) Err() error {
 // and a further second (the session then removes it as soon as the
 // connection allows). It is idempotent.
 func (m *Member) Leave(ctx context.Context) error {
-	if m == nil || m.done == nil {
+	l := m.loop()
+	if l == nil {
 		return fmt.Errorf("partition: leave: %w: member not made by Join", store.ErrInvalidArgument)
 	}
-	m.cancel(ErrLeft)
+	l.Stop(ErrLeft)
 	select {
-	case <-m.done:
+	case <-l.Done():
 	case <-ctx.Done():
 		m.hurryOnce.Do(func() { close(m.hurry) })
-		<-m.done
+		<-l.Done()
 	}
 	if err := m.leaveNodes(ctx); err != nil {
 		return fmt.Errorf("partition: leave %q: %w", m.path, err)
@@ -183,20 +160,21 @@ func (m *Member) leaveNodes(ctx context.Context) error {
 	return errors.Join(err, recipe.Remove(telemetry.NewContext(ctx, m.rec), m.st, m.count))
 }
 
-// run follows the group and keeps one worker for each shard the
-// assignment gives the member, until the member stops.
-func (m *Member) run(ctx context.Context, w *group.Watcher) {
+// run follows the group with w and keeps one worker for each shard the
+// assignment gives the member, sending the shards it owns on out, until
+// the member stops; it returns why.
+func (m *Member) run(ctx context.Context, out chan<- []*Shard, w *group.Watcher) error {
 	workers := map[int]context.CancelCauseFunc{}
 	dirty := true
 	var err error
 	for err == nil {
-		var out chan<- []*Shard
+		var send chan<- []*Shard
 		var set []*Shard
 		if dirty {
-			out, set = m.out, m.snapshot()
+			send, set = out, m.snapshot()
 		}
 		select {
-		case out <- set:
+		case send <- set:
 			dirty = false
 			m.delivered(set)
 		case <-m.changed:
@@ -216,12 +194,12 @@ func (m *Member) run(ctx context.Context, w *group.Watcher) {
 			err = context.Cause(ctx)
 		}
 	}
-	m.stop(err, w, workers)
+	return m.stop(err, w, workers)
 }
 
-// stop ends every worker with cause, waits for them, and reports the
+// stop ends every worker with cause, waits for them, and returns why the
 // member stopped.
-func (m *Member) stop(cause error, w *group.Watcher, workers map[int]context.CancelCauseFunc) {
+func (m *Member) stop(cause error, w *group.Watcher, workers map[int]context.CancelCauseFunc) error {
 	m.st.Disconnected() // wait for a session end being published
 	if c := context.Cause(m.st.Context()); c != nil {
 		cause = c
@@ -231,7 +209,6 @@ func (m *Member) stop(cause error, w *group.Watcher, workers map[int]context.Can
 	}
 	m.workers.Wait()
 	_ = w.Close()
-	m.cancel(cause)
 	if !errors.Is(cause, ErrLeft) {
 		// Stopped by itself: the node goes with the session, or is
 		// already gone; otherwise it is removed within the cleanup
@@ -241,11 +218,7 @@ func (m *Member) stop(cause error, w *group.Watcher, workers map[int]context.Can
 		cancel()
 		_ = m.leaveNodes(ended)
 	}
-	m.mu.Lock()
-	m.err = cause
-	m.mu.Unlock()
-	close(m.out)
-	close(m.done)
+	return cause
 }
 
 // reconcile starts a worker for each shard list assigns the member that

@@ -4,10 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	gosync "sync"
 	"time"
 
 	"github.com/corral-go/corral/internal/recipe"
+	"github.com/corral-go/corral/internal/runner"
 	"github.com/corral-go/corral/store"
 )
 
@@ -23,14 +23,8 @@ import (
 // is not usable: its channels are closed and Err reports
 // store.ErrInvalidArgument.
 type Consumer struct {
-	q      *Queue
-	ch     chan *Item
-	ctx    context.Context
-	cancel context.CancelCauseFunc
-	done   chan struct{}
-
-	mu  gosync.Mutex
-	err error
+	q *Queue
+	l *runner.Loop[*Item]
 }
 
 // Consume starts a consumer of q. It does not block. The consumer runs
@@ -41,50 +35,21 @@ type Consumer struct {
 // with store.ErrInvalidArgument.
 func (q *Queue) Consume(ctx context.Context) *Consumer {
 	if err := q.usable("consume"); err != nil {
-		c := &Consumer{ch: make(chan *Item), done: make(chan struct{}), err: err}
-		close(c.ch)
-		close(c.done)
-		return c
+		return &Consumer{l: runner.Stopped[*Item](err)}
 	}
-	cctx, cancel := context.WithCancelCause(ctx)
-	c := &Consumer{q: q, ch: make(chan *Item), ctx: cctx, cancel: cancel, done: make(chan struct{})}
-	sess := q.st.Context()
-	stop := context.AfterFunc(sess, func() { cancel(context.Cause(sess)) })
-	go c.run(stop)
+	c := &Consumer{q: q}
+	c.l = runner.Start(ctx, c.run)
 	return c
 }
-
-// closedItems is the Items channel of the zero Consumer.
-var closedItems = func() chan *Item {
-	ch := make(chan *Item)
-	close(ch)
-	return ch
-}()
 
 // Items returns the channel the consumer delivers items on. It is closed
 // when the consumer has stopped and given back any item it held; Err then
 // says why. At-least-once, every item received must be Acked or Nacked.
-func (c *Consumer) Items() <-chan *Item {
-	if c == nil || c.ch == nil {
-		return closedItems
-	}
-	return c.ch
-}
+func (c *Consumer) Items() <-chan *Item { return c.loop().C() }
 
 // Done returns a channel that is closed when the consumer has stopped, after
 // its Items channel.
-func (c *Consumer) Done() <-chan struct{} {
-	if c == nil || c.done == nil {
-		return recipeClosed
-	}
-	return c.done
-}
-
-var recipeClosed = func() chan struct{} {
-	ch := make(chan struct{})
-	close(ch)
-	return ch
-}()
+func (c *Consumer) Done() <-chan struct{} { return c.loop().Done() }
 
 // Err returns nil while the consumer runs and, once it stopped, why: the
 // cause of its ctx (context.Canceled, context.DeadlineExceeded or the cause
@@ -92,57 +57,56 @@ var recipeClosed = func() chan struct{} {
 // (store.ErrSessionExpired, store.ErrClosed), ErrConsumerClosed after Close,
 // or the error of a failed take; joined with the error of giving back the
 // item it held, if that failed.
-func (c *Consumer) Err() error {
-	if c == nil || c.done == nil {
-		return fmt.Errorf("queue: consumer: %w: not made by Queue.Consume", store.ErrInvalidArgument)
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.err
-}
+func (c *Consumer) Err() error { return c.loop().Err(errZeroConsumer) }
+
+var errZeroConsumer = fmt.Errorf("queue: consumer: %w: not made by Queue.Consume", store.ErrInvalidArgument)
 
 // Close stops the consumer and waits until it has stopped. It does not need
 // the Items channel to be drained. It is idempotent and returns nil.
-func (c *Consumer) Close() error {
-	if c == nil || c.cancel == nil {
+func (c *Consumer) Close() error { return c.loop().Close(ErrConsumerClosed) }
+
+// loop returns the loop of c, nil for a nil Consumer.
+func (c *Consumer) loop() *runner.Loop[*Item] {
+	if c == nil {
 		return nil
 	}
-	c.cancel(ErrConsumerClosed)
-	<-c.done
-	return nil
+	return c.l
 }
 
-func (c *Consumer) run(stop func() bool) {
-	defer close(c.done)
-	defer stop()
+// run takes items and hands them over on out until the consumer stops, and
+// returns why. The end of the session stops it too, at once, even while it
+// waits for a receiver.
+func (c *Consumer) run(ctx context.Context, out chan<- *Item) error {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	sess := c.q.st.Context()
+	defer context.AfterFunc(sess, func() { cancel(context.Cause(sess)) })()
 	for {
-		it, err := c.q.take(c.ctx, true)
+		it, err := c.q.take(ctx, true)
 		if err != nil {
-			c.finish(err, nil)
-			return
+			return c.stopped(ctx, err, nil)
 		}
-		if c.hand(it) {
+		if c.hand(ctx, out, it) {
 			continue
 		}
-		if c.ctx.Err() == nil {
+		if ctx.Err() == nil {
 			continue // the claim was lost while we held the item: take again
 		}
 		// The ctx has ended; giving the item back must not.
-		gctx, cancel := recipe.GraceContext(c.ctx)
+		gctx, gcancel := recipe.GraceContext(ctx)
 		var gerr error
 		if err := it.giveBack(gctx); err != nil {
 			gerr = fmt.Errorf("queue: consumer: give back %q: %w", it.ID, err)
 		}
-		cancel()
-		c.finish(c.ctx.Err(), gerr)
-		return
+		gcancel()
+		return c.stopped(ctx, ctx.Err(), gerr)
 	}
 }
 
 // hand hands it over and reports whether the receiver got it. While it
 // waits it extends the item's claim, a third of the visibility timeout
 // before its deadline; it gives up when ctx ends or the claim is lost.
-func (c *Consumer) hand(it *Item) bool {
+func (c *Consumer) hand(ctx context.Context, out chan<- *Item, it *Item) bool {
 	var renew <-chan time.Time
 	var t *time.Timer
 	if d, ok := it.Deadline(); ok {
@@ -152,15 +116,15 @@ func (c *Consumer) hand(it *Item) bool {
 	}
 	for {
 		select {
-		case c.ch <- it:
-			c.q.delivered(c.ctx, it)
+		case out <- it:
+			c.q.delivered(ctx, it)
 			return true
-		case <-c.ctx.Done():
+		case <-ctx.Done():
 			return false
 		case <-it.ctx.Done():
 			return false
 		case <-renew:
-			if err := it.Extend(c.ctx); err != nil && !errors.Is(err, store.ErrDisconnected) {
+			if err := it.Extend(ctx); err != nil && !errors.Is(err, store.ErrDisconnected) {
 				return false
 			}
 			d, _ := it.Deadline()
@@ -169,16 +133,9 @@ func (c *Consumer) hand(it *Item) bool {
 	}
 }
 
-// finish records why the consumer stopped and closes its channel.
-func (c *Consumer) finish(err, gerr error) {
-	if c.ctx.Err() != nil {
-		err = context.Cause(c.ctx)
-	} else {
-		err = fmt.Errorf("queue: consumer %q: %w", c.q.path, err)
-	}
-	c.mu.Lock()
-	c.err = errors.Join(err, gerr)
-	c.mu.Unlock()
-	close(c.ch)
-	c.cancel(err)
+// stopped returns why the consumer stopped: the cause of ctx once it
+// ended, else the failed take's err; joined with gerr, the failure to give
+// back the item it held.
+func (c *Consumer) stopped(ctx context.Context, err, gerr error) error {
+	return errors.Join(runner.Cause(ctx, fmt.Errorf("queue: consumer %q: %w", c.q.path, err)), gerr)
 }

@@ -1,6 +1,7 @@
 package store_test
 
 import (
+	"context"
 	"errors"
 	"testing"
 
@@ -10,6 +11,18 @@ import (
 
 // plain hides every optional capability of the store it wraps.
 type plain struct{ store.Store }
+
+// through is a store.Wrapper that implements no capability itself.
+type through struct{ store.Store }
+
+func (w through) Unwrap() store.Store { return w.Store }
+
+// own is a store.Wrapper that implements NodeWatcher itself.
+type own struct{ through }
+
+func (own) NodeW(context.Context, string) (store.Stat, <-chan store.Event, error) {
+	return store.Stat{}, nil, errors.ErrUnsupported
+}
 
 func TestFind(t *testing.T) {
 	ms := memstore.New()
@@ -22,6 +35,28 @@ func TestFind(t *testing.T) {
 	}
 	if _, ok := store.Find[store.NodeWatcher](nil); ok {
 		t.Errorf("Find[NodeWatcher](nil) = true; want false")
+	}
+
+	// Through a Wrapper: what the wrapped store has, no more and no less;
+	// the wrapper's own where it implements it.
+	ownMs := own{through{ms}}
+	for _, tt := range []struct {
+		name string
+		st   store.Store
+		want store.NodeWatcher // nil: not found
+	}{
+		{"through(memstore)", through{ms}, ms},
+		{"through(plain)", through{plain{ms}}, nil},
+		{"own(memstore)", ownMs, ownMs},
+		{"own(plain)", own{through{plain{ms}}}, nil},
+		{"through(own(memstore))", through{ownMs}, ownMs},
+		{"own(own(plain))", own{through{own{through{plain{ms}}}}}, nil},
+		{"through(nil)", through{}, nil},
+	} {
+		got, ok := store.Find[store.NodeWatcher](tt.st)
+		if ok != (tt.want != nil) || got != tt.want {
+			t.Errorf("Find[NodeWatcher](%s) = %T, %v; want %T, %v", tt.name, got, ok, tt.want, tt.want != nil)
+		}
 	}
 }
 

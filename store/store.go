@@ -225,8 +225,8 @@
 // [FrontDeleter] stays outside the contract: it is a cost trick of stores
 // whose windowed reads walk the whole directory (etcd; memstore imitates
 // it to test the hand-off), and a store that lacks it loses nothing but a
-// listing per hand-over. A store that wraps another must offer exactly the
-// capabilities of the store it wraps, or recipes take the slower path.
+// listing per hand-over. A store that wraps another (a [Wrapper]) offers
+// exactly the capabilities of the store it wraps: [Find] looks through it.
 package store
 
 import (

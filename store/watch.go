@@ -34,7 +34,7 @@ func WatchNode(ctx context.Context, st Store, path string) (Stat, <-chan Event, 
 	if st == nil {
 		return Stat{}, nil, fmt.Errorf("store: watch %q: %w: nil store", path, ErrInvalidArgument)
 	}
-	if nw, ok := st.(NodeWatcher); ok {
+	if nw, ok := Find[NodeWatcher](st); ok {
 		return nw.NodeW(ctx, path)
 	}
 	wctx, stop := context.WithCancel(ctx)

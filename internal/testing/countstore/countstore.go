@@ -4,16 +4,17 @@
 // recipe's tests use it to show that a release wakes only the waiters it
 // unblocks, and its benchmarks to count round trips per operation.
 //
-// The wrapper always offers store.ChildrenWatcher, store.NodeWatcher, store.CreateLister,
-// store.WindowLister, store.SeqDeleter, store.FrontDeleter and store.BatchCreator
-// (over a store without it, CreateBatch fails with errors.ErrUnsupported:
-// single creates would not be all or none). Over a store without CreateLister, CreateAndList is a Create followed by a
-// Children and is counted as those two calls, which is what a recipe would
-// pay doing the same itself; likewise a window over a store without
-// WindowLister is read from Children (or CreateAndList), DeleteSeq over a
-// store without SeqDeleter is a Delete, and over a store without
-// FrontDeleter, DeleteFront is a DeleteSeq and FollowsFront finds no
-// record (and costs no call).
+// The wrapper is a store.Wrapper: store.Find looks through it to the
+// wrapped store, so that a recipe finds over the wrapper exactly the
+// capabilities it finds without it, and takes the same path. The wrapper
+// implements every optional capability of package store and counts each
+// call of one as one call of its method (a store.Find over a store without
+// the capability never returns the wrapper's, and a direct call then fails
+// with errors.ErrUnsupported). What a capability returns is counted too: a
+// lease's Renew and Revoke ("Lease.Renew", "Lease.Revoke") and a follow's
+// Sync ("ChildrenFollow.Sync") are requests. The changes a follow delivers
+// are not counted: the server pushes them as a stream, which no request
+// asks for and no waiter parks on (they are no wakeups either).
 //
 // It is test-only, like every package under internal/testing: _test.go
 // files and the other internal/testing packages import it; code that ships
@@ -22,7 +23,6 @@ package countstore
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"maps"
 	gosync "sync"
@@ -70,16 +70,7 @@ type forwarder struct {
 	done chan struct{} // closed once the event is counted and relayed
 }
 
-var (
-	_ store.Store           = (*Store)(nil)
-	_ store.ChildrenWatcher = (*Store)(nil)
-	_ store.NodeWatcher     = (*Store)(nil)
-	_ store.CreateLister    = (*Store)(nil)
-	_ store.WindowLister    = (*Store)(nil)
-	_ store.SeqDeleter      = (*Store)(nil)
-	_ store.FrontDeleter    = (*Store)(nil)
-	_ store.BatchCreator    = (*Store)(nil)
-)
+var _ store.Wrapper = (*Store)(nil)
 
 // New returns a Store that counts the calls made to st. Close the wrapper,
 // not st: it waits for the wrapper's watch forwarders.
@@ -93,7 +84,7 @@ func New(st store.Store) *Store {
 	}
 }
 
-// Unwrap returns the wrapped store.
+// Unwrap implements store.Wrapper: it returns the wrapped store.
 func (s *Store) Unwrap() store.Store { return s.inner }
 
 // Counts returns a snapshot of the counters.
@@ -146,6 +137,13 @@ func (s *Store) remember(p string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.created[p] = true
+}
+
+// made remembers n, the node of a create that returned err, if it was made.
+func (s *Store) made(n store.Node, err error) {
+	if err == nil {
+		s.remember(n.Path)
+	}
 }
 
 // forward relays the one event of ev, a watch on path, counting it as a
@@ -203,100 +201,8 @@ func (s *Store) Flush(ctx context.Context) error {
 func (s *Store) Create(ctx context.Context, path string, data []byte, mode store.Mode) (store.Node, error) {
 	s.count("Create")
 	n, err := s.inner.Create(ctx, path, data, mode)
-	if err == nil {
-		s.remember(n.Path)
-	}
+	s.made(n, err)
 	return n, err
-}
-
-// CreateAndList implements store.CreateLister.
-func (s *Store) CreateAndList(ctx context.Context, path string, data []byte, mode store.Mode) (store.Node, []store.Child, error) {
-	cl, ok := s.inner.(store.CreateLister)
-	if !ok {
-		n, err := s.Create(ctx, path, data, mode)
-		if err != nil {
-			return n, nil, err
-		}
-		kids, err := s.Children(ctx, store.Parent(n.Path))
-		if err != nil {
-			_ = s.inner.Delete(context.WithoutCancel(ctx), n.Path)
-			return store.Node{}, nil, err
-		}
-		return n, kids, nil
-	}
-	s.count("CreateAndList")
-	n, kids, err := cl.CreateAndList(ctx, path, data, mode)
-	if err == nil {
-		s.remember(n.Path)
-	}
-	return n, kids, err
-}
-
-// CreateAndWindow implements store.WindowLister.
-func (s *Store) CreateAndWindow(ctx context.Context, path string, data []byte, mode store.Mode, n int) (store.Node, []store.Child, bool, error) {
-	wl, ok := s.inner.(store.WindowLister)
-	if !ok {
-		node, kids, err := s.CreateAndList(ctx, path, data, mode)
-		if err != nil {
-			return node, nil, false, err
-		}
-		kids, complete := store.Window(kids, node.Seq, n)
-		return node, kids, complete, nil
-	}
-	s.count("CreateAndWindow")
-	node, kids, complete, err := wl.CreateAndWindow(ctx, path, data, mode, n)
-	if err == nil {
-		s.remember(node.Path)
-	}
-	return node, kids, complete, err
-}
-
-// ChildrenUpTo implements store.WindowLister.
-func (s *Store) ChildrenUpTo(ctx context.Context, path string, seq int64, n int) ([]store.Child, bool, error) {
-	wl, ok := s.inner.(store.WindowLister)
-	if !ok {
-		kids, err := s.Children(ctx, path)
-		if errors.Is(err, store.ErrNoNode) {
-			return nil, true, nil
-		}
-		if err != nil {
-			return nil, false, err
-		}
-		kids, complete := store.Window(kids, seq, n)
-		return kids, complete, nil
-	}
-	s.count("ChildrenUpTo")
-	return wl.ChildrenUpTo(ctx, path, seq, n)
-}
-
-// DeleteSeq implements store.SeqDeleter.
-func (s *Store) DeleteSeq(ctx context.Context, path string, seq int64) error {
-	sd, ok := s.inner.(store.SeqDeleter)
-	if !ok {
-		return s.Delete(ctx, path)
-	}
-	s.count("DeleteSeq")
-	return sd.DeleteSeq(ctx, path, seq)
-}
-
-// DeleteFront implements store.FrontDeleter.
-func (s *Store) DeleteFront(ctx context.Context, path string, seq int64) error {
-	fd, ok := s.inner.(store.FrontDeleter)
-	if !ok {
-		return s.DeleteSeq(ctx, path, seq)
-	}
-	s.count("DeleteFront")
-	return fd.DeleteFront(ctx, path, seq)
-}
-
-// FollowsFront implements store.FrontDeleter.
-func (s *Store) FollowsFront(ctx context.Context, path string, seq, prev int64) (bool, error) {
-	fd, ok := s.inner.(store.FrontDeleter)
-	if !ok {
-		return false, nil
-	}
-	s.count("FollowsFront")
-	return fd.FollowsFront(ctx, path, seq, prev)
 }
 
 // Get implements store.Store.
@@ -325,17 +231,6 @@ func (s *Store) ExistsW(ctx context.Context, path string) (bool, store.Stat, <-c
 		return ok, stat, nil, err
 	}
 	return ok, stat, s.forward(path, ev), nil
-}
-
-// NodeW implements store.NodeWatcher through store.WatchNode, so that
-// the wrapper keeps the wrapped store's way of watching a node.
-func (s *Store) NodeW(ctx context.Context, path string) (store.Stat, <-chan store.Event, error) {
-	s.count("NodeW")
-	stat, ev, err := store.WatchNode(ctx, s.inner, path)
-	if err != nil {
-		return store.Stat{}, nil, err
-	}
-	return stat, s.forward(path, ev), nil
 }
 
 // ChildrenW implements store.Store.
@@ -369,20 +264,4 @@ func (s *Store) Close() error {
 	err := s.inner.Close()
 	s.wg.Wait()
 	return err
-}
-
-// CreateBatch implements store.BatchCreator, counted as one call. Over a
-// store without it, it fails with errors.ErrUnsupported: a batch made of
-// single creates would not be atomic.
-func (s *Store) CreateBatch(ctx context.Context, parent string, batch []store.BatchNode, mode store.Mode) ([]store.Node, error) {
-	bc, ok := s.inner.(store.BatchCreator)
-	if !ok {
-		return nil, fmt.Errorf("countstore: create batch %q: %w", parent, errors.ErrUnsupported)
-	}
-	s.count("CreateBatch")
-	nodes, err := bc.CreateBatch(ctx, parent, batch, mode)
-	for _, n := range nodes {
-		s.remember(n.Path)
-	}
-	return nodes, err
 }
