@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"reflect"
 	"strconv"
 	"strings"
 	gosync "sync"
@@ -273,27 +272,37 @@ func (s *Semaphore) wait(ctx context.Context, own store.Node, kids []store.Child
 		case i < 0:
 			return s.ownGone(own.Path)
 		case i < s.n:
-			if s.st.Context().Err() != nil {
-				return s.ownGone(own.Path)
+			if err := recipe.Confirm(ctx, s.st, own); err != nil {
+				return s.lost(own.Path, err)
 			}
 			return s.handOn(ctx, own, len(leases)-i-1)
 		}
-		// The first waiter waits for any holder to go; the others for the
-		// waiter before them to go or move up.
-		blockers, moved := leases[:s.n], false
-		if i > s.n {
-			blockers, moved = leases[i-1:i], true
-		}
-		if err := s.retry(ctx, func() error { return semAwait(ctx, s.st, blockers, moved) }); err != nil {
+		if _, _, err := recipe.WaitAny(ctx, s.st, semBlockers(leases, i, s.n)); err != nil {
 			return err
 		}
-		if err := s.retry(ctx, func() (err error) { kids, err = s.st.Children(ctx, s.path); return err }); err != nil {
+		var err error
+		if kids, err = recipe.Children(ctx, s.st, s.path); err != nil {
 			return err
 		}
 		if err := recipe.CheckFamily(s.path, kids, recipe.Leases); err != nil {
 			return err
 		}
 	}
+}
+
+// semBlockers returns what the waiter at index i of leases waits on: the
+// first waiter (i == n) for any of the n holders to go; every later one for
+// the waiter before it to go or to be touched (a lease node's version is 0
+// until its holder touches it, see handOn).
+func semBlockers(leases []dbNode, i, n int) []recipe.Watch {
+	if i > n {
+		return []recipe.Watch{{Path: leases[i-1].path, Seq: leases[i-1].seq, Touch: true}}
+	}
+	ws := make([]recipe.Watch, n)
+	for j, l := range leases[:n] {
+		ws[j] = recipe.Watch{Path: l.path, Seq: l.seq}
+	}
+	return ws
 }
 
 // handOn is the last step of a grant to own, followed in line by behind
@@ -304,67 +313,9 @@ func (s *Semaphore) handOn(ctx context.Context, own store.Node, behind int) erro
 	if behind == 0 {
 		return nil
 	}
-	return s.retry(ctx, func() error {
-		_, err := s.st.Set(ctx, own.Path, own.Data, store.AnyVersion)
-		return err
+	_, err := recipe.Retry(ctx, s.st, func() (store.Node, error) {
+		return s.st.Set(ctx, own.Path, own.Data, store.AnyVersion)
 	})
-}
-
-// retry calls fn until it succeeds or fails with anything but a lost
-// connection that the session survives.
-func (s *Semaphore) retry(ctx context.Context, fn func() error) error {
-	for attempt := 0; ; attempt++ {
-		err := fn()
-		if err == nil || !recipe.RideOut(ctx, s.st, err, attempt) {
-			return err
-		}
-	}
-}
-
-// semAwait waits until one of nodes changes (goes, or has its data set),
-// returning at once if one of them is gone already or, with moved, has been
-// touched already (a lease node's version is 0 until its holder touches it).
-func semAwait(ctx context.Context, st store.Store, nodes []dbNode, moved bool) error {
-	wctx, cancel := context.WithCancel(ctx)
-	defer cancel() // drops the watches that did not fire
-	cases := make([]reflect.SelectCase, 0, len(nodes)+2)
-	for _, m := range nodes {
-		stat, ev, err := store.WatchNode(wctx, st, m.path)
-		if errors.Is(err, store.ErrNoNode) {
-			return nil // gone
-		}
-		if err != nil {
-			return err
-		}
-		if stat.Seq != m.seq {
-			return nil // gone, maybe made again under its name
-		}
-		cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ev)})
-		if moved {
-			// The touch may have come between the list and the watch.
-			node, err := st.Get(ctx, m.path)
-			if err != nil || node.Version > 0 {
-				return semIgnoreNoNode(err)
-			}
-		}
-	}
-	cases = append(cases,
-		reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ctx.Done())},
-		reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(st.Context().Done())})
-	i, v, _ := reflect.Select(cases)
-	switch {
-	case i < len(nodes):
-		return v.Interface().(store.Event).Err
-	case i == len(nodes):
-		return ctx.Err()
-	}
-	return context.Cause(st.Context())
-}
-
-func semIgnoreNoNode(err error) error {
-	if errors.Is(err, store.ErrNoNode) {
-		return nil
-	}
 	return err
 }
 
@@ -377,6 +328,15 @@ func semLeases(dir string, kids []store.Child) []dbNode {
 		}
 	}
 	return ls
+}
+
+// lost is the error of a grant that Confirm refused: the lease's own when
+// its node is gone or the session ended.
+func (s *Semaphore) lost(path string, err error) error {
+	if errors.Is(err, store.ErrNoNode) || s.st.Context().Err() != nil {
+		return s.ownGone(path)
+	}
+	return err
 }
 
 func (s *Semaphore) ownGone(path string) error {

@@ -197,7 +197,7 @@ func Flush(ctx context.Context, st store.Store, dir string) error {
 	}
 	cl := c.(*cleaner)
 	for _, p := range cl.nodes(dir) {
-		_, err := retry(ctx, st, func() (struct{}, error) { return struct{}{}, deleteOnce(ctx, st, p) })
+		_, err := Retry(ctx, st, func() (struct{}, error) { return struct{}{}, deleteOnce(ctx, st, p) })
 		if err != nil {
 			return fmt.Errorf("remove abandoned node %q: %w", p.path, err)
 		}
@@ -300,7 +300,7 @@ func remove(ctx context.Context, st store.Store, id nodeID) (gone bool, err erro
 	rec := telemetry.FromContext(ctx)
 	attempt := 0
 	var last error
-	_, err = retry(rctx, st, func() (struct{}, error) {
+	_, err = Retry(rctx, st, func() (struct{}, error) {
 		if attempt > 0 {
 			rec.CleanupRetried(rctx, path, attempt, last)
 		}

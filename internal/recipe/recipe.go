@@ -276,8 +276,7 @@ func CreateChildren(ctx context.Context, st store.Store, dir, prefix string, dat
 		if n, err = st.Create(ctx, p, data, store.EphemeralSequential); err != nil {
 			return store.Node{}, nil, err
 		}
-		kids, err = retry(ctx, st, func() ([]store.Child, error) { return st.Children(ctx, dir) })
-		if err != nil {
+		if kids, err = Children(ctx, st, dir); err != nil {
 			return store.Node{}, nil, errors.Join(sessionErr(st, err), Remove(ctx, st, n))
 		}
 	}
@@ -337,7 +336,7 @@ func TryAcquire(ctx context.Context, st store.Store, dir, prefix string, data []
 	}
 	i := Index(v.cs, n.Name())
 	if i < 0 {
-		return store.Node{}, false, errors.Join(ownGone(st, n.Path), Remove(ctx, st, n))
+		return store.Node{}, false, errors.Join(OwnGone(st, n.Path), Remove(ctx, st, n))
 	}
 	if blocker(v.cs, i) >= 0 {
 		return store.Node{}, false, Remove(ctx, st, n)
@@ -398,7 +397,7 @@ func read(ctx context.Context, st store.Store, n store.Node) (view, error) {
 		kids     []store.Child
 		complete bool
 	}
-	w, err := retry(ctx, st, func() (win, error) {
+	w, err := Retry(ctx, st, func() (win, error) {
 		kids, complete, err := wl.ChildrenUpTo(ctx, dir, n.Seq, windowFor(name))
 		return win{kids, complete}, err
 	})
@@ -411,9 +410,15 @@ func read(ctx context.Context, st store.Store, n store.Node) (view, error) {
 	return view{cs: Contenders(w.kids), complete: w.complete}, nil
 }
 
+// Children lists the children of dir, riding out a lost connection while
+// ctx and the session live (see Retry).
+func Children(ctx context.Context, st store.Store, dir string) ([]store.Child, error) {
+	return Retry(ctx, st, func() ([]store.Child, error) { return st.Children(ctx, dir) })
+}
+
 // list reads the full view of the contender named name in dir.
 func list(ctx context.Context, st store.Store, dir, name string) (view, error) {
-	kids, err := retry(ctx, st, func() ([]store.Child, error) { return st.Children(ctx, dir) })
+	kids, err := Children(ctx, st, dir)
 	if err != nil {
 		return view{}, err
 	}
@@ -441,45 +446,30 @@ func decisive(ctx context.Context, st store.Store, n store.Node, v view, blocker
 // again after every wait, and reports whether it waited for a blocker.
 func wait(ctx context.Context, st store.Store, n store.Node, v view, blocker Blocker) (waited bool, err error) {
 	dir, name := store.Parent(n.Path), n.Name()
-	for attempt := 0; ; {
+	for {
 		if v, err = decisive(ctx, st, n, v, blocker); err != nil {
 			return waited, err
 		}
 		cs := v.cs
 		i := Index(cs, name)
 		if i < 0 {
-			return waited, ownGone(st, n.Path)
+			return waited, OwnGone(st, n.Path)
 		}
 		b := blocker(cs, i)
 		if b < 0 {
-			// The view was read after the own node was created, and the
-			// session was alive when it was read; it must still be.
-			if st.Context().Err() != nil {
-				return waited, fmt.Errorf("contender %q: %w", n.Path, context.Cause(st.Context()))
-			}
-			if !disconnected(st) {
-				return waited, nil
-			}
-			// Granted on a view read just as the store reported a lost
-			// connection: ownership is unknown, so no grant until the
-			// store is back; then read again.
-			if err := Pause(ctx, st, attempt); err != nil {
-				return waited, err
-			}
-			attempt++
-		} else {
-			waited = true
-			if err := WaitGone(ctx, st, store.Join(dir, cs[b].Name), cs[b].Seq); err != nil {
-				return waited, err
-			}
-			first, err := followsFront(ctx, st, n, cs[b])
-			if err != nil {
-				return waited, err
-			}
-			if first {
-				v = view{cs: []Contender{{Name: name, Seq: n.Seq, Kind: kindOf(name)}}, complete: true}
-				continue
-			}
+			return waited, Confirm(ctx, st, n)
+		}
+		waited = true
+		if err := WaitGone(ctx, st, store.Join(dir, cs[b].Name), cs[b].Seq); err != nil {
+			return waited, err
+		}
+		first, err := followsFront(ctx, st, n, cs[b])
+		if err != nil {
+			return waited, err
+		}
+		if first {
+			v = view{cs: []Contender{{Name: name, Seq: n.Seq, Kind: kindOf(name)}}, complete: true}
+			continue
 		}
 		if v, err = read(ctx, st, n); err != nil {
 			return waited, err
@@ -500,97 +490,7 @@ func followsFront(ctx context.Context, st store.Store, n store.Node, c Contender
 	if !ok || c.Kind == Reader || isLeaseKey(c.Name) {
 		return false, nil
 	}
-	return retry(ctx, st, func() (bool, error) { return fd.FollowsFront(ctx, n.Path, n.Seq, c.Seq) })
-}
-
-// disconnected reports whether st reports a lost connection now.
-func disconnected(st store.Store) bool {
-	select {
-	case <-st.Disconnected():
-		return true
-	default:
-		return false
-	}
-}
-
-// ownGone is the error of a contender whose node vanished while it waited:
-// the session's end if it ended, else store.ErrNoNode.
-func ownGone(st store.Store, path string) error {
-	syncSession(st)
-	if cause := context.Cause(st.Context()); cause != nil {
-		return fmt.Errorf("contender %q: %w", path, cause)
-	}
-	return fmt.Errorf("contender %q deleted: %w", path, store.ErrNoNode)
-}
-
-// syncSession waits until st has finished reporting a session end it is in
-// the middle of. The adapters publish a session's end (ephemerals deleted,
-// Disconnected closed, Context cancelled) under their own lock, which
-// Disconnected takes too.
-func syncSession(st store.Store) { st.Disconnected() }
-
-// WaitGone blocks until the node at path with Seq seq does not exist, ctx
-// is done or the session ends. It watches the node with store.WatchNode,
-// which sets no watch once the node is gone. A node found at path with another Seq is
-// another node (the name was used again, as etcd's own clients do for every
-// acquisition of a session), so it counts as gone: waiting for it could close
-// a cycle with a contender that waits for us. WaitGone re-checks after every
-// event, so a data change or a watch that can no longer fire never passes for
-// a deletion, and it retries across a lost connection while the session
-// lives.
-func WaitGone(ctx context.Context, st store.Store, path string, seq int64) error {
-	return waitGone(ctx, st, path, func(s store.Stat) bool { return s.Seq == seq })
-}
-
-// WaitAbsent blocks until no node exists at path, whichever node it is (a
-// barrier's node removed and set again holds the caller back again), ctx is
-// done or the session ends; otherwise it is WaitGone.
-func WaitAbsent(ctx context.Context, st store.Store, path string) error {
-	return waitGone(ctx, st, path, func(store.Stat) bool { return true })
-}
-
-// waitGone waits until the node at path is missing or is not the one same
-// picks out.
-func waitGone(ctx context.Context, st store.Store, path string, same func(store.Stat) bool) error {
-	for attempt := 0; ; attempt++ {
-		wctx, stop := context.WithCancel(ctx)
-		stat, ev, err := store.WatchNode(wctx, st, path)
-		if errors.Is(err, store.ErrNoNode) {
-			stop()
-			return nil
-		}
-		if err != nil {
-			stop()
-			if !errors.Is(err, store.ErrDisconnected) || ctx.Err() != nil {
-				return err
-			}
-			if err := Pause(ctx, st, attempt); err != nil {
-				return err
-			}
-			continue
-		}
-		if !same(stat) {
-			// Another node at the name: the watch on it ends when
-			// that node changes or goes.
-			stop()
-			return nil
-		}
-		select {
-		case e := <-ev:
-			stop()
-			if e.Err == nil && e.Type == store.EventDeleted {
-				return nil
-			}
-			if errors.Is(e.Err, store.ErrDisconnected) {
-				if err := Pause(ctx, st, attempt); err != nil {
-					return err
-				}
-			}
-		case <-ctx.Done():
-			stop()
-			return ctx.Err()
-		}
-	}
+	return Retry(ctx, st, func() (bool, error) { return fd.FollowsFront(ctx, n.Path, n.Seq, c.Seq) })
 }
 
 // Pause waits before the attempt-th retry (from 0) after a lost
@@ -622,9 +522,10 @@ func RideOut(ctx context.Context, st store.Store, err error, attempt int) bool {
 	return Pause(ctx, st, attempt) == nil
 }
 
-// retry calls fn until it succeeds, fails with an error other than
-// store.ErrDisconnected, ctx is done or the session ends.
-func retry[T any](ctx context.Context, st store.Store, fn func() (T, error)) (T, error) {
+// Retry calls fn until it succeeds, fails with an error other than
+// store.ErrDisconnected, ctx is done or the session ends, pacing its tries
+// with Pause.
+func Retry[T any](ctx context.Context, st store.Store, fn func() (T, error)) (T, error) {
 	for attempt := 0; ; attempt++ {
 		v, err := fn()
 		if err == nil || !errors.Is(err, store.ErrDisconnected) || ctx.Err() != nil {
