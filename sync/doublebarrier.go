@@ -99,7 +99,7 @@ type DoubleBarrier struct {
 	self *DoubleBarrier // b itself, unless b is a copy
 
 	// Guarded by turn.
-	limitOK bool // the stored limit was checked
+	limit   storedLimit
 	entered bool
 	me      dbNode  // own node, while entered
 	round   dbRound // own round, while entered
@@ -196,11 +196,8 @@ func (b *DoubleBarrier) Enter(ctx context.Context) error {
 }
 
 func (b *DoubleBarrier) enter(ctx context.Context, a telemetry.Attempt) error {
-	if !b.limitOK {
-		if err := storeLimit(ctx, b.st, b.path, b.n); err != nil {
-			return b.fail(ctx, "enter", err)
-		}
-		b.limitOK = true
+	if err := b.limit.check(ctx, b.st, b.path, b.n); err != nil {
+		return b.fail(ctx, "enter", err)
 	}
 	tctx := telemetry.NewContext(ctx, b.rec)
 	if err := recipe.Flush(tctx, b.st, b.path); err != nil {

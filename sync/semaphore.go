@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	gosync "sync"
+	"sync/atomic"
 
 	"github.com/corral-go/corral/internal/holderr"
 	"github.com/corral-go/corral/internal/recipe"
@@ -46,6 +46,25 @@ func (e *LimitError) Error() string {
 
 // Unwrap returns ErrLimitMismatch.
 func (e *LimitError) Unwrap() error { return ErrLimitMismatch }
+
+// storedLimit is the limit of a Semaphore, StripedMutex or DoubleBarrier as
+// the store has it: the first call that needs it stores it with the
+// recipe's node or checks it against the stored one (storeLimit), and later
+// calls trust that. Concurrent first calls each check, so that none waits
+// for another's I/O beyond its own ctx. The zero value has checked nothing.
+type storedLimit struct{ checked atomic.Bool }
+
+// check makes sure, once, that the node at path stores n.
+func (l *storedLimit) check(ctx context.Context, st store.Store, path string, n int) error {
+	if l.checked.Load() {
+		return nil
+	}
+	if err := storeLimit(ctx, st, path, n); err != nil {
+		return err
+	}
+	l.checked.Store(true)
+	return nil
+}
 
 // storeLimit makes sure the node at path stores the limit n: it creates the
 // node holding n, or fills it in when it exists empty (made as the parent of
@@ -139,8 +158,7 @@ type Semaphore struct {
 	opts lockOptions
 	rec  *telemetry.Recorder
 
-	mu      gosync.Mutex
-	limitOK bool // the stored limit was checked
+	limit storedLimit
 }
 
 // NewSemaphore returns a Semaphore of n leases whose node is at path in st.
@@ -241,18 +259,9 @@ func (s *Semaphore) prepare(ctx context.Context, op string) error {
 	if ctx.Err() != nil {
 		return acquireErr(ctx, op, s.path, nil)
 	}
-	s.mu.Lock()
-	ok := s.limitOK
-	s.mu.Unlock()
-	if ok {
-		return nil
-	}
-	if err := storeLimit(ctx, s.st, s.path, s.n); err != nil {
+	if err := s.limit.check(ctx, s.st, s.path, s.n); err != nil {
 		return acquireErr(ctx, op, s.path, err)
 	}
-	s.mu.Lock()
-	s.limitOK = true
-	s.mu.Unlock()
 	return nil
 }
 
@@ -347,7 +356,7 @@ func (s *Semaphore) ownGone(path string) error {
 }
 
 func (s *Semaphore) grant(node store.Node, held *telemetry.Holding) *Lease {
-	return &Lease{path: s.path, rec: s.rec, hold: recipe.NewHold(s.st, node, s.opts.holdWith(held))}
+	return &Lease{h: handle{path: s.path, rec: s.rec, hold: recipe.NewHold(s.st, node, s.opts.holdWith(held))}}
 }
 
 // Lease is one of a Semaphore's n leases, held from Acquire until Release.
@@ -359,33 +368,26 @@ func (s *Semaphore) grant(node store.Node, held *telemetry.Holding) *Lease {
 // someone else, or (under the default LoseOnDisconnect policy) when the
 // connection is lost; Context is then cancelled with the reason, and
 // Release returns an error wrapping ErrLeaseLost.
-type Lease struct {
-	path string
-	rec  *telemetry.Recorder
-	hold *recipe.Hold
-	once recipe.ReleaseOnce
+type Lease struct{ h handle }
+
+// held returns l's handle; nil for a nil Lease.
+func (l *Lease) held() *handle {
+	if l == nil {
+		return nil
+	}
+	return &l.h
 }
 
 // Context returns a context that is cancelled the moment the lease ends,
 // with the reason as its cause: ErrReleased, ErrNodeDeleted,
 // ErrDisconnected, store.ErrSessionExpired or store.ErrClosed. Do the work
 // the lease guards under it.
-func (l *Lease) Context() context.Context {
-	if l == nil || l.hold == nil {
-		return notHeld
-	}
-	return l.hold.Context()
-}
+func (l *Lease) Context() context.Context { return l.held().context() }
 
 // Token returns the lease's fencing token, its node's (store.Node.Fence:
 // the Seq, on ZooKeeper plus the directory's creation zxid), which grows
 // with every lease granted by the semaphore and orders the grants.
-func (l *Lease) Token() int64 {
-	if l == nil || l.hold == nil {
-		return -1
-	}
-	return l.hold.Token()
-}
+func (l *Lease) Token() int64 { return l.held().token() }
 
 // Release gives the lease back and removes its node, which wakes the first
 // waiter in line. The lease ends at once; the removal is tried until ctx
@@ -399,15 +401,8 @@ func (l *Lease) Token() int64 {
 // removed its node returns an error wrapping ErrReleased, and touches
 // nothing.
 func (l *Lease) Release(ctx context.Context) error {
-	if l == nil || l.hold == nil {
+	if !l.held().granted() {
 		return opErr("release", "", fmt.Errorf("%w: lease not granted by a Semaphore", store.ErrInvalidArgument))
 	}
-	lost, err := l.once.Release(telemetry.NewContext(ctx, l.rec), l.hold, ErrReleased, ErrReleased)
-	if lost != nil {
-		return opErr("release", l.path, errors.Join(fmt.Errorf("%w: %w", ErrLeaseLost, lost), err))
-	}
-	if err != nil {
-		return opErr("release", l.path, err)
-	}
-	return nil
+	return l.h.release(ctx, "release", ErrReleased, ErrReleased, ErrLeaseLost)
 }

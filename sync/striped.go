@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	gosync "sync"
 	"sync/atomic"
 	"time"
 
@@ -168,8 +167,7 @@ type StripedMutex struct {
 	// Lock tries that stripe last.
 	handed atomic.Int64
 
-	mu      gosync.Mutex
-	limitOK bool // the stored k was checked
+	limit storedLimit // k
 }
 
 // NewStripedMutex returns a StripedMutex of k stripes whose node is at path
@@ -269,18 +267,9 @@ func (s *StripedMutex) prepare(ctx context.Context, op string, stripes []int) ([
 	if ctx.Err() != nil {
 		return nil, s.opErr(ctx, op, nil)
 	}
-	s.mu.Lock()
-	ok := s.limitOK
-	s.mu.Unlock()
-	if ok {
-		return set, nil
-	}
-	if err := storeLimit(ctx, s.st, s.path, s.k); err != nil {
+	if err := s.limit.check(ctx, s.st, s.path, s.k); err != nil {
 		return nil, s.opErr(ctx, op, err)
 	}
-	s.mu.Lock()
-	s.limitOK = true
-	s.mu.Unlock()
 	return set, nil
 }
 
