@@ -34,15 +34,14 @@ func (e *Election) Campaign(ctx context.Context, value []byte) (*Leadership, err
 		return nil, fmt.Errorf("election: campaign %q: %w", e.path, err)
 	}
 	a := e.rec.Begin(ctx)
-	tctx := telemetry.NewContext(ctx, e.rec)
 	for attempt := 0; ; attempt++ {
-		n, waited, err := recipe.AcquireWaited(tctx, e.st, e.path, prefix, value, recipe.Predecessor)
+		n, waited, err := recipe.AcquireWaited(ctx, e.st, e.rec, e.path, prefix, value, recipe.Predecessor)
 		if err == nil {
 			l, cerr := e.claim(ctx, n, waited, a)
 			if cerr == nil {
 				return l, nil
 			}
-			err = errors.Join(cerr, recipe.Remove(tctx, e.st, n))
+			err = errors.Join(cerr, recipe.Remove(ctx, e.st, e.rec, n))
 		}
 		// A connection lost at the wrong moment (between a create and
 		// its listing, say) costs the candidate its place in line but
@@ -84,7 +83,7 @@ func (e *Election) claim(ctx context.Context, n store.Node, waited bool, a telem
 			return nil, err
 		}
 	}
-	opts.OnEnd = a.Granted(ctx, n).End
+	opts.OnEnd, opts.Rec = a.Granted(ctx, n).End, e.rec
 	return &Leadership{
 		e:     e,
 		hold:  recipe.NewHold(e.st, n, opts),

@@ -9,7 +9,6 @@ import (
 	gosync "sync"
 
 	"github.com/corral-go/corral/internal/recipe"
-	"github.com/corral-go/corral/internal/telemetry"
 	"github.com/corral-go/corral/store"
 )
 
@@ -339,7 +338,7 @@ func (q *Queue) deadLetter(ctx context.Context, cfg config, e entry, data []byte
 	if err := q.st.Delete(ctx, store.Join(q.items, e.name)); err != nil && !errors.Is(err, store.ErrNoNode) {
 		return err
 	}
-	_ = recipe.Remove(telemetry.NewContext(ctx, q.rec), q.st, store.Node{Path: store.Join(q.counts, e.id)})
+	_ = recipe.Remove(ctx, q.st, q.rec, store.Node{Path: store.Join(q.counts, e.id)})
 	return nil
 }
 

@@ -199,8 +199,7 @@ func (b *DoubleBarrier) enter(ctx context.Context, a telemetry.Attempt) error {
 	if err := b.limit.check(ctx, b.st, b.path, b.n); err != nil {
 		return b.fail(ctx, "enter", err)
 	}
-	tctx := telemetry.NewContext(ctx, b.rec)
-	if err := recipe.Flush(tctx, b.st, b.path); err != nil {
+	if err := recipe.Flush(ctx, b.st, b.path); err != nil {
 		return b.fail(ctx, "enter", err)
 	}
 	node, err := b.st.Create(ctx, store.Join(b.path, dbMember), b.opts.nodeData(a.Start()), store.EphemeralSequential)
@@ -213,7 +212,7 @@ func (b *DoubleBarrier) enter(ctx context.Context, a telemetry.Attempt) error {
 		r, err = b.lateRound(ctx, me)
 	}
 	if err != nil {
-		return b.fail(ctx, "enter", errors.Join(err, recipe.Remove(tctx, b.st, store.Node{Path: me.path, Seq: me.seq})))
+		return b.fail(ctx, "enter", errors.Join(err, recipe.Remove(ctx, b.st, b.rec, store.Node{Path: me.path, Seq: me.seq})))
 	}
 	b.entered, b.me, b.round, b.gone = true, me, r, false
 	b.held = a.Granted(ctx, node)
@@ -242,10 +241,9 @@ func (b *DoubleBarrier) Leave(ctx context.Context) error {
 	b.entered = false
 	held := b.held
 	b.held = nil
-	tctx := telemetry.NewContext(ctx, b.rec)
-	err := b.leave(tctx)
+	err := b.leave(ctx)
 	if err != nil {
-		err = b.fail(ctx, "leave", errors.Join(err, recipe.Remove(tctx, b.st, store.Node{Path: b.me.path, Seq: b.me.seq})))
+		err = b.fail(ctx, "leave", errors.Join(err, recipe.Remove(ctx, b.st, b.rec, store.Node{Path: b.me.path, Seq: b.me.seq})))
 	}
 	held.End(b.loss(ctx, err))
 	return err

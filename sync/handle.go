@@ -4,15 +4,13 @@ import (
 	"context"
 
 	"github.com/corral-go/corral/internal/recipe"
-	"github.com/corral-go/corral/internal/telemetry"
 )
 
 // handle is what a handle on one hold (a ReadHold, a Lease) is made of: the
-// recipe's Hold, its idempotent release, and the path and recorder of the
-// primitive that granted it. A nil or zero handle holds nothing.
+// recipe's Hold, its idempotent release, and the path of the primitive that
+// granted it. A nil or zero handle holds nothing.
 type handle struct {
 	path string
-	rec  *telemetry.Recorder
 	hold *recipe.Hold
 	once recipe.ReleaseOnce
 }
@@ -40,6 +38,6 @@ func (h *handle) token() int64 {
 // cause, and again's error when it was released before; a loss before the
 // release is reported wrapped in lostAs, all as op's error.
 func (h *handle) release(ctx context.Context, op string, cause, again, lostAs error) error {
-	lost, err := h.once.Release(telemetry.NewContext(ctx, h.rec), h.hold, cause, again)
+	lost, err := h.once.Release(ctx, h.hold, cause, again)
 	return releaseErr(op, h.path, lostAs, lost, err)
 }

@@ -91,8 +91,7 @@ func (rw *RWMutex) RLock(ctx context.Context) (*ReadHold, error) {
 		return nil, acquireErr(ctx, "rlock", rw.w.path, nil)
 	}
 	a := rw.rrec.Begin(ctx)
-	tctx := telemetry.NewContext(ctx, rw.rrec)
-	n, err := recipe.Acquire(tctx, rw.w.st, rw.w.path, recipe.ReadPrefix, rw.opts.nodeData(a.Start()), recipe.LastWriter)
+	n, err := recipe.Acquire(ctx, rw.w.st, rw.rrec, rw.w.path, recipe.ReadPrefix, rw.opts.nodeData(a.Start()), recipe.LastWriter)
 	if err != nil {
 		a.Failed(ctx, err)
 		return nil, acquireErr(ctx, "rlock", rw.w.path, err)
@@ -108,8 +107,7 @@ func (rw *RWMutex) TryRLock(ctx context.Context) (*ReadHold, bool, error) {
 		return nil, false, err
 	}
 	a := rw.rrec.Try()
-	tctx := telemetry.NewContext(ctx, rw.rrec)
-	n, ok, err := recipe.TryAcquire(tctx, rw.w.st, rw.w.path, recipe.ReadPrefix, rw.opts.nodeData(a.Start()), recipe.LastWriter)
+	n, ok, err := recipe.TryAcquire(ctx, rw.w.st, rw.rrec, rw.w.path, recipe.ReadPrefix, rw.opts.nodeData(a.Start()), recipe.LastWriter)
 	if err != nil {
 		a.Failed(ctx, err)
 		return nil, false, acquireErr(ctx, "tryrlock", rw.w.path, err)
@@ -122,7 +120,7 @@ func (rw *RWMutex) TryRLock(ctx context.Context) (*ReadHold, bool, error) {
 }
 
 func (rw *RWMutex) rgrant(n store.Node, held *telemetry.Holding) *ReadHold {
-	return &ReadHold{h: handle{path: rw.w.path, rec: rw.rrec, hold: recipe.NewHold(rw.w.st, n, rw.opts.holdWith(held))}}
+	return &ReadHold{h: handle{path: rw.w.path, hold: recipe.NewHold(rw.w.st, n, rw.opts.holdWith(rw.rrec, held))}}
 }
 
 // ReadHold is one read hold of an RWMutex, held from RLock (or a TryRLock

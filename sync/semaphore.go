@@ -195,14 +195,13 @@ func (s *Semaphore) Acquire(ctx context.Context) (*Lease, error) {
 		return nil, err
 	}
 	a := s.rec.Begin(ctx)
-	tctx := telemetry.NewContext(ctx, s.rec)
-	node, kids, err := s.create(tctx, s.opts.nodeData(a.Start()))
+	node, kids, err := s.create(ctx, s.opts.nodeData(a.Start()))
 	if err != nil {
 		a.Failed(ctx, err)
 		return nil, acquireErr(ctx, "acquire", s.path, err)
 	}
 	if err := s.wait(ctx, node, kids); err != nil {
-		err = errors.Join(err, recipe.Remove(tctx, s.st, node))
+		err = errors.Join(err, recipe.Remove(ctx, s.st, s.rec, node))
 		a.Failed(ctx, err)
 		return nil, acquireErr(ctx, "acquire", s.path, err)
 	}
@@ -219,8 +218,7 @@ func (s *Semaphore) TryAcquire(ctx context.Context) (*Lease, bool, error) {
 		return nil, false, err
 	}
 	a := s.rec.Try()
-	tctx := telemetry.NewContext(ctx, s.rec)
-	node, kids, err := s.create(tctx, s.opts.nodeData(a.Start()))
+	node, kids, err := s.create(ctx, s.opts.nodeData(a.Start()))
 	if err != nil {
 		a.Failed(ctx, err)
 		return nil, false, acquireErr(ctx, "tryacquire", s.path, err)
@@ -237,7 +235,7 @@ func (s *Semaphore) TryAcquire(ctx context.Context) (*Lease, bool, error) {
 			return s.grant(node, a.Granted(ctx, node)), true, nil
 		}
 	}
-	if err = errors.Join(err, recipe.Remove(tctx, s.st, node)); err != nil {
+	if err = errors.Join(err, recipe.Remove(ctx, s.st, s.rec, node)); err != nil {
 		a.Failed(ctx, err)
 		return nil, false, acquireErr(ctx, "tryacquire", s.path, err)
 	}
@@ -268,7 +266,7 @@ func (s *Semaphore) prepare(ctx context.Context, op string) error {
 // create makes the own lease node with data and lists the semaphore's
 // children right after, in one round trip when the store can.
 func (s *Semaphore) create(ctx context.Context, data []byte) (store.Node, []store.Child, error) {
-	return recipe.CreateChildren(ctx, s.st, s.path, semPrefix, data)
+	return recipe.CreateChildren(ctx, s.st, s.rec, s.path, semPrefix, data)
 }
 
 // wait blocks until own is among the n lowest leases, re-listing them after
@@ -356,7 +354,7 @@ func (s *Semaphore) ownGone(path string) error {
 }
 
 func (s *Semaphore) grant(node store.Node, held *telemetry.Holding) *Lease {
-	return &Lease{h: handle{path: s.path, rec: s.rec, hold: recipe.NewHold(s.st, node, s.opts.holdWith(held))}}
+	return &Lease{h: handle{path: s.path, hold: recipe.NewHold(s.st, node, s.opts.holdWith(s.rec, held))}}
 }
 
 // Lease is one of a Semaphore's n leases, held from Acquire until Release.

@@ -211,7 +211,7 @@ func (s *StripedMutex) Lock(ctx context.Context, stripes ...int) (*Stripe, error
 		return nil, err
 	}
 	a := s.rec.Begin(ctx)
-	st, err := s.acquire(telemetry.NewContext(ctx, s.rec), a, s.order(set), len(set) == s.k, true)
+	st, err := s.acquire(ctx, a, s.order(set), len(set) == s.k, true)
 	if err != nil {
 		a.Failed(ctx, err)
 		return nil, s.opErr(ctx, "lock", err)
@@ -230,7 +230,7 @@ func (s *StripedMutex) TryLock(ctx context.Context, stripes ...int) (*Stripe, bo
 		return nil, false, err
 	}
 	a := s.rec.Try()
-	st, err := s.acquire(telemetry.NewContext(ctx, s.rec), a, s.order(set), len(set) == s.k, false)
+	st, err := s.acquire(ctx, a, s.order(set), len(set) == s.k, false)
 	switch {
 	case err != nil:
 		a.Failed(ctx, err)
@@ -348,13 +348,13 @@ func (s *StripedMutex) acquire(ctx context.Context, a telemetry.Attempt, ord []i
 		i := ord[j]
 		// Create lists the directory right after the create: in one round
 		// trip on a store with CreateLister.
-		n, cs, err := recipe.Create(ctx, s.st, s.dir(), stripePrefix(i, all), s.opts.nodeData(a.Start()))
+		n, cs, err := recipe.Create(ctx, s.st, s.rec, s.dir(), stripePrefix(i, all), s.opts.nodeData(a.Start()))
 		if err != nil {
 			return nil, fmt.Errorf("stripe %d: %w", i, err)
 		}
 		own := recipe.Index(cs, n.Name())
 		if own < 0 {
-			return nil, errors.Join(recipe.OwnGone(s.st, n.Path), recipe.Remove(ctx, s.st, n))
+			return nil, errors.Join(recipe.OwnGone(s.st, n.Path), recipe.Remove(ctx, s.st, s.rec, n))
 		}
 		if stripeBlocker(cs, own) < 0 {
 			return s.grant(ctx, a, i, n), nil
@@ -369,7 +369,7 @@ func (s *StripedMutex) acquire(ctx context.Context, a telemetry.Attempt, ord []i
 		if next < 0 && wait {
 			return s.waitLine(ctx, a, i, n, cs, ord, all)
 		}
-		if err := recipe.Remove(ctx, s.st, n); err != nil {
+		if err := recipe.Remove(ctx, s.st, s.rec, n); err != nil {
 			return nil, err
 		}
 		if next < 0 {
@@ -411,7 +411,7 @@ func shortest(counts []int) int {
 func (s *StripedMutex) waitLine(ctx context.Context, a telemetry.Attempt, line int, own store.Node, cs []recipe.Contender, ord []int, all bool) (st *Stripe, err error) {
 	defer func() {
 		if err != nil {
-			err = errors.Join(err, recipe.Remove(ctx, s.st, own))
+			err = errors.Join(err, recipe.Remove(ctx, s.st, s.rec, own))
 		}
 	}()
 	var others []int
@@ -447,7 +447,7 @@ func (s *StripedMutex) waitLine(ctx context.Context, a telemetry.Attempt, line i
 			if got := s.move(ctx, a, others); got != nil {
 				// The old place goes to the session's cleaner if
 				// it cannot be removed now; the new stripe stands.
-				_ = recipe.Remove(ctx, s.st, own)
+				_ = recipe.Remove(ctx, s.st, s.rec, own)
 				return got, nil
 			}
 		}
@@ -470,7 +470,7 @@ func (s *StripedMutex) move(ctx context.Context, a telemetry.Attempt, others []i
 		if counts[j] > 0 {
 			continue
 		}
-		n, ok, err := recipe.TryAcquire(ctx, s.st, s.dir(), stripePrefix(i, true), s.opts.nodeData(time.Now()), stripeBlocker)
+		n, ok, err := recipe.TryAcquire(ctx, s.st, s.rec, s.dir(), stripePrefix(i, true), s.opts.nodeData(time.Now()), stripeBlocker)
 		if err != nil {
 			return nil
 		}
@@ -522,7 +522,7 @@ func (s *StripedMutex) handOver(ctx context.Context, i int) {
 
 // grant makes the hold of n, stripe i, and reports it to a.
 func (s *StripedMutex) grant(ctx context.Context, a telemetry.Attempt, i int, n store.Node) *Stripe {
-	return &Stripe{s: s, i: i, hold: recipe.NewHold(s.st, n, s.opts.holdWith(a.Granted(ctx, n)))}
+	return &Stripe{s: s, i: i, hold: recipe.NewHold(s.st, n, s.opts.holdWith(s.rec, a.Granted(ctx, n)))}
 }
 
 // opErr reports a failed call, matching ctx.Err() and its cause when ctx
@@ -603,7 +603,7 @@ func (st *Stripe) Unlock(ctx context.Context) error {
 	if err := st.usable(); err != nil {
 		return err
 	}
-	lost, err := st.once.Release(telemetry.NewContext(ctx, st.s.rec), st.hold, ErrUnlocked, ErrNotLocked)
+	lost, err := st.once.Release(ctx, st.hold, ErrUnlocked, ErrNotLocked)
 	if lost != nil {
 		return st.opErr(errors.Join(fmt.Errorf("%w: %w", ErrLockLost, lost), err))
 	}

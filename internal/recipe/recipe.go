@@ -88,6 +88,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/corral-go/corral/internal/telemetry"
 	"github.com/corral-go/corral/store"
 )
 
@@ -248,8 +249,8 @@ func LastWriter(cs []Contender, own int) int {
 // removes the session's own abandoned nodes in dir (Flush), so the new node
 // never queues behind one of them. On error no node is left behind, or the
 // error says it will be removed (ErrRemovalPending).
-func Create(ctx context.Context, st store.Store, dir, prefix string, data []byte) (store.Node, []Contender, error) {
-	n, kids, err := CreateChildren(ctx, st, dir, prefix, data)
+func Create(ctx context.Context, st store.Store, rec *telemetry.Recorder, dir, prefix string, data []byte) (store.Node, []Contender, error) {
+	n, kids, err := CreateChildren(ctx, st, rec, dir, prefix, data)
 	if err != nil {
 		return store.Node{}, nil, err
 	}
@@ -258,7 +259,7 @@ func Create(ctx context.Context, st store.Store, dir, prefix string, data []byte
 
 // CreateChildren is Create that returns the children of dir as listed, for
 // a recipe that reads its nodes itself (a semaphore counts its leases).
-func CreateChildren(ctx context.Context, st store.Store, dir, prefix string, data []byte) (store.Node, []store.Child, error) {
+func CreateChildren(ctx context.Context, st store.Store, rec *telemetry.Recorder, dir, prefix string, data []byte) (store.Node, []store.Child, error) {
 	if err := Flush(ctx, st, dir); err != nil {
 		return store.Node{}, nil, err
 	}
@@ -277,11 +278,11 @@ func CreateChildren(ctx context.Context, st store.Store, dir, prefix string, dat
 			return store.Node{}, nil, err
 		}
 		if kids, err = Children(ctx, st, dir); err != nil {
-			return store.Node{}, nil, errors.Join(sessionErr(st, err), Remove(ctx, st, n))
+			return store.Node{}, nil, errors.Join(sessionErr(st, err), Remove(ctx, st, rec, n))
 		}
 	}
 	if err := CheckFamily(dir, kids, FamilyOf(prefix)); err != nil {
-		return store.Node{}, nil, errors.Join(err, Remove(ctx, st, n))
+		return store.Node{}, nil, errors.Join(err, Remove(ctx, st, rec, n))
 	}
 	return n, kids, nil
 }
@@ -300,8 +301,8 @@ func sessionErr(st store.Store, err error) error {
 // Acquire creates a contender node dir/prefix with data and blocks until
 // blocker grants it, ctx is done or the session ends. It returns the node,
 // or an error and leaves no node behind. It may be called concurrently.
-func Acquire(ctx context.Context, st store.Store, dir, prefix string, data []byte, blocker Blocker) (store.Node, error) {
-	n, _, err := AcquireWaited(ctx, st, dir, prefix, data, blocker)
+func Acquire(ctx context.Context, st store.Store, rec *telemetry.Recorder, dir, prefix string, data []byte, blocker Blocker) (store.Node, error) {
+	n, _, err := AcquireWaited(ctx, st, rec, dir, prefix, data, blocker)
 	return n, err
 }
 
@@ -312,34 +313,34 @@ func Acquire(ctx context.Context, st store.Store, dir, prefix string, data []byt
 // every uncontended cycle a write: nobody is likely behind it, and a
 // contender that is finds no record (one point read) and reads its view
 // again.
-func AcquireWaited(ctx context.Context, st store.Store, dir, prefix string, data []byte, blocker Blocker) (n store.Node, waited bool, err error) {
-	n, v, err := create(ctx, st, dir, prefix, data)
+func AcquireWaited(ctx context.Context, st store.Store, rec *telemetry.Recorder, dir, prefix string, data []byte, blocker Blocker) (n store.Node, waited bool, err error) {
+	n, v, err := create(ctx, st, rec, dir, prefix, data)
 	if err != nil {
 		return store.Node{}, false, err
 	}
 	if waited, err = wait(ctx, st, n, v, blocker); err != nil {
-		return store.Node{}, false, errors.Join(sessionErr(st, err), Remove(ctx, st, n))
+		return store.Node{}, false, errors.Join(sessionErr(st, err), Remove(ctx, st, rec, n))
 	}
 	return n, waited, nil
 }
 
 // TryAcquire is Acquire without the wait: if the new node is blocked it is
 // removed and TryAcquire reports false.
-func TryAcquire(ctx context.Context, st store.Store, dir, prefix string, data []byte, blocker Blocker) (store.Node, bool, error) {
-	n, v, err := create(ctx, st, dir, prefix, data)
+func TryAcquire(ctx context.Context, st store.Store, rec *telemetry.Recorder, dir, prefix string, data []byte, blocker Blocker) (store.Node, bool, error) {
+	n, v, err := create(ctx, st, rec, dir, prefix, data)
 	if err != nil {
 		return store.Node{}, false, err
 	}
 	v, err = decisive(ctx, st, n, v, blocker)
 	if err != nil {
-		return store.Node{}, false, errors.Join(sessionErr(st, err), Remove(ctx, st, n))
+		return store.Node{}, false, errors.Join(sessionErr(st, err), Remove(ctx, st, rec, n))
 	}
 	i := Index(v.cs, n.Name())
 	if i < 0 {
-		return store.Node{}, false, errors.Join(OwnGone(st, n.Path), Remove(ctx, st, n))
+		return store.Node{}, false, errors.Join(OwnGone(st, n.Path), Remove(ctx, st, rec, n))
 	}
 	if blocker(v.cs, i) >= 0 {
-		return store.Node{}, false, Remove(ctx, st, n)
+		return store.Node{}, false, Remove(ctx, st, rec, n)
 	}
 	return n, true, nil
 }
@@ -366,10 +367,10 @@ func windowFor(prefix string) int {
 // create creates the contender node and returns it with the view right
 // after: a window where st reads windows (store.WindowLister), else the
 // full listing (Create).
-func create(ctx context.Context, st store.Store, dir, prefix string, data []byte) (store.Node, view, error) {
+func create(ctx context.Context, st store.Store, rec *telemetry.Recorder, dir, prefix string, data []byte) (store.Node, view, error) {
 	wl, ok := store.Find[store.WindowLister](st)
 	if !ok {
-		n, cs, err := Create(ctx, st, dir, prefix, data)
+		n, cs, err := Create(ctx, st, rec, dir, prefix, data)
 		return n, view{cs: cs, complete: true}, err
 	}
 	if err := Flush(ctx, st, dir); err != nil {
@@ -380,7 +381,7 @@ func create(ctx context.Context, st store.Store, dir, prefix string, data []byte
 		return store.Node{}, view{}, err
 	}
 	if err := CheckFamily(dir, kids, FamilyOf(prefix)); err != nil {
-		return store.Node{}, view{}, errors.Join(err, Remove(ctx, st, n))
+		return store.Node{}, view{}, errors.Join(err, Remove(ctx, st, rec, n))
 	}
 	return n, view{cs: Contenders(kids), complete: complete}, nil
 }
