@@ -215,3 +215,25 @@ func OwnGone(st store.Store, path string) error {
 // Disconnected closed, Context cancelled) under their own lock, which
 // Disconnected takes too.
 func syncSession(st store.Store) { st.Disconnected() }
+
+// WatchChildren lists the children of dir with a watch (store.ChildrenW)
+// that fires on their next change. While dir does not exist it returns no
+// children and a watch that fires when dir is made (or the watch can no
+// longer fire); a dir made between the two reads is listed again. It is
+// how a watcher of a directory (an election's observer, a group's watcher,
+// a queue's consumer) waits for a directory that comes and goes.
+func WatchChildren(ctx context.Context, st store.Store, dir string) ([]store.Child, <-chan store.Event, error) {
+	for {
+		kids, ev, err := st.ChildrenW(ctx, dir)
+		if !errors.Is(err, store.ErrNoNode) {
+			return kids, ev, err
+		}
+		exists, _, ev, err := st.ExistsW(ctx, dir)
+		if err != nil {
+			return nil, nil, err
+		}
+		if !exists {
+			return nil, ev, nil
+		}
+	}
+}
