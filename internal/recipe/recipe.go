@@ -53,6 +53,21 @@
 // [TryAcquire] is the non-blocking form. [Predecessor] is the blocker of a
 // mutex, a writer or an election candidate; [LastWriter] that of a reader.
 //
+// # Waiting and granting
+//
+// Every wait of a contender is [WaitAny]: for one node to go (a mutex's
+// predecessor, [WaitGone]), for any of several to go (a semaphore's first
+// waiter watches the holders), or also for a node to be touched, its data
+// set again, which is how a recipe wakes one chosen waiter (a semaphore's
+// hand-down, a striped lock's hand-over). Every grant passes [Confirm]: a
+// contender is granted only while its session lives and the store reports
+// no lost connection; while ownership is unknown it waits, and then checks
+// its node is still its own. The recipes that order contenders their own
+// way (sync's Semaphore and StripedMutex) keep only that order, and their
+// error wrapping. The telemetry recorder a primitive passes (Acquire,
+// Create, Remove, HoldOptions.Rec) receives the logs of removals that are
+// retried or left to the session's cleaner.
+//
 // # Holding
 //
 // [NewHold] turns a granted node into a [Hold], whose Context is derived
