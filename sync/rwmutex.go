@@ -120,7 +120,7 @@ func (rw *RWMutex) TryRLock(ctx context.Context) (*ReadHold, bool, error) {
 }
 
 func (rw *RWMutex) rgrant(n store.Node, held *telemetry.Holding) *ReadHold {
-	return &ReadHold{h: handle{path: rw.w.path, hold: recipe.NewHold(rw.w.st, n, rw.opts.holdWith(rw.rrec, held))}}
+	return &ReadHold{path: rw.w.path, hold: recipe.NewHold(rw.w.st, n, rw.opts.holdWith(rw.rrec, held))}
 }
 
 // ReadHold is one read hold of an RWMutex, held from RLock (or a TryRLock
@@ -134,24 +134,16 @@ func (rw *RWMutex) rgrant(n store.Node, held *telemetry.Holding) *ReadHold {
 // A read hold is lost as a Mutex's hold is (see Mutex); Context is then
 // cancelled with the reason, and Unlock returns an error wrapping
 // ErrLockLost.
-type ReadHold struct{ h handle }
-
-// held returns r's handle; nil for a nil ReadHold.
-func (r *ReadHold) held() *handle {
-	if r == nil {
-		return nil
-	}
-	return &r.h
-}
+type ReadHold handle
 
 // Context returns a context that is cancelled the moment the read hold
 // ends, with the reason as its cause: ErrUnlocked, ErrNodeDeleted,
 // ErrDisconnected, store.ErrSessionExpired or store.ErrClosed.
-func (r *ReadHold) Context() context.Context { return r.held().context() }
+func (r *ReadHold) Context() context.Context { return (*handle)(r).context() }
 
 // Token returns the read hold's fencing token, its node's
 // (store.Node.Fence), or -1 for a nil or zero ReadHold.
-func (r *ReadHold) Token() int64 { return r.held().token() }
+func (r *ReadHold) Token() int64 { return (*handle)(r).token() }
 
 // Unlock releases the read hold and removes its node, as Mutex.Unlock does:
 // the hold ends at once; a removal the connection does not allow returns an
@@ -160,10 +152,10 @@ func (r *ReadHold) Token() int64 { return r.held().token() }
 // ErrLockLost and the cause when the hold had already ended, and one
 // wrapping ErrNotLocked, touching nothing, when it was unlocked already.
 func (r *ReadHold) Unlock(ctx context.Context) error {
-	if !r.held().granted() {
+	if !(*handle)(r).granted() {
 		return opErr("runlock", "", fmt.Errorf("%w: read hold not granted by an RWMutex", store.ErrInvalidArgument))
 	}
-	return r.h.release(ctx, "runlock", ErrUnlocked, ErrNotLocked, ErrLockLost)
+	return (*handle)(r).release(ctx, "runlock", ErrUnlocked, ErrNotLocked, ErrLockLost)
 }
 
 // Locker returns a sync.Locker on the write lock; it panics on failure as

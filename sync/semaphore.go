@@ -354,7 +354,7 @@ func (s *Semaphore) ownGone(path string) error {
 }
 
 func (s *Semaphore) grant(node store.Node, held *telemetry.Holding) *Lease {
-	return &Lease{h: handle{path: s.path, hold: recipe.NewHold(s.st, node, s.opts.holdWith(s.rec, held))}}
+	return &Lease{path: s.path, hold: recipe.NewHold(s.st, node, s.opts.holdWith(s.rec, held))}
 }
 
 // Lease is one of a Semaphore's n leases, held from Acquire until Release.
@@ -366,26 +366,18 @@ func (s *Semaphore) grant(node store.Node, held *telemetry.Holding) *Lease {
 // someone else, or (under the default LoseOnDisconnect policy) when the
 // connection is lost; Context is then cancelled with the reason, and
 // Release returns an error wrapping ErrLeaseLost.
-type Lease struct{ h handle }
-
-// held returns l's handle; nil for a nil Lease.
-func (l *Lease) held() *handle {
-	if l == nil {
-		return nil
-	}
-	return &l.h
-}
+type Lease handle
 
 // Context returns a context that is cancelled the moment the lease ends,
 // with the reason as its cause: ErrReleased, ErrNodeDeleted,
 // ErrDisconnected, store.ErrSessionExpired or store.ErrClosed. Do the work
 // the lease guards under it.
-func (l *Lease) Context() context.Context { return l.held().context() }
+func (l *Lease) Context() context.Context { return (*handle)(l).context() }
 
 // Token returns the lease's fencing token, its node's (store.Node.Fence:
 // the Seq, on ZooKeeper plus the directory's creation zxid), which grows
 // with every lease granted by the semaphore and orders the grants.
-func (l *Lease) Token() int64 { return l.held().token() }
+func (l *Lease) Token() int64 { return (*handle)(l).token() }
 
 // Release gives the lease back and removes its node, which wakes the first
 // waiter in line. The lease ends at once; the removal is tried until ctx
@@ -399,8 +391,8 @@ func (l *Lease) Token() int64 { return l.held().token() }
 // removed its node returns an error wrapping ErrReleased, and touches
 // nothing.
 func (l *Lease) Release(ctx context.Context) error {
-	if !l.held().granted() {
+	if !(*handle)(l).granted() {
 		return opErr("release", "", fmt.Errorf("%w: lease not granted by a Semaphore", store.ErrInvalidArgument))
 	}
-	return l.h.release(ctx, "release", ErrReleased, ErrReleased, ErrLeaseLost)
+	return (*handle)(l).release(ctx, "release", ErrReleased, ErrReleased, ErrLeaseLost)
 }
