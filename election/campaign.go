@@ -34,15 +34,14 @@ func (e *Election) Campaign(ctx context.Context, value []byte) (*Leadership, err
 		return nil, fmt.Errorf("election: campaign %q: %w", e.path, err)
 	}
 	a := e.rec.Begin(ctx)
-	tctx := telemetry.NewContext(ctx, e.rec)
 	for attempt := 0; ; attempt++ {
-		n, waited, err := recipe.AcquireWaited(tctx, e.st, e.path, prefix, value, recipe.Predecessor)
+		n, waited, err := recipe.AcquireWaited(ctx, e.st, e.rec, e.path, prefix, value, recipe.Predecessor)
 		if err == nil {
 			l, cerr := e.claim(ctx, n, waited, a)
 			if cerr == nil {
 				return l, nil
 			}
-			err = errors.Join(cerr, recipe.Remove(tctx, e.st, n))
+			err = errors.Join(cerr, recipe.Remove(ctx, e.st, e.rec, n))
 		}
 		// A connection lost at the wrong moment (between a create and
 		// its listing, say) costs the candidate its place in line but
@@ -73,63 +72,23 @@ func (e *Election) campaignErr(ctx context.Context, err error) error {
 }
 
 // claim turns the granted node n into a leadership. Under LoseOnDisconnect
-// it waits out a lost connection first, and then checks again that n is
-// still there and still this session's: leadership is never reported while
-// ownership is unknown.
+// it confirms the grant again (recipe.Confirm: a lost connection is waited
+// out, and n then checked to be still there and this session's), so that
+// leadership is never reported while ownership is unknown.
 func (e *Election) claim(ctx context.Context, n store.Node, waited bool, a telemetry.Attempt) (*Leadership, error) {
 	opts := recipe.HoldOptions{Deleted: ErrNodeDeleted, Front: waited} // see recipe.AcquireWaited
 	if e.opts.policy == LoseOnDisconnect {
 		opts.Disconnected = ErrDisconnected
-		if err := e.reconnected(ctx, n); err != nil {
+		if err := recipe.Confirm(ctx, e.st, n); err != nil {
 			return nil, err
 		}
 	}
-	opts.OnEnd = a.Granted(ctx, n).End
+	opts.OnEnd, opts.Rec = a.Granted(ctx, n).End, e.rec
 	return &Leadership{
 		e:     e,
 		hold:  recipe.NewHold(e.st, n, opts),
 		value: n.Data,
 	}, nil
-}
-
-// reconnected returns at once when the connection is up; otherwise it waits
-// until it is, and then checks that n still belongs to the live session.
-func (e *Election) reconnected(ctx context.Context, n store.Node) error {
-	for attempt := 0; ; attempt++ {
-		waited := attempt > 0
-		if err := e.alive(ctx); err != nil {
-			return err
-		}
-		if isClosed(e.st.Disconnected()) {
-			if err := recipe.Pause(ctx, e.st, attempt); err != nil {
-				return err
-			}
-			continue
-		}
-		if !waited {
-			return nil
-		}
-		got, err := e.st.Get(ctx, n.Path)
-		switch {
-		case errors.Is(err, store.ErrDisconnected):
-			if err := recipe.Pause(ctx, e.st, attempt); err != nil {
-				return err
-			}
-			continue
-		case errors.Is(err, store.ErrNoNode):
-			if err := e.alive(ctx); err != nil {
-				return err
-			}
-			return ErrNodeDeleted
-		case err != nil:
-			return err
-		case got.Owner != e.st.SessionID():
-			return fmt.Errorf("%w: %q belongs to session %#x, not %#x", ErrNodeDeleted, n.Path, got.Owner, e.st.SessionID())
-		}
-		if !isClosed(e.st.Disconnected()) {
-			return nil
-		}
-	}
 }
 
 // alive returns ctx's error or the session's cause, if either has ended.

@@ -7,7 +7,6 @@ import (
 	gosync "sync"
 
 	"github.com/corral-go/corral/internal/recipe"
-	"github.com/corral-go/corral/internal/telemetry"
 	"github.com/corral-go/corral/store"
 )
 
@@ -106,7 +105,7 @@ func (l *Leadership) Resign(ctx context.Context) error {
 	if l == nil || l.hold == nil {
 		return fmt.Errorf("election: resign: %w: leadership not won by a campaign", store.ErrInvalidArgument)
 	}
-	if _, err := l.hold.Release(telemetry.NewContext(ctx, l.e.rec), ErrResigned); err != nil {
+	if _, err := l.hold.Release(ctx, ErrResigned); err != nil {
 		return fmt.Errorf("election: resign: %w", err)
 	}
 	return nil

@@ -199,17 +199,7 @@ func (e *Election) observeErr(ctx context.Context, err error) error {
 func (e *Election) current(ctx context.Context) (l Leader, ch <-chan store.Event, err error) {
 	for {
 		var kids []store.Child
-		kids, ch, err = e.st.ChildrenW(ctx, e.path)
-		if errors.Is(err, store.ErrNoNode) {
-			exists, _, ch, err := e.st.ExistsW(ctx, e.path)
-			if err != nil || exists {
-				if err != nil {
-					return Leader{}, nil, err
-				}
-				continue
-			}
-			return Leader{}, ch, nil
-		}
+		kids, ch, err = recipe.WatchChildren(ctx, e.st, e.path)
 		if err == nil {
 			err = recipe.CheckFamily(e.path, kids, names.Latches)
 		}

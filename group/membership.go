@@ -36,11 +36,10 @@ func Join(ctx context.Context, st store.Store, path string, value []byte, opts .
 	}
 	rec := telemetry.New(o.tel, telemetry.KindGroup, path, ErrNodeDeleted)
 	a := rec.Begin(ctx)
-	tctx := telemetry.NewContext(ctx, rec)
 	for attempt := 0; ; attempt++ {
-		n, _, err := recipe.Create(tctx, st, path, names.Group, value)
+		n, _, err := recipe.Create(ctx, st, rec, path, recipe.GroupPrefix, value)
 		if err == nil {
-			hopts := recipe.HoldOptions{Deleted: ErrNodeDeleted, OnEnd: a.Granted(ctx, n).End}
+			hopts := recipe.HoldOptions{Deleted: ErrNodeDeleted, OnEnd: a.Granted(ctx, n).End, Rec: rec}
 			if o.policy == LoseOnDisconnect {
 				hopts.Disconnected = ErrDisconnected
 			}
@@ -151,7 +150,7 @@ func (m *Membership) Leave(ctx context.Context) error {
 	if m == nil || m.hold == nil {
 		return fmt.Errorf("group: leave: %w: membership not made by Join", store.ErrInvalidArgument)
 	}
-	if _, err := m.hold.Release(telemetry.NewContext(ctx, m.rec), ErrLeft); err != nil {
+	if _, err := m.hold.Release(ctx, ErrLeft); err != nil {
 		return fmt.Errorf("group: leave %q: %w", m.Path(), err)
 	}
 	return nil

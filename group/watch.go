@@ -192,28 +192,16 @@ func alive(ctx context.Context, st store.Store) error {
 // current returns the members now and a watch, set on ctx, that fires when
 // they may have changed.
 func (g *watch) current(ctx context.Context) (ms []Member, ch <-chan store.Event, err error) {
-	for {
-		kids, ch, err := g.st.ChildrenW(ctx, g.path)
-		if errors.Is(err, store.ErrNoNode) {
-			// No group yet: wait for its directory.
-			exists, _, ch, err := g.st.ExistsW(ctx, g.path)
-			if err != nil {
-				return nil, nil, err
-			}
-			if exists {
-				continue
-			}
-			return []Member{}, ch, nil
-		}
-		if err == nil {
-			err = recipe.CheckFamily(g.path, kids, names.Groups)
-		}
-		if err != nil {
-			return nil, nil, err
-		}
-		ms, err = g.read(ctx, kids)
-		return ms, ch, err
+	// No group yet: no members, and a watch for its directory.
+	kids, ch, err := recipe.WatchChildren(ctx, g.st, g.path)
+	if err == nil {
+		err = recipe.CheckFamily(g.path, kids, recipe.Groups)
 	}
+	if err != nil {
+		return nil, nil, err
+	}
+	ms, err = g.read(ctx, kids)
+	return ms, ch, err
 }
 
 // read reads the members among kids, the values of members it knew from

@@ -75,7 +75,7 @@ func Join(ctx context.Context, st store.Store, path string, shards int, id strin
 	jopts := append([]group.Option{group.WithDisconnectPolicy(group.KeepOnDisconnect)}, gopts...)
 	ms, err := group.Join(ctx, st, MembersDir(path), []byte(id), jopts...)
 	if err != nil {
-		return nil, fmt.Errorf("partition: join %q: %w", path, errors.Join(err, recipe.Remove(ctx, st, count)))
+		return nil, fmt.Errorf("partition: join %q: %w", path, errors.Join(err, recipe.Remove(ctx, st, nil, count)))
 	}
 	m := &Member{
 		st: st, path: path, id: id, shards: shards, opts: o, ms: ms, count: count,
@@ -157,7 +157,7 @@ func (m *Member) Leave(ctx context.Context) error {
 // node, so that no member counts while its count is gone.
 func (m *Member) leaveNodes(ctx context.Context) error {
 	err := m.ms.Leave(ctx)
-	return errors.Join(err, recipe.Remove(telemetry.NewContext(ctx, m.rec), m.st, m.count))
+	return errors.Join(err, recipe.Remove(ctx, m.st, m.rec, m.count))
 }
 
 // run follows the group with w and keeps one worker for each shard the
@@ -297,10 +297,9 @@ func (m *Member) setOwned(s *Shard, add bool) (delivered bool) {
 // Release). It returns once ctx has ended and the shard is released.
 func (m *Member) work(ctx context.Context, i int) {
 	dir := shardDir(m.path, i)
-	tctx := telemetry.NewContext(ctx, m.rec)
 	for attempt := 0; ctx.Err() == nil; {
 		a := m.rec.Begin(ctx)
-		n, waited, err := recipe.AcquireWaited(tctx, m.st, dir, names.Lock, []byte(m.id), recipe.Predecessor)
+		n, waited, err := recipe.AcquireWaited(ctx, m.st, m.rec, dir, recipe.LockPrefix, []byte(m.id), recipe.Predecessor)
 		if err != nil {
 			a.Failed(ctx, err)
 			// A lost connection, or anything else (another recipe's
@@ -319,7 +318,7 @@ func (m *Member) work(ctx context.Context, i int) {
 		attempt = 0
 		h := recipe.NewHold(m.st, n, recipe.HoldOptions{
 			Deleted: ErrNodeDeleted, Disconnected: ErrDisconnected, Front: waited,
-			OnEnd: a.Granted(ctx, n).End,
+			OnEnd: a.Granted(ctx, n).End, Rec: m.rec,
 		})
 		m.hold(ctx, newShard(i, h))
 	}
@@ -343,6 +342,6 @@ func (m *Member) hold(ctx context.Context, s *Shard) {
 	}
 	// Released on ctx: once ctx has ended the removal still gets its
 	// grace, and then the session's cleaner.
-	_, _ = s.hold.Release(telemetry.NewContext(ctx, m.rec), cause)
+	_, _ = s.hold.Release(ctx, cause)
 	close(s.finished)
 }

@@ -48,7 +48,7 @@ func claimCount(ctx context.Context, st store.Store, path string, shards int, id
 
 func tryClaimCount(ctx context.Context, st store.Store, path string, shards int, id string) (store.Node, error) {
 	dir := ShardCountDir(path)
-	n, _, err := recipe.Create(ctx, st, dir, fmt.Sprintf("%s%d-", countMarker, shards), []byte(id))
+	n, _, err := recipe.Create(ctx, st, nil, dir, fmt.Sprintf("%s%d-", countMarker, shards), []byte(id))
 	if err != nil {
 		return store.Node{}, err
 	}
@@ -57,7 +57,7 @@ func tryClaimCount(ctx context.Context, st store.Store, path string, shards int,
 		err = checkCount(ctx, st, dir, kids, n, shards)
 	}
 	if err != nil {
-		return store.Node{}, errors.Join(err, recipe.Remove(ctx, st, n))
+		return store.Node{}, errors.Join(err, recipe.Remove(ctx, st, nil, n))
 	}
 	return n, nil
 }

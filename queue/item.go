@@ -9,7 +9,6 @@ import (
 
 	"github.com/corral-go/corral/internal/names"
 	"github.com/corral-go/corral/internal/recipe"
-	"github.com/corral-go/corral/internal/telemetry"
 	"github.com/corral-go/corral/store"
 )
 
@@ -88,7 +87,7 @@ func (q *Queue) newClaim(ctx context.Context, cfg config, id, guard string) (*cl
 	}
 	if err != nil {
 		if !errors.Is(err, store.ErrNodeExists) && !errors.Is(err, store.ErrNoNode) && !gone(err) {
-			_ = recipe.RemoveOwned(telemetry.NewContext(ctx, q.rec), q.st, p, q.st.SessionID())
+			_ = recipe.RemoveOwned(ctx, q.st, q.rec, p, q.st.SessionID())
 		}
 		return nil, err
 	}
@@ -318,7 +317,7 @@ func (it *Item) Ack(ctx context.Context) error {
 		// to the session's cleaner if need be.
 		var wg gosync.WaitGroup
 		wg.Go(func() {
-			_ = recipe.Remove(telemetry.NewContext(ctx, q.rec), q.st, store.Node{Path: store.Join(q.counts, it.ID)})
+			_ = recipe.Remove(ctx, q.st, q.rec, store.Node{Path: store.Join(q.counts, it.ID)})
 		})
 		it.c.release(ctx)
 		wg.Wait()
@@ -488,7 +487,7 @@ func (it *Item) giveBack(ctx context.Context) error {
 	}
 	p := store.Join(q.counts, it.ID)
 	if it.prevVer < 0 {
-		_ = recipe.Remove(telemetry.NewContext(ctx, q.rec), q.st, store.Node{Path: p})
+		_ = recipe.Remove(ctx, q.st, q.rec, store.Node{Path: p})
 	} else {
 		_, _ = q.st.Set(ctx, p, []byte(fmt.Sprint(it.Deliveries-1)), it.countVer)
 	}

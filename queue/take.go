@@ -10,7 +10,6 @@ import (
 
 	"github.com/corral-go/corral/internal/names"
 	"github.com/corral-go/corral/internal/recipe"
-	"github.com/corral-go/corral/internal/telemetry"
 	"github.com/corral-go/corral/store"
 )
 
@@ -342,7 +341,7 @@ func (q *Queue) deadLetter(ctx context.Context, cfg config, e names.Entry, data 
 	if err := q.st.Delete(ctx, store.Join(q.items, e.Name)); err != nil && !errors.Is(err, store.ErrNoNode) {
 		return err
 	}
-	_ = recipe.Remove(telemetry.NewContext(ctx, q.rec), q.st, store.Node{Path: store.Join(q.counts, e.ID)})
+	_ = recipe.Remove(ctx, q.st, q.rec, store.Node{Path: store.Join(q.counts, e.id)})
 	return nil
 }
 

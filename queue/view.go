@@ -511,14 +511,14 @@ func (v *listView) wait(ctx context.Context) error {
 		v.stale = true
 		v.mu.Unlock()
 	}()
-	items, itemsEv, err := v.watchDir(wctx, v.q.items)
-	if err != nil || itemsEv == nil {
+	items, itemsEv, err := recipe.WatchChildren(wctx, v.q.st, v.q.items)
+	if err != nil {
 		return err
 	}
 	var claims []store.Child
 	var claimsEv <-chan store.Event
 	if v.claims {
-		if claims, claimsEv, err = v.watchDir(wctx, v.q.claims); err != nil || claimsEv == nil {
+		if claims, claimsEv, err = recipe.WatchChildren(wctx, v.q.st, v.q.claims); err != nil {
 			return err
 		}
 	}
@@ -533,21 +533,6 @@ func (v *listView) wait(ctx context.Context) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-}
-
-// watchDir lists dir with a children watch. When dir does not exist it
-// returns no children and a watch on its creation; when dir appeared between
-// the two calls it returns a nil channel and the caller lists again.
-func (v *listView) watchDir(ctx context.Context, dir string) ([]store.Child, <-chan store.Event, error) {
-	kids, ev, err := v.q.st.ChildrenW(ctx, dir)
-	if !errors.Is(err, store.ErrNoNode) {
-		return kids, ev, err
-	}
-	exists, _, ev, err := v.q.st.ExistsW(ctx, dir)
-	if err != nil || !exists {
-		return nil, ev, err
-	}
-	return nil, nil, nil
 }
 
 // size counts the items of a fresh listing.

@@ -91,7 +91,7 @@ type DoubleBarrier struct {
 	self *DoubleBarrier // b itself, unless b is a copy
 
 	// Guarded by turn.
-	limitOK bool // the stored limit was checked
+	limit   storedLimit
 	entered bool
 	me      dbNode  // own node, while entered
 	round   dbRound // own round, while entered
@@ -190,14 +190,10 @@ func (b *DoubleBarrier) Enter(ctx context.Context) error {
 }
 
 func (b *DoubleBarrier) enter(ctx context.Context, a telemetry.Attempt) error {
-	if !b.limitOK {
-		if err := storeLimit(ctx, b.st, b.path, b.n); err != nil {
-			return b.fail(ctx, "enter", err)
-		}
-		b.limitOK = true
+	if err := b.limit.check(ctx, b.st, b.path, b.n); err != nil {
+		return b.fail(ctx, "enter", err)
 	}
-	tctx := telemetry.NewContext(ctx, b.rec)
-	if err := recipe.Flush(tctx, b.st, b.path); err != nil {
+	if err := recipe.Flush(ctx, b.st, b.path); err != nil {
 		return b.fail(ctx, "enter", err)
 	}
 	node, err := b.st.Create(ctx, store.Join(b.path, names.Member), b.opts.nodeData(a.Start()), store.EphemeralSequential)
@@ -210,7 +206,7 @@ func (b *DoubleBarrier) enter(ctx context.Context, a telemetry.Attempt) error {
 		r, err = b.lateRound(ctx, me)
 	}
 	if err != nil {
-		return b.fail(ctx, "enter", errors.Join(err, recipe.Remove(tctx, b.st, store.Node{Path: me.path, Seq: me.seq})))
+		return b.fail(ctx, "enter", errors.Join(err, recipe.Remove(ctx, b.st, b.rec, store.Node{Path: me.path, Seq: me.seq})))
 	}
 	b.entered, b.me, b.round, b.gone = true, me, r, false
 	b.held = a.Granted(ctx, node)
@@ -239,10 +235,9 @@ func (b *DoubleBarrier) Leave(ctx context.Context) error {
 	b.entered = false
 	held := b.held
 	b.held = nil
-	tctx := telemetry.NewContext(ctx, b.rec)
-	err := b.leave(tctx)
+	err := b.leave(ctx)
 	if err != nil {
-		err = b.fail(ctx, "leave", errors.Join(err, recipe.Remove(tctx, b.st, store.Node{Path: b.me.path, Seq: b.me.seq})))
+		err = b.fail(ctx, "leave", errors.Join(err, recipe.Remove(ctx, b.st, b.rec, store.Node{Path: b.me.path, Seq: b.me.seq})))
 	}
 	held.End(b.loss(ctx, err))
 	return err

@@ -209,9 +209,9 @@ func (m *MultiMutex) take(ctx context.Context, wait bool) ([]*recipe.Hold, error
 			err = fmt.Errorf("member %q: %w", p, err)
 		}
 		if err != nil || !ok {
-			return nil, errors.Join(err, giveBack(ctx, holds, m.recs))
+			return nil, errors.Join(err, giveBack(ctx, holds))
 		}
-		opts := m.opts.holdWith(held)
+		opts := m.opts.holdWith(m.recs[i], held)
 		opts.Front = waited // each member is a mutex: see recipe.AcquireWaited
 		holds = append(holds, recipe.NewHold(m.st, n, opts))
 	}
@@ -222,10 +222,9 @@ func (m *MultiMutex) take(ctx context.Context, wait bool) ([]*recipe.Hold, error
 // recording the attempt.
 func (m *MultiMutex) member(ctx context.Context, i int, wait bool) (n store.Node, ok, waited bool, held *telemetry.Holding, err error) {
 	rec := m.recs[i]
-	tctx := telemetry.NewContext(ctx, rec)
 	if wait {
 		a := rec.Begin(ctx)
-		n, waited, err = recipe.AcquireWaited(tctx, m.st, m.paths[i], names.Lock, m.opts.nodeData(a.Start()), recipe.Predecessor)
+		n, waited, err = recipe.AcquireWaited(ctx, m.st, rec, m.paths[i], recipe.LockPrefix, m.opts.nodeData(a.Start()), recipe.Predecessor)
 		if err != nil {
 			a.Failed(ctx, err)
 			return n, false, false, nil, err
@@ -233,7 +232,7 @@ func (m *MultiMutex) member(ctx context.Context, i int, wait bool) (n store.Node
 		return n, true, waited, a.Granted(ctx, n), nil
 	}
 	a := rec.Try()
-	n, ok, err = recipe.TryAcquire(tctx, m.st, m.paths[i], names.Lock, m.opts.nodeData(a.Start()), recipe.Predecessor)
+	n, ok, err = recipe.TryAcquire(ctx, m.st, rec, m.paths[i], recipe.LockPrefix, m.opts.nodeData(a.Start()), recipe.Predecessor)
 	switch {
 	case err != nil:
 		a.Failed(ctx, err)
@@ -246,11 +245,11 @@ func (m *MultiMutex) member(ctx context.Context, i int, wait bool) (n store.Node
 }
 
 // giveBack releases holds taken by an acquisition that failed, last first,
-// and returns what could not be removed; recs are the members' recorders.
-func giveBack(ctx context.Context, holds []*recipe.Hold, recs []*telemetry.Recorder) error {
+// and returns what could not be removed.
+func giveBack(ctx context.Context, holds []*recipe.Hold) error {
 	var errs []error
-	for i, h := range slices.Backward(holds) {
-		if _, err := h.Release(telemetry.NewContext(ctx, recs[i]), ErrUnlocked); err != nil {
+	for _, h := range slices.Backward(holds) {
+		if _, err := h.Release(ctx, ErrUnlocked); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -408,7 +407,7 @@ func (h *multiHold) release(ctx context.Context) (lost, err error) {
 	released := false // a member, or a pending removal
 	for i, mh := range slices.Backward(h.members) {
 		var err error
-		mlost[i], err = h.once[i].Release(telemetry.NewContext(ctx, h.recs[i]), mh, ErrUnlocked, ErrNotLocked)
+		mlost[i], err = h.once[i].Release(ctx, mh, ErrUnlocked, ErrNotLocked)
 		if errors.Is(err, ErrNotLocked) {
 			continue
 		}

@@ -263,8 +263,7 @@ func (x *exclusive) lock(ctx context.Context, op string) error {
 		a.Failed(ctx, ctx.Err())
 		return acquireErr(ctx, op, x.path, nil)
 	}
-	tctx := telemetry.NewContext(ctx, x.rec)
-	n, waited, err := recipe.AcquireWaited(tctx, x.st, x.path, x.prefix, x.opts.nodeData(a.Start()), recipe.Predecessor)
+	n, waited, err := recipe.AcquireWaited(ctx, x.st, x.rec, x.path, x.prefix, x.opts.nodeData(a.Start()), recipe.Predecessor)
 	if err != nil {
 		<-x.local
 		a.Failed(ctx, err)
@@ -285,8 +284,7 @@ func (x *exclusive) tryLock(ctx context.Context, op string) (bool, error) {
 		a.Busy(ctx)
 		return false, nil
 	}
-	tctx := telemetry.NewContext(ctx, x.rec)
-	n, ok, err := recipe.TryAcquire(tctx, x.st, x.path, x.prefix, x.opts.nodeData(a.Start()), recipe.Predecessor)
+	n, ok, err := recipe.TryAcquire(ctx, x.st, x.rec, x.path, x.prefix, x.opts.nodeData(a.Start()), recipe.Predecessor)
 	if err != nil || !ok {
 		<-x.local
 		if err != nil {
@@ -302,7 +300,7 @@ func (x *exclusive) tryLock(ctx context.Context, op string) (bool, error) {
 
 // grant makes the hold of n, granted after a wait or at once.
 func (x *exclusive) grant(n store.Node, waited bool, held *telemetry.Holding) {
-	opts := x.opts.holdWith(held)
+	opts := x.opts.holdWith(x.rec, held)
 	opts.Front = waited // see recipe.AcquireWaited
 	h := recipe.NewHold(x.st, n, opts)
 	x.mu.Lock()
@@ -326,7 +324,7 @@ func (x *exclusive) unlock(ctx context.Context, op string) error {
 	if held {
 		defer func() { <-x.local }()
 	}
-	lost, err := once.Release(telemetry.NewContext(ctx, x.rec), last, ErrUnlocked, ErrNotLocked)
+	lost, err := once.Release(ctx, last, ErrUnlocked, ErrNotLocked)
 	return releaseErr(op, x.path, ErrLockLost, lost, err)
 }
 

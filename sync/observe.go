@@ -55,10 +55,12 @@ func (o lockOptions) recorder(kind, path string, deleted error) *telemetry.Recor
 	return telemetry.New(o.tel, kind, path, deleted)
 }
 
-// holdWith returns the hold options that report the hold's end to h.
-func (o lockOptions) holdWith(h *telemetry.Holding) recipe.HoldOptions {
+// holdWith returns the hold options that report the hold's end to h, and
+// the removal of its node to rec.
+func (o lockOptions) holdWith(rec *telemetry.Recorder, h *telemetry.Holding) recipe.HoldOptions {
 	ho := o.hold()
 	ho.OnEnd = h.End
+	ho.Rec = rec
 	return ho
 }
 

@@ -92,8 +92,7 @@ func (rw *RWMutex) RLock(ctx context.Context) (*ReadHold, error) {
 		return nil, acquireErr(ctx, "rlock", rw.w.path, nil)
 	}
 	a := rw.rrec.Begin(ctx)
-	tctx := telemetry.NewContext(ctx, rw.rrec)
-	n, err := recipe.Acquire(tctx, rw.w.st, rw.w.path, names.Read, rw.opts.nodeData(a.Start()), recipe.LastWriter)
+	n, err := recipe.Acquire(ctx, rw.w.st, rw.rrec, rw.w.path, recipe.ReadPrefix, rw.opts.nodeData(a.Start()), recipe.LastWriter)
 	if err != nil {
 		a.Failed(ctx, err)
 		return nil, acquireErr(ctx, "rlock", rw.w.path, err)
@@ -109,8 +108,7 @@ func (rw *RWMutex) TryRLock(ctx context.Context) (*ReadHold, bool, error) {
 		return nil, false, err
 	}
 	a := rw.rrec.Try()
-	tctx := telemetry.NewContext(ctx, rw.rrec)
-	n, ok, err := recipe.TryAcquire(tctx, rw.w.st, rw.w.path, names.Read, rw.opts.nodeData(a.Start()), recipe.LastWriter)
+	n, ok, err := recipe.TryAcquire(ctx, rw.w.st, rw.rrec, rw.w.path, recipe.ReadPrefix, rw.opts.nodeData(a.Start()), recipe.LastWriter)
 	if err != nil {
 		a.Failed(ctx, err)
 		return nil, false, acquireErr(ctx, "tryrlock", rw.w.path, err)
@@ -123,7 +121,7 @@ func (rw *RWMutex) TryRLock(ctx context.Context) (*ReadHold, bool, error) {
 }
 
 func (rw *RWMutex) rgrant(n store.Node, held *telemetry.Holding) *ReadHold {
-	return &ReadHold{path: rw.w.path, rec: rw.rrec, hold: recipe.NewHold(rw.w.st, n, rw.opts.holdWith(held))}
+	return &ReadHold{path: rw.w.path, hold: recipe.NewHold(rw.w.st, n, rw.opts.holdWith(rw.rrec, held))}
 }
 
 // ReadHold is one read hold of an RWMutex, held from RLock (or a TryRLock
@@ -137,31 +135,16 @@ func (rw *RWMutex) rgrant(n store.Node, held *telemetry.Holding) *ReadHold {
 // A read hold is lost as a Mutex's hold is (see Mutex); Context is then
 // cancelled with the reason, and Unlock returns an error wrapping
 // ErrLockLost.
-type ReadHold struct {
-	path string
-	rec  *telemetry.Recorder
-	hold *recipe.Hold
-	once recipe.ReleaseOnce
-}
+type ReadHold handle
 
 // Context returns a context that is cancelled the moment the read hold
 // ends, with the reason as its cause: ErrUnlocked, ErrNodeDeleted,
 // ErrDisconnected, store.ErrSessionExpired or store.ErrClosed.
-func (r *ReadHold) Context() context.Context {
-	if r == nil || r.hold == nil {
-		return notHeld
-	}
-	return r.hold.Context()
-}
+func (r *ReadHold) Context() context.Context { return (*handle)(r).context() }
 
 // Token returns the read hold's fencing token, its node's
 // (store.Node.Fence), or -1 for a nil or zero ReadHold.
-func (r *ReadHold) Token() int64 {
-	if r == nil || r.hold == nil {
-		return -1
-	}
-	return r.hold.Token()
-}
+func (r *ReadHold) Token() int64 { return (*handle)(r).token() }
 
 // Unlock releases the read hold and removes its node, as Mutex.Unlock does:
 // the hold ends at once; a removal the connection does not allow returns an
@@ -170,11 +153,10 @@ func (r *ReadHold) Token() int64 {
 // ErrLockLost and the cause when the hold had already ended, and one
 // wrapping ErrNotLocked, touching nothing, when it was unlocked already.
 func (r *ReadHold) Unlock(ctx context.Context) error {
-	if r == nil || r.hold == nil {
+	if !(*handle)(r).granted() {
 		return opErr("runlock", "", fmt.Errorf("%w: read hold not granted by an RWMutex", store.ErrInvalidArgument))
 	}
-	lost, err := r.once.Release(telemetry.NewContext(ctx, r.rec), r.hold, ErrUnlocked, ErrNotLocked)
-	return releaseErr("runlock", r.path, ErrLockLost, lost, err)
+	return (*handle)(r).release(ctx, "runlock", ErrUnlocked, ErrNotLocked, ErrLockLost)
 }
 
 // Locker returns a sync.Locker on the write lock; it panics on failure as

@@ -4,10 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"reflect"
 	"strconv"
 	"strings"
-	gosync "sync"
+	"sync/atomic"
 
 	"github.com/corral-go/corral/internal/holderr"
 	"github.com/corral-go/corral/internal/names"
@@ -48,6 +47,25 @@ func (e *LimitError) Error() string {
 
 // Unwrap returns ErrLimitMismatch.
 func (e *LimitError) Unwrap() error { return ErrLimitMismatch }
+
+// storedLimit is the limit of a Semaphore, StripedMutex or DoubleBarrier as
+// the store has it: the first call that needs it stores it with the
+// recipe's node or checks it against the stored one (storeLimit), and later
+// calls trust that. Concurrent first calls each check, so that none waits
+// for another's I/O beyond its own ctx. The zero value has checked nothing.
+type storedLimit struct{ checked atomic.Bool }
+
+// check makes sure, once, that the node at path stores n.
+func (l *storedLimit) check(ctx context.Context, st store.Store, path string, n int) error {
+	if l.checked.Load() {
+		return nil
+	}
+	if err := storeLimit(ctx, st, path, n); err != nil {
+		return err
+	}
+	l.checked.Store(true)
+	return nil
+}
 
 // storeLimit makes sure the node at path stores the limit n: it creates the
 // node holding n, or fills it in when it exists empty (made as the parent of
@@ -137,8 +155,7 @@ type Semaphore struct {
 	opts lockOptions
 	rec  *telemetry.Recorder
 
-	mu      gosync.Mutex
-	limitOK bool // the stored limit was checked
+	limit storedLimit
 }
 
 // NewSemaphore returns a Semaphore of n leases whose node is at path in st.
@@ -175,14 +192,13 @@ func (s *Semaphore) Acquire(ctx context.Context) (*Lease, error) {
 		return nil, err
 	}
 	a := s.rec.Begin(ctx)
-	tctx := telemetry.NewContext(ctx, s.rec)
-	node, kids, err := s.create(tctx, s.opts.nodeData(a.Start()))
+	node, kids, err := s.create(ctx, s.opts.nodeData(a.Start()))
 	if err != nil {
 		a.Failed(ctx, err)
 		return nil, acquireErr(ctx, "acquire", s.path, err)
 	}
 	if err := s.wait(ctx, node, kids); err != nil {
-		err = errors.Join(err, recipe.Remove(tctx, s.st, node))
+		err = errors.Join(err, recipe.Remove(ctx, s.st, s.rec, node))
 		a.Failed(ctx, err)
 		return nil, acquireErr(ctx, "acquire", s.path, err)
 	}
@@ -199,8 +215,7 @@ func (s *Semaphore) TryAcquire(ctx context.Context) (*Lease, bool, error) {
 		return nil, false, err
 	}
 	a := s.rec.Try()
-	tctx := telemetry.NewContext(ctx, s.rec)
-	node, kids, err := s.create(tctx, s.opts.nodeData(a.Start()))
+	node, kids, err := s.create(ctx, s.opts.nodeData(a.Start()))
 	if err != nil {
 		a.Failed(ctx, err)
 		return nil, false, acquireErr(ctx, "tryacquire", s.path, err)
@@ -217,7 +232,7 @@ func (s *Semaphore) TryAcquire(ctx context.Context) (*Lease, bool, error) {
 			return s.grant(node, a.Granted(ctx, node)), true, nil
 		}
 	}
-	if err = errors.Join(err, recipe.Remove(tctx, s.st, node)); err != nil {
+	if err = errors.Join(err, recipe.Remove(ctx, s.st, s.rec, node)); err != nil {
 		a.Failed(ctx, err)
 		return nil, false, acquireErr(ctx, "tryacquire", s.path, err)
 	}
@@ -242,25 +257,16 @@ func (s *Semaphore) prepare(ctx context.Context, op string) error {
 	if ctx.Err() != nil {
 		return acquireErr(ctx, op, s.path, nil)
 	}
-	s.mu.Lock()
-	ok := s.limitOK
-	s.mu.Unlock()
-	if ok {
-		return nil
-	}
-	if err := storeLimit(ctx, s.st, s.path, s.n); err != nil {
+	if err := s.limit.check(ctx, s.st, s.path, s.n); err != nil {
 		return acquireErr(ctx, op, s.path, err)
 	}
-	s.mu.Lock()
-	s.limitOK = true
-	s.mu.Unlock()
 	return nil
 }
 
 // create makes the own lease node with data and lists the semaphore's
 // children right after, in one round trip when the store can.
 func (s *Semaphore) create(ctx context.Context, data []byte) (store.Node, []store.Child, error) {
-	return recipe.CreateChildren(ctx, s.st, s.path, names.Lease, data)
+	return recipe.CreateChildren(ctx, s.st, s.rec, s.path, semPrefix, data)
 }
 
 // wait blocks until own is among the n lowest leases, re-listing them after
@@ -273,27 +279,37 @@ func (s *Semaphore) wait(ctx context.Context, own store.Node, kids []store.Child
 		case i < 0:
 			return s.ownGone(own.Path)
 		case i < s.n:
-			if s.st.Context().Err() != nil {
-				return s.ownGone(own.Path)
+			if err := recipe.Confirm(ctx, s.st, own); err != nil {
+				return s.lost(own.Path, err)
 			}
 			return s.handOn(ctx, own, len(leases)-i-1)
 		}
-		// The first waiter waits for any holder to go; the others for the
-		// waiter before them to go or move up.
-		blockers, moved := leases[:s.n], false
-		if i > s.n {
-			blockers, moved = leases[i-1:i], true
-		}
-		if err := s.retry(ctx, func() error { return semAwait(ctx, s.st, blockers, moved) }); err != nil {
+		if _, _, err := recipe.WaitAny(ctx, s.st, semBlockers(leases, i, s.n)); err != nil {
 			return err
 		}
-		if err := s.retry(ctx, func() (err error) { kids, err = s.st.Children(ctx, s.path); return err }); err != nil {
+		var err error
+		if kids, err = recipe.Children(ctx, s.st, s.path); err != nil {
 			return err
 		}
 		if err := recipe.CheckFamily(s.path, kids, names.Leases); err != nil {
 			return err
 		}
 	}
+}
+
+// semBlockers returns what the waiter at index i of leases waits on: the
+// first waiter (i == n) for any of the n holders to go; every later one for
+// the waiter before it to go or to be touched (a lease node's version is 0
+// until its holder touches it, see handOn).
+func semBlockers(leases []dbNode, i, n int) []recipe.Watch {
+	if i > n {
+		return []recipe.Watch{{Path: leases[i-1].path, Seq: leases[i-1].seq, Touch: true}}
+	}
+	ws := make([]recipe.Watch, n)
+	for j, l := range leases[:n] {
+		ws[j] = recipe.Watch{Path: l.path, Seq: l.seq}
+	}
+	return ws
 }
 
 // handOn is the last step of a grant to own, followed in line by behind
@@ -304,67 +320,9 @@ func (s *Semaphore) handOn(ctx context.Context, own store.Node, behind int) erro
 	if behind == 0 {
 		return nil
 	}
-	return s.retry(ctx, func() error {
-		_, err := s.st.Set(ctx, own.Path, own.Data, store.AnyVersion)
-		return err
+	_, err := recipe.Retry(ctx, s.st, func() (store.Node, error) {
+		return s.st.Set(ctx, own.Path, own.Data, store.AnyVersion)
 	})
-}
-
-// retry calls fn until it succeeds or fails with anything but a lost
-// connection that the session survives.
-func (s *Semaphore) retry(ctx context.Context, fn func() error) error {
-	for attempt := 0; ; attempt++ {
-		err := fn()
-		if err == nil || !recipe.RideOut(ctx, s.st, err, attempt) {
-			return err
-		}
-	}
-}
-
-// semAwait waits until one of nodes changes (goes, or has its data set),
-// returning at once if one of them is gone already or, with moved, has been
-// touched already (a lease node's version is 0 until its holder touches it).
-func semAwait(ctx context.Context, st store.Store, nodes []dbNode, moved bool) error {
-	wctx, cancel := context.WithCancel(ctx)
-	defer cancel() // drops the watches that did not fire
-	cases := make([]reflect.SelectCase, 0, len(nodes)+2)
-	for _, m := range nodes {
-		stat, ev, err := store.WatchNode(wctx, st, m.path)
-		if errors.Is(err, store.ErrNoNode) {
-			return nil // gone
-		}
-		if err != nil {
-			return err
-		}
-		if stat.Seq != m.seq {
-			return nil // gone, maybe made again under its name
-		}
-		cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ev)})
-		if moved {
-			// The touch may have come between the list and the watch.
-			node, err := st.Get(ctx, m.path)
-			if err != nil || node.Version > 0 {
-				return semIgnoreNoNode(err)
-			}
-		}
-	}
-	cases = append(cases,
-		reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ctx.Done())},
-		reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(st.Context().Done())})
-	i, v, _ := reflect.Select(cases)
-	switch {
-	case i < len(nodes):
-		return v.Interface().(store.Event).Err
-	case i == len(nodes):
-		return ctx.Err()
-	}
-	return context.Cause(st.Context())
-}
-
-func semIgnoreNoNode(err error) error {
-	if errors.Is(err, store.ErrNoNode) {
-		return nil
-	}
 	return err
 }
 
@@ -379,6 +337,15 @@ func semLeases(dir string, kids []store.Child) []dbNode {
 	return ls
 }
 
+// lost is the error of a grant that Confirm refused: the lease's own when
+// its node is gone or the session ended.
+func (s *Semaphore) lost(path string, err error) error {
+	if errors.Is(err, store.ErrNoNode) || s.st.Context().Err() != nil {
+		return s.ownGone(path)
+	}
+	return err
+}
+
 func (s *Semaphore) ownGone(path string) error {
 	if s.st.Context().Err() != nil {
 		return fmt.Errorf("lease %q: %w", path, context.Cause(s.st.Context()))
@@ -387,7 +354,7 @@ func (s *Semaphore) ownGone(path string) error {
 }
 
 func (s *Semaphore) grant(node store.Node, held *telemetry.Holding) *Lease {
-	return &Lease{path: s.path, rec: s.rec, hold: recipe.NewHold(s.st, node, s.opts.holdWith(held))}
+	return &Lease{path: s.path, hold: recipe.NewHold(s.st, node, s.opts.holdWith(s.rec, held))}
 }
 
 // Lease is one of a Semaphore's n leases, held from Acquire until Release.
@@ -399,33 +366,18 @@ func (s *Semaphore) grant(node store.Node, held *telemetry.Holding) *Lease {
 // someone else, or (under the default LoseOnDisconnect policy) when the
 // connection is lost; Context is then cancelled with the reason, and
 // Release returns an error wrapping ErrLeaseLost.
-type Lease struct {
-	path string
-	rec  *telemetry.Recorder
-	hold *recipe.Hold
-	once recipe.ReleaseOnce
-}
+type Lease handle
 
 // Context returns a context that is cancelled the moment the lease ends,
 // with the reason as its cause: ErrReleased, ErrNodeDeleted,
 // ErrDisconnected, store.ErrSessionExpired or store.ErrClosed. Do the work
 // the lease guards under it.
-func (l *Lease) Context() context.Context {
-	if l == nil || l.hold == nil {
-		return notHeld
-	}
-	return l.hold.Context()
-}
+func (l *Lease) Context() context.Context { return (*handle)(l).context() }
 
 // Token returns the lease's fencing token, its node's (store.Node.Fence:
 // the Seq, on ZooKeeper plus the directory's creation zxid), which grows
 // with every lease granted by the semaphore and orders the grants.
-func (l *Lease) Token() int64 {
-	if l == nil || l.hold == nil {
-		return -1
-	}
-	return l.hold.Token()
-}
+func (l *Lease) Token() int64 { return (*handle)(l).token() }
 
 // Release gives the lease back and removes its node, which wakes the first
 // waiter in line. The lease ends at once; the removal is tried until ctx
@@ -439,15 +391,8 @@ func (l *Lease) Token() int64 {
 // removed its node returns an error wrapping ErrReleased, and touches
 // nothing.
 func (l *Lease) Release(ctx context.Context) error {
-	if l == nil || l.hold == nil {
+	if !(*handle)(l).granted() {
 		return opErr("release", "", fmt.Errorf("%w: lease not granted by a Semaphore", store.ErrInvalidArgument))
 	}
-	lost, err := l.once.Release(telemetry.NewContext(ctx, l.rec), l.hold, ErrReleased, ErrReleased)
-	if lost != nil {
-		return opErr("release", l.path, errors.Join(fmt.Errorf("%w: %w", ErrLeaseLost, lost), err))
-	}
-	if err != nil {
-		return opErr("release", l.path, err)
-	}
-	return nil
+	return (*handle)(l).release(ctx, "release", ErrReleased, ErrReleased, ErrLeaseLost)
 }

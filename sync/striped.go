@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	gosync "sync"
 	"sync/atomic"
 	"time"
 
@@ -169,8 +168,7 @@ type StripedMutex struct {
 	// Lock tries that stripe last.
 	handed atomic.Int64
 
-	mu      gosync.Mutex
-	limitOK bool // the stored k was checked
+	limit storedLimit // k
 }
 
 // NewStripedMutex returns a StripedMutex of k stripes whose node is at path
@@ -214,7 +212,7 @@ func (s *StripedMutex) Lock(ctx context.Context, stripes ...int) (*Stripe, error
 		return nil, err
 	}
 	a := s.rec.Begin(ctx)
-	st, err := s.acquire(telemetry.NewContext(ctx, s.rec), a, s.order(set), len(set) == s.k, true)
+	st, err := s.acquire(ctx, a, s.order(set), len(set) == s.k, true)
 	if err != nil {
 		a.Failed(ctx, err)
 		return nil, s.opErr(ctx, "lock", err)
@@ -233,7 +231,7 @@ func (s *StripedMutex) TryLock(ctx context.Context, stripes ...int) (*Stripe, bo
 		return nil, false, err
 	}
 	a := s.rec.Try()
-	st, err := s.acquire(telemetry.NewContext(ctx, s.rec), a, s.order(set), len(set) == s.k, false)
+	st, err := s.acquire(ctx, a, s.order(set), len(set) == s.k, false)
 	switch {
 	case err != nil:
 		a.Failed(ctx, err)
@@ -273,18 +271,9 @@ func (s *StripedMutex) prepare(ctx context.Context, op string, stripes []int) ([
 	if ctx.Err() != nil {
 		return nil, s.opErr(ctx, op, nil)
 	}
-	s.mu.Lock()
-	ok := s.limitOK
-	s.mu.Unlock()
-	if ok {
-		return set, nil
-	}
-	if err := storeLimit(ctx, s.st, s.path, s.k); err != nil {
+	if err := s.limit.check(ctx, s.st, s.path, s.k); err != nil {
 		return nil, s.opErr(ctx, op, err)
 	}
-	s.mu.Lock()
-	s.limitOK = true
-	s.mu.Unlock()
 	return set, nil
 }
 
@@ -363,13 +352,13 @@ func (s *StripedMutex) acquire(ctx context.Context, a telemetry.Attempt, ord []i
 		i := ord[j]
 		// Create lists the directory right after the create: in one round
 		// trip on a store with CreateLister.
-		n, cs, err := recipe.Create(ctx, s.st, s.dir(), stripePrefix(i, all), s.opts.nodeData(a.Start()))
+		n, cs, err := recipe.Create(ctx, s.st, s.rec, s.dir(), stripePrefix(i, all), s.opts.nodeData(a.Start()))
 		if err != nil {
 			return nil, fmt.Errorf("stripe %d: %w", i, err)
 		}
 		own := recipe.Index(cs, n.Name())
 		if own < 0 {
-			return nil, errors.Join(s.ownGone(n.Path), recipe.Remove(ctx, s.st, n))
+			return nil, errors.Join(recipe.OwnGone(s.st, n.Path), recipe.Remove(ctx, s.st, s.rec, n))
 		}
 		if stripeBlocker(cs, own) < 0 {
 			return s.grant(ctx, a, i, n), nil
@@ -384,7 +373,7 @@ func (s *StripedMutex) acquire(ctx context.Context, a telemetry.Attempt, ord []i
 		if next < 0 && wait {
 			return s.waitLine(ctx, a, i, n, cs, ord, all)
 		}
-		if err := recipe.Remove(ctx, s.st, n); err != nil {
+		if err := recipe.Remove(ctx, s.st, s.rec, n); err != nil {
 			return nil, err
 		}
 		if next < 0 {
@@ -421,11 +410,12 @@ func shortest(counts []int) int {
 // stripe of ord if it gets one. On error it removes own.
 //
 // It is recipe.Acquire's wait, for a node made already, with the hand-over
-// watch beside the wait for the node in front.
+// watch beside the wait for the node in front (recipe.WaitAny), and the
+// grant confirmed as every grant is (recipe.Confirm).
 func (s *StripedMutex) waitLine(ctx context.Context, a telemetry.Attempt, line int, own store.Node, cs []recipe.Contender, ord []int, all bool) (st *Stripe, err error) {
 	defer func() {
 		if err != nil {
-			err = errors.Join(err, recipe.Remove(ctx, s.st, own))
+			err = errors.Join(err, recipe.Remove(ctx, s.st, s.rec, own))
 		}
 	}()
 	var others []int
@@ -433,87 +423,43 @@ func (s *StripedMutex) waitLine(ctx context.Context, a telemetry.Attempt, line i
 		others = slices.DeleteFunc(slices.Clone(ord), func(i int) bool { return i == line })
 	}
 	seen := own.Version
-	for attempt := 0; ; {
+	for {
 		i := recipe.Index(cs, own.Name())
 		if i < 0 {
-			return nil, s.ownGone(own.Path)
+			return nil, recipe.OwnGone(s.st, own.Path)
 		}
-		if b := stripeBlocker(cs, i); b >= 0 {
-			touched, err := s.waitFront(ctx, own, &seen, cs[b], len(others) > 0)
-			if err != nil {
+		b := stripeBlocker(cs, i)
+		if b < 0 {
+			if err := recipe.Confirm(ctx, s.st, own); err != nil {
 				return nil, err
 			}
-			if touched {
-				if got := s.move(ctx, a, others); got != nil {
-					// The old place goes to the session's cleaner if
-					// it cannot be removed now; the new stripe stands.
-					_ = recipe.Remove(ctx, s.st, own)
-					return got, nil
-				}
-			}
-		} else {
-			// Granted on a listing read after the create, while the
-			// session lived; as recipe.Acquire, no grant while the
-			// store reports a lost connection (ownership unknown).
-			if s.st.Context().Err() != nil {
-				return nil, s.ownGone(own.Path)
-			}
-			if !isDisconnected(s.st) {
-				return s.grant(ctx, a, line, own), nil
-			}
-			if !recipe.RideOut(ctx, s.st, store.ErrDisconnected, attempt) {
-				return nil, s.ended(ctx, own.Path)
-			}
-			attempt++
+			return s.grant(ctx, a, line, own), nil
 		}
-		kids, err := s.children(ctx)
+		// The node in front, and own for a hand-over (see handOver).
+		ws := []recipe.Watch{{Path: store.Join(s.dir(), cs[b].Name), Seq: cs[b].Seq}}
+		if len(others) > 0 {
+			ws = append(ws, recipe.Watch{Path: own.Path, Seq: own.Seq, Touch: true, Version: seen})
+		}
+		_, touched, err := recipe.WaitAny(ctx, s.st, ws)
+		if err != nil {
+			return nil, err
+		}
+		if len(ws) > 1 {
+			seen = ws[1].Version
+		}
+		if touched {
+			if got := s.move(ctx, a, others); got != nil {
+				// The old place goes to the session's cleaner if
+				// it cannot be removed now; the new stripe stands.
+				_ = recipe.Remove(ctx, s.st, s.rec, own)
+				return got, nil
+			}
+		}
+		kids, err := recipe.Children(ctx, s.st, s.dir())
 		if err != nil {
 			return nil, err
 		}
 		cs = recipe.Contenders(kids)
-	}
-}
-
-// waitFront waits until front, the contender in front of own, is gone (see
-// recipe.WaitGone) or, when watchOwn, own is touched by a hand-over; seen is
-// own's version last seen, -1 after a touch (take the next as seen).
-func (s *StripedMutex) waitFront(ctx context.Context, own store.Node, seen *int64, front recipe.Contender, watchOwn bool) (touched bool, err error) {
-	wctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var ev <-chan store.Event
-	if watchOwn {
-		stat, e, err := store.WatchNode(wctx, s.st, own.Path)
-		switch {
-		case err != nil || stat.Seq != own.Seq:
-			// No hand-over this time; the wait for front rides out a
-			// lost connection, and the listing after it finds a node
-			// gone.
-		case *seen >= 0 && stat.Version != *seen:
-			*seen = stat.Version
-			return true, nil // touched before the watch
-		default:
-			*seen, ev = stat.Version, e
-		}
-	}
-	gone := make(chan error, 1)
-	go func() { gone <- recipe.WaitGone(wctx, s.st, store.Join(s.dir(), front.Name), front.Seq) }()
-	for {
-		select {
-		case err := <-gone:
-			return false, err
-		case e := <-ev:
-			ev = nil
-			if e.Err != nil {
-				continue // no more hand-overs this time
-			}
-			cancel()
-			<-gone
-			if e.Type != store.EventDataChanged {
-				return false, nil // own node gone: the listing says why
-			}
-			*seen = -1
-			return true, nil
-		}
 	}
 }
 
@@ -528,7 +474,7 @@ func (s *StripedMutex) move(ctx context.Context, a telemetry.Attempt, others []i
 		if counts[j] > 0 {
 			continue
 		}
-		n, ok, err := recipe.TryAcquire(ctx, s.st, s.dir(), stripePrefix(i, true), s.opts.nodeData(time.Now()), stripeBlocker)
+		n, ok, err := recipe.TryAcquire(ctx, s.st, s.rec, s.dir(), stripePrefix(i, true), s.opts.nodeData(time.Now()), stripeBlocker)
 		if err != nil {
 			return nil
 		}
@@ -537,17 +483,6 @@ func (s *StripedMutex) move(ctx context.Context, a telemetry.Attempt, others []i
 		}
 	}
 	return nil
-}
-
-// children lists the stripes' directory, riding out a lost connection while
-// the session lives.
-func (s *StripedMutex) children(ctx context.Context) ([]store.Child, error) {
-	for attempt := 0; ; attempt++ {
-		kids, err := s.st.Children(ctx, s.dir())
-		if err == nil || !recipe.RideOut(ctx, s.st, err, attempt) {
-			return kids, err
-		}
-	}
 }
 
 // handOver is the last step of an Unlock of stripe i: when nobody is in the
@@ -589,36 +524,9 @@ func (s *StripedMutex) handOver(ctx context.Context, i int) {
 	}
 }
 
-// ownGone is the error of a contender whose node vanished: the session's
-// end if it ended, else store.ErrNoNode.
-func (s *StripedMutex) ownGone(p string) error {
-	s.st.Disconnected() // wait for a session end being reported
-	if cause := context.Cause(s.st.Context()); cause != nil {
-		return fmt.Errorf("contender %q: %w", p, cause)
-	}
-	return fmt.Errorf("contender %q deleted: %w", p, store.ErrNoNode)
-}
-
-// ended is the error of a wait cut short by ctx or the session.
-func (s *StripedMutex) ended(ctx context.Context, p string) error {
-	if ctx.Err() != nil {
-		return ctx.Err()
-	}
-	return s.ownGone(p)
-}
-
-func isDisconnected(st store.Store) bool {
-	select {
-	case <-st.Disconnected():
-		return true
-	default:
-		return false
-	}
-}
-
 // grant makes the hold of n, stripe i, and reports it to a.
 func (s *StripedMutex) grant(ctx context.Context, a telemetry.Attempt, i int, n store.Node) *Stripe {
-	return &Stripe{s: s, i: i, hold: recipe.NewHold(s.st, n, s.opts.holdWith(a.Granted(ctx, n)))}
+	return &Stripe{s: s, i: i, hold: recipe.NewHold(s.st, n, s.opts.holdWith(s.rec, a.Granted(ctx, n)))}
 }
 
 // opErr reports a failed call, matching ctx.Err() and its cause when ctx
@@ -699,7 +607,7 @@ func (st *Stripe) Unlock(ctx context.Context) error {
 	if err := st.usable(); err != nil {
 		return err
 	}
-	lost, err := st.once.Release(telemetry.NewContext(ctx, st.s.rec), st.hold, ErrUnlocked, ErrNotLocked)
+	lost, err := st.once.Release(ctx, st.hold, ErrUnlocked, ErrNotLocked)
 	if lost != nil {
 		return st.opErr(errors.Join(fmt.Errorf("%w: %w", ErrLockLost, lost), err))
 	}

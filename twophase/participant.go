@@ -90,7 +90,7 @@ func join(ctx context.Context, st store.Store, path, name string) (*Participant,
 		}
 	}
 	if err != nil {
-		return nil, errors.Join(err, recipe.Remove(ctx, st, p.alive))
+		return nil, errors.Join(err, recipe.Remove(ctx, st, nil, p.alive))
 	}
 	return p, nil
 }
@@ -104,7 +104,7 @@ func (p *Participant) rejoined(ctx context.Context) error {
 	}
 	if n.Version >= versionVoted {
 		p.voted = true
-		err := recipe.Remove(ctx, p.st, p.alive)
+		err := recipe.Remove(ctx, p.st, nil, p.alive)
 		p.alive = store.Node{}
 		return err
 	}
@@ -225,7 +225,7 @@ func (p *Participant) Vote(ctx context.Context, commit bool) error {
 	// The alive node goes only now that the vote is in (see Coordinator).
 	// One that cannot go now is the session's cleaner's.
 	if p.alive.Path != "" {
-		_ = recipe.Remove(ctx, p.st, p.alive)
+		_ = recipe.Remove(ctx, p.st, nil, p.alive)
 		p.alive = store.Node{}
 	}
 	if !commit {

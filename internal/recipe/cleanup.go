@@ -197,7 +197,7 @@ func Flush(ctx context.Context, st store.Store, dir string) error {
 	}
 	cl := c.(*cleaner)
 	for _, p := range cl.nodes(dir) {
-		_, err := retry(ctx, st, func() (struct{}, error) { return struct{}{}, deleteOnce(ctx, st, p) })
+		_, err := Retry(ctx, st, func() (struct{}, error) { return struct{}{}, deleteOnce(ctx, st, p) })
 		if err != nil {
 			return fmt.Errorf("remove abandoned node %q: %w", p.path, err)
 		}
@@ -231,7 +231,9 @@ var closedChan = func() chan struct{} {
 // session's cleaner deletes it as soon as the connection allows.
 var ErrRemovalPending = errors.New("node will be removed as soon as the connection allows")
 
-// Remove deletes the node n, a contender or hold of this session. It tries
+// Remove deletes the node n, a contender or hold of this session, and logs
+// its retries and a hand-over to the session's cleaner to rec, the
+// recorder of the primitive it removes for (nil: none). It tries
 // until the node is gone, ctx ends, or the session ends (which takes the
 // node with it); once ctx has ended it still tries for CleanupGrace. When
 // the node is still there then, it is handed to the session's cleaner,
@@ -243,8 +245,8 @@ var ErrRemovalPending = errors.New("node will be removed as soon as the connecti
 // every delete is of the node with that Seq, so that a delete that comes
 // late never removes another node made at the same path since: a store may
 // use the name again (etcdstore does).
-func Remove(ctx context.Context, st store.Store, n store.Node) error {
-	_, err := remove(ctx, st, nodeID{path: n.Path, seq: n.Seq})
+func Remove(ctx context.Context, st store.Store, rec *telemetry.Recorder, n store.Node) error {
+	_, err := remove(ctx, st, rec, nodeID{path: n.Path, seq: n.Seq})
 	return err
 }
 
@@ -254,8 +256,8 @@ func Remove(ctx context.Context, st store.Store, n store.Node) error {
 // ephemeral node), now and when the cleaner retries, and counts a node
 // owned by another as removed. The check and the delete are two requests,
 // so the node must be one that nobody else deletes while owner owns it.
-func RemoveOwned(ctx context.Context, st store.Store, path string, owner int64) error {
-	_, err := remove(ctx, st, nodeID{path: path, owner: owner})
+func RemoveOwned(ctx context.Context, st store.Store, rec *telemetry.Recorder, path string, owner int64) error {
+	_, err := remove(ctx, st, rec, nodeID{path: path, owner: owner})
 	return err
 }
 
@@ -293,14 +295,13 @@ func deleteNode(ctx context.Context, st store.Store, id nodeID) error {
 // remove is Remove that also reports whether the node was found gone on the
 // first try (a retry after a lost connection may find the node its own
 // earlier attempt deleted).
-func remove(ctx context.Context, st store.Store, id nodeID) (gone bool, err error) {
+func remove(ctx context.Context, st store.Store, rec *telemetry.Recorder, id nodeID) (gone bool, err error) {
 	path := id.path
 	rctx, cancel := GraceContext(ctx)
 	defer cancel()
-	rec := telemetry.FromContext(ctx)
 	attempt := 0
 	var last error
-	_, err = retry(rctx, st, func() (struct{}, error) {
+	_, err = Retry(rctx, st, func() (struct{}, error) {
 		if attempt > 0 {
 			rec.CleanupRetried(rctx, path, attempt, last)
 		}

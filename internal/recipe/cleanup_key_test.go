@@ -53,14 +53,14 @@ func TestCleanerStoreNotComparable(t *testing.T) {
 	defer inner.Close()
 	st := uncomparable{Store: inner}
 	ctx, d := t.Context(), dir(t)
-	n, err := recipe.Acquire(ctx, st, d, names.Lock, nil, recipe.Predecessor)
+	n, err := recipe.Acquire(ctx, st, nil, d, recipe.LockPrefix, nil, recipe.Predecessor)
 	if err != nil {
 		t.Fatalf("Acquire = %v", err)
 	}
 	inner.Disconnect()
 	cctx, cancel := context.WithCancel(ctx)
 	cancel()
-	if err := recipe.Remove(cctx, st, n); !errors.Is(err, recipe.ErrRemovalPending) {
+	if err := recipe.Remove(cctx, st, nil, n); !errors.Is(err, recipe.ErrRemovalPending) {
 		t.Fatalf("Remove(disconnected) = %v; want %v", err, recipe.ErrRemovalPending)
 	}
 	select {

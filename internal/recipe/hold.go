@@ -6,6 +6,7 @@ import (
 	"fmt"
 	gosync "sync"
 
+	"github.com/corral-go/corral/internal/telemetry"
 	"github.com/corral-go/corral/store"
 )
 
@@ -39,6 +40,9 @@ type HoldOptions struct {
 	// (store.FrontDeleter), so that the contender behind it needs no
 	// listing to know that it is first now.
 	Front bool
+	// Rec, when not nil, is the recorder of the primitive that holds: the
+	// release's removal logs to it (see Remove).
+	Rec *telemetry.Recorder
 }
 
 // Hold is a granted contender node, held until its Context is cancelled.
@@ -156,7 +160,7 @@ func (h *Hold) Release(ctx context.Context, cause error) (lost, err error) {
 		lost = context.Cause(h.ctx)
 	}
 	h.stop(cause)
-	gone, err := remove(ctx, h.st, nodeID{path: h.node.Path, seq: h.node.Seq, front: h.opts.Front})
+	gone, err := remove(ctx, h.st, h.opts.Rec, nodeID{path: h.node.Path, seq: h.node.Seq, front: h.opts.Front})
 	if lost == nil && gone {
 		// Deleted by someone else, and nobody watched it go.
 		syncSession(h.st)

@@ -48,6 +48,21 @@
 // [TryAcquire] is the non-blocking form. [Predecessor] is the blocker of a
 // mutex, a writer or an election candidate; [LastWriter] that of a reader.
 //
+// # Waiting and granting
+//
+// Every wait of a contender is [WaitAny]: for one node to go (a mutex's
+// predecessor, [WaitGone]), for any of several to go (a semaphore's first
+// waiter watches the holders), or also for a node to be touched, its data
+// set again, which is how a recipe wakes one chosen waiter (a semaphore's
+// hand-down, a striped lock's hand-over). Every grant passes [Confirm]: a
+// contender is granted only while its session lives and the store reports
+// no lost connection; while ownership is unknown it waits, and then checks
+// its node is still its own. The recipes that order contenders their own
+// way (sync's Semaphore and StripedMutex) keep only that order, and their
+// error wrapping. The telemetry recorder a primitive passes (Acquire,
+// Create, Remove, HoldOptions.Rec) receives the logs of removals that are
+// retried or left to the session's cleaner.
+//
 // # Holding
 //
 // [NewHold] turns a granted node into a [Hold], whose Context is derived
@@ -83,7 +98,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/corral-go/corral/internal/names"
+	"github.com/corral-go/corral/internal/telemetry"
 	"github.com/corral-go/corral/store"
 )
 
@@ -189,8 +204,8 @@ func LastWriter(cs []Contender, own int) int {
 // removes the session's own abandoned nodes in dir (Flush), so the new node
 // never queues behind one of them. On error no node is left behind, or the
 // error says it will be removed (ErrRemovalPending).
-func Create(ctx context.Context, st store.Store, dir, prefix string, data []byte) (store.Node, []Contender, error) {
-	n, kids, err := CreateChildren(ctx, st, dir, prefix, data)
+func Create(ctx context.Context, st store.Store, rec *telemetry.Recorder, dir, prefix string, data []byte) (store.Node, []Contender, error) {
+	n, kids, err := CreateChildren(ctx, st, rec, dir, prefix, data)
 	if err != nil {
 		return store.Node{}, nil, err
 	}
@@ -199,7 +214,7 @@ func Create(ctx context.Context, st store.Store, dir, prefix string, data []byte
 
 // CreateChildren is Create that returns the children of dir as listed, for
 // a recipe that reads its nodes itself (a semaphore counts its leases).
-func CreateChildren(ctx context.Context, st store.Store, dir, prefix string, data []byte) (store.Node, []store.Child, error) {
+func CreateChildren(ctx context.Context, st store.Store, rec *telemetry.Recorder, dir, prefix string, data []byte) (store.Node, []store.Child, error) {
 	if err := Flush(ctx, st, dir); err != nil {
 		return store.Node{}, nil, err
 	}
@@ -217,13 +232,12 @@ func CreateChildren(ctx context.Context, st store.Store, dir, prefix string, dat
 		if n, err = st.Create(ctx, p, data, store.EphemeralSequential); err != nil {
 			return store.Node{}, nil, err
 		}
-		kids, err = retry(ctx, st, func() ([]store.Child, error) { return st.Children(ctx, dir) })
-		if err != nil {
-			return store.Node{}, nil, errors.Join(sessionErr(st, err), Remove(ctx, st, n))
+		if kids, err = Children(ctx, st, dir); err != nil {
+			return store.Node{}, nil, errors.Join(sessionErr(st, err), Remove(ctx, st, rec, n))
 		}
 	}
-	if err := CheckFamily(dir, kids, names.FamilyOf(prefix)); err != nil {
-		return store.Node{}, nil, errors.Join(err, Remove(ctx, st, n))
+	if err := CheckFamily(dir, kids, FamilyOf(prefix)); err != nil {
+		return store.Node{}, nil, errors.Join(err, Remove(ctx, st, rec, n))
 	}
 	return n, kids, nil
 }
@@ -242,8 +256,8 @@ func sessionErr(st store.Store, err error) error {
 // Acquire creates a contender node dir/prefix with data and blocks until
 // blocker grants it, ctx is done or the session ends. It returns the node,
 // or an error and leaves no node behind. It may be called concurrently.
-func Acquire(ctx context.Context, st store.Store, dir, prefix string, data []byte, blocker Blocker) (store.Node, error) {
-	n, _, err := AcquireWaited(ctx, st, dir, prefix, data, blocker)
+func Acquire(ctx context.Context, st store.Store, rec *telemetry.Recorder, dir, prefix string, data []byte, blocker Blocker) (store.Node, error) {
+	n, _, err := AcquireWaited(ctx, st, rec, dir, prefix, data, blocker)
 	return n, err
 }
 
@@ -254,34 +268,34 @@ func Acquire(ctx context.Context, st store.Store, dir, prefix string, data []byt
 // every uncontended cycle a write: nobody is likely behind it, and a
 // contender that is finds no record (one point read) and reads its view
 // again.
-func AcquireWaited(ctx context.Context, st store.Store, dir, prefix string, data []byte, blocker Blocker) (n store.Node, waited bool, err error) {
-	n, v, err := create(ctx, st, dir, prefix, data)
+func AcquireWaited(ctx context.Context, st store.Store, rec *telemetry.Recorder, dir, prefix string, data []byte, blocker Blocker) (n store.Node, waited bool, err error) {
+	n, v, err := create(ctx, st, rec, dir, prefix, data)
 	if err != nil {
 		return store.Node{}, false, err
 	}
 	if waited, err = wait(ctx, st, n, v, blocker); err != nil {
-		return store.Node{}, false, errors.Join(sessionErr(st, err), Remove(ctx, st, n))
+		return store.Node{}, false, errors.Join(sessionErr(st, err), Remove(ctx, st, rec, n))
 	}
 	return n, waited, nil
 }
 
 // TryAcquire is Acquire without the wait: if the new node is blocked it is
 // removed and TryAcquire reports false.
-func TryAcquire(ctx context.Context, st store.Store, dir, prefix string, data []byte, blocker Blocker) (store.Node, bool, error) {
-	n, v, err := create(ctx, st, dir, prefix, data)
+func TryAcquire(ctx context.Context, st store.Store, rec *telemetry.Recorder, dir, prefix string, data []byte, blocker Blocker) (store.Node, bool, error) {
+	n, v, err := create(ctx, st, rec, dir, prefix, data)
 	if err != nil {
 		return store.Node{}, false, err
 	}
 	v, err = decisive(ctx, st, n, v, blocker)
 	if err != nil {
-		return store.Node{}, false, errors.Join(sessionErr(st, err), Remove(ctx, st, n))
+		return store.Node{}, false, errors.Join(sessionErr(st, err), Remove(ctx, st, rec, n))
 	}
 	i := Index(v.cs, n.Name())
 	if i < 0 {
-		return store.Node{}, false, errors.Join(ownGone(st, n.Path), Remove(ctx, st, n))
+		return store.Node{}, false, errors.Join(OwnGone(st, n.Path), Remove(ctx, st, rec, n))
 	}
 	if blocker(v.cs, i) >= 0 {
-		return store.Node{}, false, Remove(ctx, st, n)
+		return store.Node{}, false, Remove(ctx, st, rec, n)
 	}
 	return n, true, nil
 }
@@ -308,10 +322,10 @@ func windowFor(prefix string) int {
 // create creates the contender node and returns it with the view right
 // after: a window where st reads windows (store.WindowLister), else the
 // full listing (Create).
-func create(ctx context.Context, st store.Store, dir, prefix string, data []byte) (store.Node, view, error) {
+func create(ctx context.Context, st store.Store, rec *telemetry.Recorder, dir, prefix string, data []byte) (store.Node, view, error) {
 	wl, ok := store.Find[store.WindowLister](st)
 	if !ok {
-		n, cs, err := Create(ctx, st, dir, prefix, data)
+		n, cs, err := Create(ctx, st, rec, dir, prefix, data)
 		return n, view{cs: cs, complete: true}, err
 	}
 	if err := Flush(ctx, st, dir); err != nil {
@@ -321,8 +335,8 @@ func create(ctx context.Context, st store.Store, dir, prefix string, data []byte
 	if err != nil {
 		return store.Node{}, view{}, err
 	}
-	if err := CheckFamily(dir, kids, names.FamilyOf(prefix)); err != nil {
-		return store.Node{}, view{}, errors.Join(err, Remove(ctx, st, n))
+	if err := CheckFamily(dir, kids, FamilyOf(prefix)); err != nil {
+		return store.Node{}, view{}, errors.Join(err, Remove(ctx, st, rec, n))
 	}
 	return n, view{cs: Contenders(kids), complete: complete}, nil
 }
@@ -339,7 +353,7 @@ func read(ctx context.Context, st store.Store, n store.Node) (view, error) {
 		kids     []store.Child
 		complete bool
 	}
-	w, err := retry(ctx, st, func() (win, error) {
+	w, err := Retry(ctx, st, func() (win, error) {
 		kids, complete, err := wl.ChildrenUpTo(ctx, dir, n.Seq, windowFor(name))
 		return win{kids, complete}, err
 	})
@@ -352,9 +366,15 @@ func read(ctx context.Context, st store.Store, n store.Node) (view, error) {
 	return view{cs: Contenders(w.kids), complete: w.complete}, nil
 }
 
+// Children lists the children of dir, riding out a lost connection while
+// ctx and the session live (see Retry).
+func Children(ctx context.Context, st store.Store, dir string) ([]store.Child, error) {
+	return Retry(ctx, st, func() ([]store.Child, error) { return st.Children(ctx, dir) })
+}
+
 // list reads the full view of the contender named name in dir.
 func list(ctx context.Context, st store.Store, dir, name string) (view, error) {
-	kids, err := retry(ctx, st, func() ([]store.Child, error) { return st.Children(ctx, dir) })
+	kids, err := Children(ctx, st, dir)
 	if err != nil {
 		return view{}, err
 	}
@@ -382,45 +402,30 @@ func decisive(ctx context.Context, st store.Store, n store.Node, v view, blocker
 // again after every wait, and reports whether it waited for a blocker.
 func wait(ctx context.Context, st store.Store, n store.Node, v view, blocker Blocker) (waited bool, err error) {
 	dir, name := store.Parent(n.Path), n.Name()
-	for attempt := 0; ; {
+	for {
 		if v, err = decisive(ctx, st, n, v, blocker); err != nil {
 			return waited, err
 		}
 		cs := v.cs
 		i := Index(cs, name)
 		if i < 0 {
-			return waited, ownGone(st, n.Path)
+			return waited, OwnGone(st, n.Path)
 		}
 		b := blocker(cs, i)
 		if b < 0 {
-			// The view was read after the own node was created, and the
-			// session was alive when it was read; it must still be.
-			if st.Context().Err() != nil {
-				return waited, fmt.Errorf("contender %q: %w", n.Path, context.Cause(st.Context()))
-			}
-			if !disconnected(st) {
-				return waited, nil
-			}
-			// Granted on a view read just as the store reported a lost
-			// connection: ownership is unknown, so no grant until the
-			// store is back; then read again.
-			if err := Pause(ctx, st, attempt); err != nil {
-				return waited, err
-			}
-			attempt++
-		} else {
-			waited = true
-			if err := WaitGone(ctx, st, store.Join(dir, cs[b].Name), cs[b].Seq); err != nil {
-				return waited, err
-			}
-			first, err := followsFront(ctx, st, n, cs[b])
-			if err != nil {
-				return waited, err
-			}
-			if first {
-				v = view{cs: []Contender{{Name: name, Seq: n.Seq, Kind: kindOf(name)}}, complete: true}
-				continue
-			}
+			return waited, Confirm(ctx, st, n)
+		}
+		waited = true
+		if err := WaitGone(ctx, st, store.Join(dir, cs[b].Name), cs[b].Seq); err != nil {
+			return waited, err
+		}
+		first, err := followsFront(ctx, st, n, cs[b])
+		if err != nil {
+			return waited, err
+		}
+		if first {
+			v = view{cs: []Contender{{Name: name, Seq: n.Seq, Kind: kindOf(name)}}, complete: true}
+			continue
 		}
 		if v, err = read(ctx, st, n); err != nil {
 			return waited, err
@@ -441,97 +446,7 @@ func followsFront(ctx context.Context, st store.Store, n store.Node, c Contender
 	if !ok || c.Kind == Reader || names.IsLeaseKey(c.Name) {
 		return false, nil
 	}
-	return retry(ctx, st, func() (bool, error) { return fd.FollowsFront(ctx, n.Path, n.Seq, c.Seq) })
-}
-
-// disconnected reports whether st reports a lost connection now.
-func disconnected(st store.Store) bool {
-	select {
-	case <-st.Disconnected():
-		return true
-	default:
-		return false
-	}
-}
-
-// ownGone is the error of a contender whose node vanished while it waited:
-// the session's end if it ended, else store.ErrNoNode.
-func ownGone(st store.Store, path string) error {
-	syncSession(st)
-	if cause := context.Cause(st.Context()); cause != nil {
-		return fmt.Errorf("contender %q: %w", path, cause)
-	}
-	return fmt.Errorf("contender %q deleted: %w", path, store.ErrNoNode)
-}
-
-// syncSession waits until st has finished reporting a session end it is in
-// the middle of. The adapters publish a session's end (ephemerals deleted,
-// Disconnected closed, Context cancelled) under their own lock, which
-// Disconnected takes too.
-func syncSession(st store.Store) { st.Disconnected() }
-
-// WaitGone blocks until the node at path with Seq seq does not exist, ctx
-// is done or the session ends. It watches the node with store.WatchNode,
-// which sets no watch once the node is gone. A node found at path with another Seq is
-// another node (the name was used again, as etcd's own clients do for every
-// acquisition of a session), so it counts as gone: waiting for it could close
-// a cycle with a contender that waits for us. WaitGone re-checks after every
-// event, so a data change or a watch that can no longer fire never passes for
-// a deletion, and it retries across a lost connection while the session
-// lives.
-func WaitGone(ctx context.Context, st store.Store, path string, seq int64) error {
-	return waitGone(ctx, st, path, func(s store.Stat) bool { return s.Seq == seq })
-}
-
-// WaitAbsent blocks until no node exists at path, whichever node it is (a
-// barrier's node removed and set again holds the caller back again), ctx is
-// done or the session ends; otherwise it is WaitGone.
-func WaitAbsent(ctx context.Context, st store.Store, path string) error {
-	return waitGone(ctx, st, path, func(store.Stat) bool { return true })
-}
-
-// waitGone waits until the node at path is missing or is not the one same
-// picks out.
-func waitGone(ctx context.Context, st store.Store, path string, same func(store.Stat) bool) error {
-	for attempt := 0; ; attempt++ {
-		wctx, stop := context.WithCancel(ctx)
-		stat, ev, err := store.WatchNode(wctx, st, path)
-		if errors.Is(err, store.ErrNoNode) {
-			stop()
-			return nil
-		}
-		if err != nil {
-			stop()
-			if !errors.Is(err, store.ErrDisconnected) || ctx.Err() != nil {
-				return err
-			}
-			if err := Pause(ctx, st, attempt); err != nil {
-				return err
-			}
-			continue
-		}
-		if !same(stat) {
-			// Another node at the name: the watch on it ends when
-			// that node changes or goes.
-			stop()
-			return nil
-		}
-		select {
-		case e := <-ev:
-			stop()
-			if e.Err == nil && e.Type == store.EventDeleted {
-				return nil
-			}
-			if errors.Is(e.Err, store.ErrDisconnected) {
-				if err := Pause(ctx, st, attempt); err != nil {
-					return err
-				}
-			}
-		case <-ctx.Done():
-			stop()
-			return ctx.Err()
-		}
-	}
+	return Retry(ctx, st, func() (bool, error) { return fd.FollowsFront(ctx, n.Path, n.Seq, c.Seq) })
 }
 
 // Pause waits before the attempt-th retry (from 0) after a lost
@@ -563,9 +478,10 @@ func RideOut(ctx context.Context, st store.Store, err error, attempt int) bool {
 	return Pause(ctx, st, attempt) == nil
 }
 
-// retry calls fn until it succeeds, fails with an error other than
-// store.ErrDisconnected, ctx is done or the session ends.
-func retry[T any](ctx context.Context, st store.Store, fn func() (T, error)) (T, error) {
+// Retry calls fn until it succeeds, fails with an error other than
+// store.ErrDisconnected, ctx is done or the session ends, pacing its tries
+// with Pause.
+func Retry[T any](ctx context.Context, st store.Store, fn func() (T, error)) (T, error) {
 	for attempt := 0; ; attempt++ {
 		v, err := fn()
 		if err == nil || !errors.Is(err, store.ErrDisconnected) || ctx.Err() != nil {

@@ -136,11 +136,11 @@ func TestAcquireOrder(t *testing.T) {
 		ctx, cancel := context.WithTimeout(t.Context(), timeout)
 		defer cancel()
 
-		n1, err := recipe.Acquire(ctx, s1, d, names.Lock, nil, recipe.Predecessor)
+		n1, err := recipe.Acquire(ctx, s1, nil, d, recipe.LockPrefix, nil, recipe.Predecessor)
 		if err != nil {
 			t.Fatalf("Acquire(first) = %v", err)
 		}
-		if _, ok, err := recipe.TryAcquire(ctx, s2, d, names.Lock, nil, recipe.Predecessor); ok || err != nil {
+		if _, ok, err := recipe.TryAcquire(ctx, s2, nil, d, recipe.LockPrefix, nil, recipe.Predecessor); ok || err != nil {
 			t.Fatalf("TryAcquire(blocked) = %v, %v; want false, nil", ok, err)
 		}
 		if got := children(t, s1, d); len(got) != 1 {
@@ -150,7 +150,7 @@ func TestAcquireOrder(t *testing.T) {
 		var n2 store.Node
 		go func() {
 			var err error
-			n2, err = recipe.Acquire(ctx, s2, d, names.Lock, nil, recipe.Predecessor)
+			n2, err = recipe.Acquire(ctx, s2, nil, d, recipe.LockPrefix, nil, recipe.Predecessor)
 			got <- err
 		}()
 		waitChildren(t, s1, d, 2)
@@ -159,7 +159,7 @@ func TestAcquireOrder(t *testing.T) {
 			t.Fatalf("second Acquire returned %v while the first held", err)
 		default:
 		}
-		if err := recipe.Remove(ctx, s1, n1); err != nil {
+		if err := recipe.Remove(ctx, s1, nil, n1); err != nil {
 			t.Fatalf("Remove = %v", err)
 		}
 		select {
@@ -188,14 +188,14 @@ func TestAcquireCancelLeavesNoNode(t *testing.T) {
 		defer s1.Close()
 		defer s2.Close()
 		d := dir(t)
-		n1, err := recipe.Acquire(t.Context(), s1, d, names.Lock, nil, recipe.Predecessor)
+		n1, err := recipe.Acquire(t.Context(), s1, nil, d, recipe.LockPrefix, nil, recipe.Predecessor)
 		if err != nil {
 			t.Fatalf("Acquire = %v", err)
 		}
 		ctx, cancel := context.WithCancel(t.Context())
 		got := make(chan error, 1)
 		go func() {
-			_, err := recipe.Acquire(ctx, s2, d, names.Lock, nil, recipe.Predecessor)
+			_, err := recipe.Acquire(ctx, s2, nil, d, recipe.LockPrefix, nil, recipe.Predecessor)
 			got <- err
 		}()
 		waitChildren(t, s1, d, 2)
@@ -306,7 +306,7 @@ func TestHold(t *testing.T) {
 				owner, other := b.Open(t), b.Open(t)
 				defer owner.Close()
 				defer other.Close()
-				n, err := recipe.Acquire(t.Context(), owner, dir(t), names.Lock, nil, recipe.Predecessor)
+				n, err := recipe.Acquire(t.Context(), owner, nil, dir(t), recipe.LockPrefix, nil, recipe.Predecessor)
 				if err != nil {
 					t.Fatalf("Acquire = %v", err)
 				}
@@ -347,7 +347,7 @@ func TestHoldSurvivesDisconnect(t *testing.T) {
 		}
 		st := b.Open(t)
 		defer st.Close()
-		n, err := recipe.Acquire(t.Context(), st, dir(t), names.Lock, nil, recipe.Predecessor)
+		n, err := recipe.Acquire(t.Context(), st, nil, dir(t), recipe.LockPrefix, nil, recipe.Predecessor)
 		if err != nil {
 			t.Fatalf("Acquire = %v", err)
 		}
@@ -380,7 +380,7 @@ func TestLostReplyYieldsOneNode(t *testing.T) {
 		defer st.Close()
 		d := dir(t)
 		rl.LoseNextCreateReply(t, st)
-		n, err := recipe.Acquire(t.Context(), st, d, names.Lock, nil, recipe.Predecessor)
+		n, err := recipe.Acquire(t.Context(), st, nil, d, recipe.LockPrefix, nil, recipe.Predecessor)
 		if err != nil {
 			t.Fatalf("Acquire = %v", err)
 		}
@@ -396,7 +396,7 @@ func TestLazyHold(t *testing.T) {
 		defer owner.Close()
 		defer other.Close()
 		d := dir(t)
-		n, err := recipe.Acquire(t.Context(), owner, d, names.Lock, nil, recipe.Predecessor)
+		n, err := recipe.Acquire(t.Context(), owner, nil, d, recipe.LockPrefix, nil, recipe.Predecessor)
 		if err != nil {
 			t.Fatalf("Acquire = %v", err)
 		}
@@ -410,7 +410,7 @@ func TestLazyHold(t *testing.T) {
 			t.Errorf("Release() = %v, %v; want %v, nil", lost, err, errDeleted)
 		}
 
-		n, err = recipe.Acquire(t.Context(), owner, d, names.Lock, nil, recipe.Predecessor)
+		n, err = recipe.Acquire(t.Context(), owner, nil, d, recipe.LockPrefix, nil, recipe.Predecessor)
 		if err != nil {
 			t.Fatalf("Acquire = %v", err)
 		}
@@ -446,7 +446,7 @@ func TestLazyHoldDisconnected(t *testing.T) {
 		}
 		st := b.Open(t)
 		defer st.Close()
-		n, err := recipe.Acquire(t.Context(), st, dir(t), names.Lock, nil, recipe.Predecessor)
+		n, err := recipe.Acquire(t.Context(), st, nil, dir(t), recipe.LockPrefix, nil, recipe.Predecessor)
 		if err != nil {
 			t.Fatalf("Acquire = %v", err)
 		}
@@ -511,7 +511,7 @@ func TestAcquireWaitsForIdentity(t *testing.T) {
 			t.Error(err)
 		}
 	}}
-	n, err := recipe.Acquire(ctx, st, d, names.Lock, nil, recipe.Predecessor)
+	n, err := recipe.Acquire(ctx, st, nil, d, recipe.LockPrefix, nil, recipe.Predecessor)
 	if err != nil {
 		t.Fatalf("Acquire = %v; want the lock, since %q is behind it now", err, first.Path)
 	}
@@ -552,7 +552,7 @@ func TestWindowFallback(t *testing.T) {
 		} {
 			t.Run(tt.name, func(t *testing.T) {
 				d := dir(t)
-				h, err := recipe.Acquire(ctx, holder, d, tt.holderPrefix, nil, recipe.Predecessor)
+				h, err := recipe.Acquire(ctx, holder, nil, d, tt.holderPrefix, nil, recipe.Predecessor)
 				if err != nil {
 					t.Fatalf("Acquire(holder) = %v", err)
 				}
@@ -562,12 +562,12 @@ func TestWindowFallback(t *testing.T) {
 						t.Fatalf("Create(%q) = %v", p, err)
 					}
 				}
-				if _, ok, err := recipe.TryAcquire(ctx, other, d, tt.prefix, nil, tt.blocker); ok || err != nil {
+				if _, ok, err := recipe.TryAcquire(ctx, other, nil, d, tt.prefix, nil, tt.blocker); ok || err != nil {
 					t.Fatalf("TryAcquire behind the holder = %v, %v; want false, nil", ok, err)
 				}
 				got := make(chan error, 1)
 				go func() {
-					_, err := recipe.Acquire(ctx, other, d, tt.prefix, nil, tt.blocker)
+					_, err := recipe.Acquire(ctx, other, nil, d, tt.prefix, nil, tt.blocker)
 					got <- err
 				}()
 				waitChildren(t, holder, d, tt.kids)
@@ -576,7 +576,7 @@ func TestWindowFallback(t *testing.T) {
 					t.Fatalf("Acquire behind the holder returned %v while it held", err)
 				default:
 				}
-				if err := recipe.Remove(ctx, holder, h); err != nil {
+				if err := recipe.Remove(ctx, holder, nil, h); err != nil {
 					t.Fatalf("Remove(holder) = %v", err)
 				}
 				select {
@@ -605,7 +605,7 @@ func TestRemoveOwned(t *testing.T) {
 	if _, err := a.Create(ctx, p, nil, store.Ephemeral); err != nil {
 		t.Fatal(err)
 	}
-	if err := recipe.RemoveOwned(ctx, a, p, a.SessionID()); err != nil {
+	if err := recipe.RemoveOwned(ctx, a, nil, p, a.SessionID()); err != nil {
 		t.Fatalf("RemoveOwned(own) = %v; want nil", err)
 	}
 	if _, err := b.Get(ctx, p); !errors.Is(err, store.ErrNoNode) {
@@ -614,7 +614,7 @@ func TestRemoveOwned(t *testing.T) {
 	if _, err := b.Create(ctx, p, nil, store.Ephemeral); err != nil {
 		t.Fatal(err)
 	}
-	if err := recipe.RemoveOwned(ctx, a, p, a.SessionID()); err != nil {
+	if err := recipe.RemoveOwned(ctx, a, nil, p, a.SessionID()); err != nil {
 		t.Fatalf("RemoveOwned(another's) = %v; want nil", err)
 	}
 	if n, err := a.Get(ctx, p); err != nil || n.Owner != b.SessionID() {
@@ -632,7 +632,7 @@ func TestRemoveOwned(t *testing.T) {
 	a.Disconnect()
 	cctx, cancel := context.WithCancel(ctx)
 	cancel()
-	if err := recipe.RemoveOwned(cctx, a, p, a.SessionID()); !errors.Is(err, recipe.ErrRemovalPending) {
+	if err := recipe.RemoveOwned(cctx, a, nil, p, a.SessionID()); !errors.Is(err, recipe.ErrRemovalPending) {
 		t.Fatalf("RemoveOwned(disconnected) = %v; want %v", err, recipe.ErrRemovalPending)
 	}
 	if err := b.Delete(ctx, p); err != nil {
@@ -669,7 +669,7 @@ func TestFrontHandoff(t *testing.T) {
 		defer cancel()
 		d := dir(t)
 
-		n, err := recipe.Acquire(ctx, holderSt, d, names.Lock, nil, recipe.Predecessor)
+		n, err := recipe.Acquire(ctx, holderSt, nil, d, recipe.LockPrefix, nil, recipe.Predecessor)
 		if err != nil {
 			t.Fatalf("Acquire(holder) = %v", err)
 		}
@@ -677,13 +677,13 @@ func TestFrontHandoff(t *testing.T) {
 		qctx, quit := context.WithCancel(ctx)
 		quitter := make(chan error, 1)
 		go func() {
-			_, err := recipe.Acquire(qctx, quitterSt, d, names.Lock, nil, recipe.Predecessor)
+			_, err := recipe.Acquire(qctx, quitterSt, nil, d, recipe.LockPrefix, nil, recipe.Predecessor)
 			quitter <- err
 		}()
 		waitChildren(t, holderSt, d, 2)
 		got := make(chan error, 1)
 		go func() {
-			_, err := recipe.Acquire(ctx, waiter, d, names.Lock, nil, recipe.Predecessor)
+			_, err := recipe.Acquire(ctx, waiter, nil, d, recipe.LockPrefix, nil, recipe.Predecessor)
 			got <- err
 		}()
 		watches := func(n int) {

@@ -4,7 +4,10 @@
 // [Config] its options filled in) and calls it at the points every recipe
 // shares: an acquisition begins ([Recorder.Begin]), is granted, refused or
 // given up ([Attempt]), a hold ends ([Holding.End]), a removal is retried or
-// left to the session's cleaner.
+// left to the session's cleaner. The primitive passes its Recorder to the
+// recipe machinery as an argument (internal/recipe's Acquire, Create and
+// Remove, HoldOptions.Rec), never as a context value, so that a primitive
+// that forgets it fails to compile instead of recording nothing.
 //
 // Metrics go to the MeterProvider of the Config, or the global one
 // (otel.GetMeterProvider), which does nothing until the application
@@ -446,21 +449,4 @@ func (r *Recorder) logging(ctx context.Context) bool {
 
 func (r *Recorder) logAttrs(as ...slog.Attr) []slog.Attr {
 	return append(as, slog.String("kind", r.kind), slog.String("path", r.path))
-}
-
-type ctxKey struct{}
-
-// NewContext returns ctx carrying r, for the recipe machinery that a
-// primitive calls with ctx (a removal it retries, say) to log to.
-func NewContext(ctx context.Context, r *Recorder) context.Context {
-	if r == nil {
-		return ctx
-	}
-	return context.WithValue(ctx, ctxKey{}, r)
-}
-
-// FromContext returns the Recorder ctx carries, or nil.
-func FromContext(ctx context.Context) *Recorder {
-	r, _ := ctx.Value(ctxKey{}).(*Recorder)
-	return r
 }

@@ -35,8 +35,7 @@ func TestCause(t *testing.T) {
 	}
 }
 
-// TestNil: a nil Recorder, Holding and context value record nothing and
-// never panic.
+// TestNil: a nil Recorder and Holding record nothing and never panic.
 func TestNil(t *testing.T) {
 	var r *telemetry.Recorder
 	ctx := context.Background()
@@ -46,7 +45,9 @@ func TestNil(t *testing.T) {
 	r.Begin(ctx).Failed(ctx, errors.New("x"))
 	r.Put(ctx)
 	r.LeaderChanged(ctx, "", 0)
-	telemetry.FromContext(telemetry.NewContext(ctx, r)).CleanupRetried(ctx, "/a", 1, nil)
+	r.CleanupRetried(ctx, "/a", 1, nil)
+	r.CleanupHandedOver(ctx, "/a", nil)
+	r.CleanupDone("/a", nil)
 }
 
 // TestEndOnce: a hold's end counts once, whoever reports it.

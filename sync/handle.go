@@ -1,0 +1,43 @@
+package sync
+
+import (
+	"context"
+
+	"github.com/corral-go/corral/internal/recipe"
+)
+
+// handle is what a handle on one hold (a ReadHold, a Lease) is made of: the
+// recipe's Hold, its idempotent release, and the path of the primitive that
+// granted it. A nil or zero handle holds nothing.
+type handle struct {
+	path string
+	hold *recipe.Hold
+	once recipe.ReleaseOnce
+}
+
+// granted reports whether h was granted a hold.
+func (h *handle) granted() bool { return h != nil && h.hold != nil }
+
+// context returns the hold's Context, or one cancelled with ErrNotLocked.
+func (h *handle) context() context.Context {
+	if !h.granted() {
+		return notHeld
+	}
+	return h.hold.Context()
+}
+
+// token returns the hold's fencing token, or -1.
+func (h *handle) token() int64 {
+	if !h.granted() {
+		return -1
+	}
+	return h.hold.Token()
+}
+
+// release releases the granted hold once (see recipe.ReleaseOnce) with
+// cause, and again's error when it was released before; a loss before the
+// release is reported wrapped in lostAs, all as op's error.
+func (h *handle) release(ctx context.Context, op string, cause, again, lostAs error) error {
+	lost, err := h.once.Release(ctx, h.hold, cause, again)
+	return releaseErr(op, h.path, lostAs, lost, err)
+}
