@@ -37,7 +37,7 @@ func Join(ctx context.Context, st store.Store, path string, value []byte, opts .
 	rec := telemetry.New(o.tel, telemetry.KindGroup, path, ErrNodeDeleted)
 	a := rec.Begin(ctx)
 	for attempt := 0; ; attempt++ {
-		n, _, err := recipe.Create(ctx, st, rec, path, recipe.GroupPrefix, value)
+		n, _, err := recipe.Create(ctx, st, rec, path, names.Group, value)
 		if err == nil {
 			hopts := recipe.HoldOptions{Deleted: ErrNodeDeleted, OnEnd: a.Granted(ctx, n).End, Rec: rec}
 			if o.policy == LoseOnDisconnect {

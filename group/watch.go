@@ -195,7 +195,7 @@ func (g *watch) current(ctx context.Context) (ms []Member, ch <-chan store.Event
 	// No group yet: no members, and a watch for its directory.
 	kids, ch, err := recipe.WatchChildren(ctx, g.st, g.path)
 	if err == nil {
-		err = recipe.CheckFamily(g.path, kids, recipe.Groups)
+		err = recipe.CheckFamily(g.path, kids, names.Groups)
 	}
 	if err != nil {
 		return nil, nil, err

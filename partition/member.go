@@ -299,7 +299,7 @@ func (m *Member) work(ctx context.Context, i int) {
 	dir := shardDir(m.path, i)
 	for attempt := 0; ctx.Err() == nil; {
 		a := m.rec.Begin(ctx)
-		n, waited, err := recipe.AcquireWaited(ctx, m.st, m.rec, dir, recipe.LockPrefix, []byte(m.id), recipe.Predecessor)
+		n, waited, err := recipe.AcquireWaited(ctx, m.st, m.rec, dir, names.Lock, []byte(m.id), recipe.Predecessor)
 		if err != nil {
 			a.Failed(ctx, err)
 			// A lost connection, or anything else (another recipe's

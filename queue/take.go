@@ -341,7 +341,7 @@ func (q *Queue) deadLetter(ctx context.Context, cfg config, e names.Entry, data 
 	if err := q.st.Delete(ctx, store.Join(q.items, e.Name)); err != nil && !errors.Is(err, store.ErrNoNode) {
 		return err
 	}
-	_ = recipe.Remove(ctx, q.st, q.rec, store.Node{Path: store.Join(q.counts, e.id)})
+	_ = recipe.Remove(ctx, q.st, q.rec, store.Node{Path: store.Join(q.counts, e.ID)})
 	return nil
 }
 

@@ -224,7 +224,7 @@ func (m *MultiMutex) member(ctx context.Context, i int, wait bool) (n store.Node
 	rec := m.recs[i]
 	if wait {
 		a := rec.Begin(ctx)
-		n, waited, err = recipe.AcquireWaited(ctx, m.st, rec, m.paths[i], recipe.LockPrefix, m.opts.nodeData(a.Start()), recipe.Predecessor)
+		n, waited, err = recipe.AcquireWaited(ctx, m.st, rec, m.paths[i], names.Lock, m.opts.nodeData(a.Start()), recipe.Predecessor)
 		if err != nil {
 			a.Failed(ctx, err)
 			return n, false, false, nil, err
@@ -232,7 +232,7 @@ func (m *MultiMutex) member(ctx context.Context, i int, wait bool) (n store.Node
 		return n, true, waited, a.Granted(ctx, n), nil
 	}
 	a := rec.Try()
-	n, ok, err = recipe.TryAcquire(ctx, m.st, rec, m.paths[i], recipe.LockPrefix, m.opts.nodeData(a.Start()), recipe.Predecessor)
+	n, ok, err = recipe.TryAcquire(ctx, m.st, rec, m.paths[i], names.Lock, m.opts.nodeData(a.Start()), recipe.Predecessor)
 	switch {
 	case err != nil:
 		a.Failed(ctx, err)

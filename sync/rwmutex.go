@@ -92,7 +92,7 @@ func (rw *RWMutex) RLock(ctx context.Context) (*ReadHold, error) {
 		return nil, acquireErr(ctx, "rlock", rw.w.path, nil)
 	}
 	a := rw.rrec.Begin(ctx)
-	n, err := recipe.Acquire(ctx, rw.w.st, rw.rrec, rw.w.path, recipe.ReadPrefix, rw.opts.nodeData(a.Start()), recipe.LastWriter)
+	n, err := recipe.Acquire(ctx, rw.w.st, rw.rrec, rw.w.path, names.Read, rw.opts.nodeData(a.Start()), recipe.LastWriter)
 	if err != nil {
 		a.Failed(ctx, err)
 		return nil, acquireErr(ctx, "rlock", rw.w.path, err)
@@ -108,7 +108,7 @@ func (rw *RWMutex) TryRLock(ctx context.Context) (*ReadHold, bool, error) {
 		return nil, false, err
 	}
 	a := rw.rrec.Try()
-	n, ok, err := recipe.TryAcquire(ctx, rw.w.st, rw.rrec, rw.w.path, recipe.ReadPrefix, rw.opts.nodeData(a.Start()), recipe.LastWriter)
+	n, ok, err := recipe.TryAcquire(ctx, rw.w.st, rw.rrec, rw.w.path, names.Read, rw.opts.nodeData(a.Start()), recipe.LastWriter)
 	if err != nil {
 		a.Failed(ctx, err)
 		return nil, false, acquireErr(ctx, "tryrlock", rw.w.path, err)

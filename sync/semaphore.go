@@ -266,7 +266,7 @@ func (s *Semaphore) prepare(ctx context.Context, op string) error {
 // create makes the own lease node with data and lists the semaphore's
 // children right after, in one round trip when the store can.
 func (s *Semaphore) create(ctx context.Context, data []byte) (store.Node, []store.Child, error) {
-	return recipe.CreateChildren(ctx, s.st, s.rec, s.path, semPrefix, data)
+	return recipe.CreateChildren(ctx, s.st, s.rec, s.path, names.Lease, data)
 }
 
 // wait blocks until own is among the n lowest leases, re-listing them after

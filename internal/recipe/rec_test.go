@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/corral-go/corral/internal/names"
 	"github.com/corral-go/corral/internal/recipe"
 	"github.com/corral-go/corral/internal/telemetry"
 	"github.com/corral-go/corral/memstore"
@@ -66,7 +67,7 @@ func TestRemovalLogsToRecorder(t *testing.T) {
 				telemetry.KindMutex, "/rec", errDeleted)
 			st := memstore.New()
 			defer st.Close()
-			n, err := recipe.Acquire(t.Context(), st, rec, dir(t), recipe.LockPrefix, nil, recipe.Predecessor)
+			n, err := recipe.Acquire(t.Context(), st, rec, dir(t), names.Lock, nil, recipe.Predecessor)
 			if err != nil {
 				t.Fatalf("Acquire = %v", err)
 			}

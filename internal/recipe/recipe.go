@@ -98,6 +98,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/corral-go/corral/internal/names"
 	"github.com/corral-go/corral/internal/telemetry"
 	"github.com/corral-go/corral/store"
 )
@@ -236,7 +237,7 @@ func CreateChildren(ctx context.Context, st store.Store, rec *telemetry.Recorder
 			return store.Node{}, nil, errors.Join(sessionErr(st, err), Remove(ctx, st, rec, n))
 		}
 	}
-	if err := CheckFamily(dir, kids, FamilyOf(prefix)); err != nil {
+	if err := CheckFamily(dir, kids, names.FamilyOf(prefix)); err != nil {
 		return store.Node{}, nil, errors.Join(err, Remove(ctx, st, rec, n))
 	}
 	return n, kids, nil
@@ -335,7 +336,7 @@ func create(ctx context.Context, st store.Store, rec *telemetry.Recorder, dir, p
 	if err != nil {
 		return store.Node{}, view{}, err
 	}
-	if err := CheckFamily(dir, kids, FamilyOf(prefix)); err != nil {
+	if err := CheckFamily(dir, kids, names.FamilyOf(prefix)); err != nil {
 		return store.Node{}, view{}, errors.Join(err, Remove(ctx, st, rec, n))
 	}
 	return n, view{cs: Contenders(kids), complete: complete}, nil

@@ -136,11 +136,11 @@ func TestAcquireOrder(t *testing.T) {
 		ctx, cancel := context.WithTimeout(t.Context(), timeout)
 		defer cancel()
 
-		n1, err := recipe.Acquire(ctx, s1, nil, d, recipe.LockPrefix, nil, recipe.Predecessor)
+		n1, err := recipe.Acquire(ctx, s1, nil, d, names.Lock, nil, recipe.Predecessor)
 		if err != nil {
 			t.Fatalf("Acquire(first) = %v", err)
 		}
-		if _, ok, err := recipe.TryAcquire(ctx, s2, nil, d, recipe.LockPrefix, nil, recipe.Predecessor); ok || err != nil {
+		if _, ok, err := recipe.TryAcquire(ctx, s2, nil, d, names.Lock, nil, recipe.Predecessor); ok || err != nil {
 			t.Fatalf("TryAcquire(blocked) = %v, %v; want false, nil", ok, err)
 		}
 		if got := children(t, s1, d); len(got) != 1 {
@@ -150,7 +150,7 @@ func TestAcquireOrder(t *testing.T) {
 		var n2 store.Node
 		go func() {
 			var err error
-			n2, err = recipe.Acquire(ctx, s2, nil, d, recipe.LockPrefix, nil, recipe.Predecessor)
+			n2, err = recipe.Acquire(ctx, s2, nil, d, names.Lock, nil, recipe.Predecessor)
 			got <- err
 		}()
 		waitChildren(t, s1, d, 2)
@@ -188,14 +188,14 @@ func TestAcquireCancelLeavesNoNode(t *testing.T) {
 		defer s1.Close()
 		defer s2.Close()
 		d := dir(t)
-		n1, err := recipe.Acquire(t.Context(), s1, nil, d, recipe.LockPrefix, nil, recipe.Predecessor)
+		n1, err := recipe.Acquire(t.Context(), s1, nil, d, names.Lock, nil, recipe.Predecessor)
 		if err != nil {
 			t.Fatalf("Acquire = %v", err)
 		}
 		ctx, cancel := context.WithCancel(t.Context())
 		got := make(chan error, 1)
 		go func() {
-			_, err := recipe.Acquire(ctx, s2, nil, d, recipe.LockPrefix, nil, recipe.Predecessor)
+			_, err := recipe.Acquire(ctx, s2, nil, d, names.Lock, nil, recipe.Predecessor)
 			got <- err
 		}()
 		waitChildren(t, s1, d, 2)
@@ -306,7 +306,7 @@ func TestHold(t *testing.T) {
 				owner, other := b.Open(t), b.Open(t)
 				defer owner.Close()
 				defer other.Close()
-				n, err := recipe.Acquire(t.Context(), owner, nil, dir(t), recipe.LockPrefix, nil, recipe.Predecessor)
+				n, err := recipe.Acquire(t.Context(), owner, nil, dir(t), names.Lock, nil, recipe.Predecessor)
 				if err != nil {
 					t.Fatalf("Acquire = %v", err)
 				}
@@ -347,7 +347,7 @@ func TestHoldSurvivesDisconnect(t *testing.T) {
 		}
 		st := b.Open(t)
 		defer st.Close()
-		n, err := recipe.Acquire(t.Context(), st, nil, dir(t), recipe.LockPrefix, nil, recipe.Predecessor)
+		n, err := recipe.Acquire(t.Context(), st, nil, dir(t), names.Lock, nil, recipe.Predecessor)
 		if err != nil {
 			t.Fatalf("Acquire = %v", err)
 		}
@@ -380,7 +380,7 @@ func TestLostReplyYieldsOneNode(t *testing.T) {
 		defer st.Close()
 		d := dir(t)
 		rl.LoseNextCreateReply(t, st)
-		n, err := recipe.Acquire(t.Context(), st, nil, d, recipe.LockPrefix, nil, recipe.Predecessor)
+		n, err := recipe.Acquire(t.Context(), st, nil, d, names.Lock, nil, recipe.Predecessor)
 		if err != nil {
 			t.Fatalf("Acquire = %v", err)
 		}
@@ -396,7 +396,7 @@ func TestLazyHold(t *testing.T) {
 		defer owner.Close()
 		defer other.Close()
 		d := dir(t)
-		n, err := recipe.Acquire(t.Context(), owner, nil, d, recipe.LockPrefix, nil, recipe.Predecessor)
+		n, err := recipe.Acquire(t.Context(), owner, nil, d, names.Lock, nil, recipe.Predecessor)
 		if err != nil {
 			t.Fatalf("Acquire = %v", err)
 		}
@@ -410,7 +410,7 @@ func TestLazyHold(t *testing.T) {
 			t.Errorf("Release() = %v, %v; want %v, nil", lost, err, errDeleted)
 		}
 
-		n, err = recipe.Acquire(t.Context(), owner, nil, d, recipe.LockPrefix, nil, recipe.Predecessor)
+		n, err = recipe.Acquire(t.Context(), owner, nil, d, names.Lock, nil, recipe.Predecessor)
 		if err != nil {
 			t.Fatalf("Acquire = %v", err)
 		}
@@ -446,7 +446,7 @@ func TestLazyHoldDisconnected(t *testing.T) {
 		}
 		st := b.Open(t)
 		defer st.Close()
-		n, err := recipe.Acquire(t.Context(), st, nil, dir(t), recipe.LockPrefix, nil, recipe.Predecessor)
+		n, err := recipe.Acquire(t.Context(), st, nil, dir(t), names.Lock, nil, recipe.Predecessor)
 		if err != nil {
 			t.Fatalf("Acquire = %v", err)
 		}
@@ -511,7 +511,7 @@ func TestAcquireWaitsForIdentity(t *testing.T) {
 			t.Error(err)
 		}
 	}}
-	n, err := recipe.Acquire(ctx, st, nil, d, recipe.LockPrefix, nil, recipe.Predecessor)
+	n, err := recipe.Acquire(ctx, st, nil, d, names.Lock, nil, recipe.Predecessor)
 	if err != nil {
 		t.Fatalf("Acquire = %v; want the lock, since %q is behind it now", err, first.Path)
 	}
@@ -669,7 +669,7 @@ func TestFrontHandoff(t *testing.T) {
 		defer cancel()
 		d := dir(t)
 
-		n, err := recipe.Acquire(ctx, holderSt, nil, d, recipe.LockPrefix, nil, recipe.Predecessor)
+		n, err := recipe.Acquire(ctx, holderSt, nil, d, names.Lock, nil, recipe.Predecessor)
 		if err != nil {
 			t.Fatalf("Acquire(holder) = %v", err)
 		}
@@ -677,13 +677,13 @@ func TestFrontHandoff(t *testing.T) {
 		qctx, quit := context.WithCancel(ctx)
 		quitter := make(chan error, 1)
 		go func() {
-			_, err := recipe.Acquire(qctx, quitterSt, nil, d, recipe.LockPrefix, nil, recipe.Predecessor)
+			_, err := recipe.Acquire(qctx, quitterSt, nil, d, names.Lock, nil, recipe.Predecessor)
 			quitter <- err
 		}()
 		waitChildren(t, holderSt, d, 2)
 		got := make(chan error, 1)
 		go func() {
-			_, err := recipe.Acquire(ctx, waiter, nil, d, recipe.LockPrefix, nil, recipe.Predecessor)
+			_, err := recipe.Acquire(ctx, waiter, nil, d, names.Lock, nil, recipe.Predecessor)
 			got <- err
 		}()
 		watches := func(n int) {

@@ -25,7 +25,7 @@ func TestReleaseOnce(t *testing.T) {
 	p := dir(t)
 	acquire := func() (*recipe.Hold, store.Node) {
 		t.Helper()
-		n, err := recipe.Acquire(ctx, a, nil, p, recipe.LockPrefix, nil, recipe.Predecessor)
+		n, err := recipe.Acquire(ctx, a, nil, p, names.Lock, nil, recipe.Predecessor)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -6,6 +6,7 @@ import (
 	gosync "sync"
 	"testing"
 
+	"github.com/corral-go/corral/internal/names"
 	"github.com/corral-go/corral/internal/recipe"
 	"github.com/corral-go/corral/internal/testing/backends"
 	"github.com/corral-go/corral/store"
@@ -154,7 +155,7 @@ func TestConfirm(t *testing.T) {
 		defer other.Close()
 		ctx, cancel := context.WithTimeout(t.Context(), timeout)
 		defer cancel()
-		n, err := recipe.Acquire(ctx, st, nil, dir(t), recipe.LockPrefix, nil, recipe.Predecessor)
+		n, err := recipe.Acquire(ctx, st, nil, dir(t), names.Lock, nil, recipe.Predecessor)
 		if err != nil {
 			t.Fatalf("Acquire = %v", err)
 		}
