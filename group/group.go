@@ -104,6 +104,7 @@ type Option func(*options)
 type options struct {
 	policy DisconnectPolicy
 	tel    telemetry.Config
+	nilOpt bool // a nil option was given: bad input
 }
 
 // WithDisconnectPolicy sets what a lost connection does to a membership;
@@ -129,21 +130,26 @@ func WithLogger(l *slog.Logger) Option {
 func newOptions(opts []Option) options {
 	var o options
 	for _, opt := range opts {
-		if opt != nil {
-			opt(&o)
+		if opt == nil {
+			o.nilOpt = true
+			continue
 		}
+		opt(&o)
 	}
 	return o
 }
 
 // check reports what no group call can use: a nil store, a path no group
-// can have, a policy that does not exist.
+// can have, a nil option, a policy that does not exist.
 func (o options) check(st store.Store, path string) error {
 	if st == nil {
 		return fmt.Errorf("%w: nil store", store.ErrInvalidArgument)
 	}
 	if err := recipe.ValidateDir(path); err != nil {
 		return err
+	}
+	if o.nilOpt {
+		return fmt.Errorf("%w: nil option", store.ErrInvalidArgument)
 	}
 	if o.policy != LoseOnDisconnect && o.policy != KeepOnDisconnect {
 		return fmt.Errorf("%w: %v", store.ErrInvalidArgument, o.policy)

@@ -258,6 +258,7 @@ func TestMisuse(t *testing.T) {
 		{"empty", st, "", nil, nil, store.ErrInvalidPath},
 		{"large value", st, "/g", make([]byte, store.MaxDataSize+1), nil, store.ErrTooLarge},
 		{"bad policy", st, "/g", nil, []group.Option{group.WithDisconnectPolicy(7)}, store.ErrInvalidArgument},
+		{"nil option", st, "/g", nil, []group.Option{nil}, store.ErrInvalidArgument},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

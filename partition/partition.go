@@ -115,8 +115,9 @@ const MaxShards = 1 << 16
 type Option func(*options)
 
 type options struct {
-	grace time.Duration
-	tel   telemetry.Config
+	grace  time.Duration
+	tel    telemetry.Config
+	nilOpt bool // a nil option was given: bad input
 }
 
 // WithGrace sets how long a reassigned shard stays held while its owner
@@ -144,9 +145,11 @@ func WithLogger(l *slog.Logger) Option {
 func newOptions(opts []Option) options {
 	o := options{grace: DefaultGrace}
 	for _, opt := range opts {
-		if opt != nil {
-			opt(&o)
+		if opt == nil {
+			o.nilOpt = true
+			continue
 		}
+		opt(&o)
 	}
 	return o
 }
@@ -158,6 +161,8 @@ func (o options) check(st store.Store, path string, shards int, id string) error
 		return fmt.Errorf("%w: nil store", store.ErrInvalidArgument)
 	case id == "":
 		return fmt.Errorf("%w: empty member id", store.ErrInvalidArgument)
+	case o.nilOpt:
+		return fmt.Errorf("%w: nil option", store.ErrInvalidArgument)
 	case o.grace < 0:
 		return fmt.Errorf("%w: negative grace %v", store.ErrInvalidArgument, o.grace)
 	}

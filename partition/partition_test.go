@@ -221,6 +221,7 @@ func TestMisuse(t *testing.T) {
 		{"too many shards", st, "/p", partition.MaxShards + 1, "a", nil, store.ErrInvalidArgument},
 		{"empty id", st, "/p", 4, "", nil, store.ErrInvalidArgument},
 		{"negative grace", st, "/p", 4, "a", []partition.Option{partition.WithGrace(-1)}, store.ErrInvalidArgument},
+		{"nil option", st, "/p", 4, "a", []partition.Option{nil}, store.ErrInvalidArgument},
 		{"id too large", st, "/p", 4, strings.Repeat("x", store.MaxDataSize+1), nil, store.ErrTooLarge},
 		// Room for a lock's nodes, not for the shards' directories.
 		{"too long", st, "/" + strings.Repeat("p", store.MaxPathSize-recipe.NameRoom-2), 4, "a", nil, store.ErrInvalidPath},

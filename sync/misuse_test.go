@@ -57,6 +57,11 @@ func TestMisuse(t *testing.T) {
 		{"nil option StripedMutex.Lock", func() error { _, err := sync.NewStripedMutex(mem, "/m", 2, nil).Lock(bg); return err }, store.ErrInvalidArgument},
 		{"nil option Semaphore.Acquire", func() error { _, err := sync.NewSemaphore(mem, "/s", 2, nil).Acquire(bg); return err }, store.ErrInvalidArgument},
 		{"nil option DoubleBarrier.Enter", func() error { return sync.NewDoubleBarrier(mem, "/d", 2, nil).Enter(bg) }, store.ErrInvalidArgument},
+		{"bad policy Mutex.Lock", func() error { return sync.NewMutex(mem, "/m", sync.WithDisconnectPolicy(7)).Lock(bg) }, store.ErrInvalidArgument},
+		{"bad policy Semaphore.Acquire", func() error {
+			_, err := sync.NewSemaphore(mem, "/s", 2, sync.WithDisconnectPolicy(7)).Acquire(bg)
+			return err
+		}, store.ErrInvalidArgument},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

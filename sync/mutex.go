@@ -49,7 +49,8 @@ type lockOptions struct {
 }
 
 // WithDisconnectPolicy sets what a lost connection does to a held lock; the
-// default is LoseOnDisconnect.
+// default is LoseOnDisconnect. Any other value is bad input, as a nil
+// option is.
 func WithDisconnectPolicy(p DisconnectPolicy) LockOption {
 	return func(o *lockOptions) { o.policy = p }
 }
@@ -70,6 +71,9 @@ func newLockOptions(opts []LockOption) lockOptions {
 			continue
 		}
 		opt(&o)
+	}
+	if o.bad == nil && o.policy != LoseOnDisconnect && o.policy != KeepOnDisconnect {
+		o.bad = fmt.Errorf("%w: %v", store.ErrInvalidArgument, o.policy)
 	}
 	newIdentity(&o)
 	return o
