@@ -27,7 +27,10 @@ import (
 // loaded 2-core machine): with 2, 1.02–1.34× the peers' rates in every
 // run; with 1 (the most gathering), 1.1–1.4× on a saturated server but
 // 0.85× on ZooKeeper once it had room to pipeline; with 4, 0.8× (more
-// requests, each with fewer items).
+// requests, each with fewer items). On a 16-core machine whose server has
+// cores of its own the other way round: with 2, 0.80× (ZooKeeper) and
+// 0.54× (etcd); with 8, 1.57× and 0.91× (CORRAL_PUT_INFLIGHT). The right
+// number depends on the server's spare capacity; an adaptive cap is open.
 var maxInFlight = 2 // a constant; a variable for BenchmarkPutPeers
 
 // putter holds the coalescing state of one Queue.
