@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/corral-go/corral/internal/testing/backends"
+	"github.com/corral-go/corral/internal/testing/zkbackend"
+	"github.com/corral-go/corral/internal/testing/zkserver"
 	"github.com/corral-go/corral/store"
 	"github.com/corral-go/corral/zkstore"
 )
@@ -95,7 +97,12 @@ func TestReclaimRoundTrips(t *testing.T) {
 // left alone goes by itself once the delay is up; and Close removes those
 // still due, for a delay longer than the session.
 func TestReclaimLater(t *testing.T) {
-	_, b := server(t)
+	// A server of its own whose reaper waits an hour: the shared one's
+	// reaps every second and may take the hot directory, empty between
+	// two cycles, first (then the next cycle makes it again, as it should,
+	// but the check below would blame the Store).
+	zkserver.Require(t)
+	b := zkbackend.New([]string{zkserver.ForTest(t, zkserver.Config{ContainerCheck: time.Hour}).Addr()})
 	ctx, root := ctxFor(t), dirFor(t)
 	long, _ := b.OpenWithProxies(t, zkstore.WithReclaimDelay(time.Hour))
 	short, _ := b.OpenWithProxies(t, zkstore.WithReclaimDelay(50*time.Millisecond))

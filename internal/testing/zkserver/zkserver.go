@@ -68,6 +68,11 @@ type Config struct {
 	Dir string
 	// StartTimeout bounds the wait for a server to serve; default 60s.
 	StartTimeout time.Duration
+	// ContainerCheck is how often the server reaps empty containers;
+	// default ContainerCheckInterval. A test of what a client does with
+	// its emptied directories sets it long, so that the reaper does not
+	// take one first.
+	ContainerCheck time.Duration
 	// TLS, when set, makes a standalone server serve clients over TLS
 	// too, on a secure client port of its own ([Server.TLSAddr]); the
 	// plain port stays open (Addr, for the four-letter commands and for
@@ -125,6 +130,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.StartTimeout <= 0 {
 		c.StartTimeout = 60 * time.Second
+	}
+	if c.ContainerCheck <= 0 {
+		c.ContainerCheck = ContainerCheckInterval
 	}
 	return c
 }
@@ -340,8 +348,8 @@ func (s *Server) spawn() error {
 		// Containers emptied by a session's end, or never used, are
 		// reaped within a second rather than a minute, so tests can
 		// wait for it (see ContainerCheckInterval).
-		fmt.Sprintf("-Dznode.container.checkIntervalMs=%d", ContainerCheckInterval.Milliseconds()),
-		fmt.Sprintf("-Dznode.container.maxNeverUsedIntervalMs=%d", ContainerCheckInterval.Milliseconds()),
+		fmt.Sprintf("-Dznode.container.checkIntervalMs=%d", s.cfg.ContainerCheck.Milliseconds()),
+		fmt.Sprintf("-Dznode.container.maxNeverUsedIntervalMs=%d", s.cfg.ContainerCheck.Milliseconds()),
 		"-cp", classPath(), s.main, s.cfgFile)
 	out := &tailBuffer{max: 64 << 10}
 	cmd.Stdout, cmd.Stderr = out, out
