@@ -294,7 +294,8 @@ func deleteNode(ctx context.Context, st store.Store, id nodeID) error {
 
 // remove is Remove that also reports whether the node was found gone on the
 // first try (a retry after a lost connection may find the node its own
-// earlier attempt deleted).
+// earlier attempt deleted): deleted by another, or with its session, when
+// the first try is where the client learns that the session has expired.
 func remove(ctx context.Context, st store.Store, rec *telemetry.Recorder, id nodeID) (gone bool, err error) {
 	path := id.path
 	rctx, cancel := GraceContext(ctx)
@@ -306,7 +307,7 @@ func remove(ctx context.Context, st store.Store, rec *telemetry.Recorder, id nod
 			rec.CleanupRetried(rctx, path, attempt, last)
 		}
 		err := deleteNode(rctx, st, id)
-		gone = attempt == 0 && errors.Is(err, store.ErrNoNode)
+		gone = attempt == 0 && (errors.Is(err, store.ErrNoNode) || errors.Is(err, store.ErrSessionExpired))
 		attempt++
 		last = err
 		return struct{}{}, err

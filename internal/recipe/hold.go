@@ -162,7 +162,8 @@ func (h *Hold) Release(ctx context.Context, cause error) (lost, err error) {
 	h.stop(cause)
 	gone, err := remove(ctx, h.st, h.opts.Rec, nodeID{path: h.node.Path, seq: h.node.Seq, front: h.opts.Front})
 	if lost == nil && gone {
-		// Deleted by someone else, and nobody watched it go.
+		// Deleted by someone else or with the session, and nobody
+		// watched it go.
 		syncSession(h.st)
 		lost = h.opts.Deleted
 		if c := context.Cause(h.st.Context()); c != nil {

@@ -69,3 +69,38 @@ func TestReleaseOnce(t *testing.T) {
 		t.Fatalf("third Release = %v, %v; want nil, %v", lost, err, errAgain)
 	}
 }
+
+// expiresOnDelete is a session whose client learns of its expiry from the
+// reply to its next Delete, as a ZooKeeper client cut off while the server
+// expired its session learns it when it reconnects to send the delete.
+type expiresOnDelete struct{ *memstore.Store }
+
+func (s expiresOnDelete) Delete(ctx context.Context, path string) error {
+	s.Expire()
+	return s.Store.Delete(ctx, path)
+}
+
+func (s expiresOnDelete) DeleteSeq(ctx context.Context, path string, seq int64) error {
+	s.Expire()
+	return s.Store.DeleteSeq(ctx, path, seq)
+}
+
+// TestReleaseLearnsExpiry: a lazy hold whose session expired unseen is
+// reported lost by its release when the delete is what finds the expiry
+// (the session's end took the node; the hold had nothing to release).
+func TestReleaseLearnsExpiry(t *testing.T) {
+	srv := memstore.NewServer()
+	a := srv.Open()
+	defer a.Close()
+	ctx := t.Context()
+	n, err := recipe.Acquire(ctx, a, nil, dir(t), names.Lock, nil, recipe.Predecessor)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := expiresOnDelete{a}
+	h := recipe.NewHold(st, n, recipe.HoldOptions{Deleted: errDeleted, Lazy: true})
+	var once recipe.ReleaseOnce
+	if lost, err := once.Release(ctx, h, errReleased, errAgain); !errors.Is(lost, store.ErrSessionExpired) || err != nil {
+		t.Fatalf("Release = %v, %v; want %v, nil", lost, err, store.ErrSessionExpired)
+	}
+}
