@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"reflect"
 	"slices"
 	"strings"
 	"time"
@@ -266,24 +265,13 @@ func (c *Coordinator) round(ctx context.Context) (header, error) {
 	}
 	t := time.NewTimer(wait)
 	defer t.Stop()
-	cases := make([]reflect.SelectCase, 0, len(changes)+2)
-	for _, ch := range changes {
-		cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ch)})
-	}
-	cases = append(cases,
-		reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(t.C)},
-		reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ctx.Done())})
-	i, v, _ := reflect.Select(cases)
-	switch {
-	case i == len(cases)-1:
-		return header{}, ctx.Err()
-	case i < len(changes):
-		if e := v.Interface().(store.Event); e.Err != nil {
-			if ctx.Err() != nil {
-				return header{}, ctx.Err()
-			}
-			return header{}, e.Err // the caller rides out a lost connection
+	if _, e, err := recipe.FirstEvent(ctx, changes, t.C); err != nil {
+		return header{}, err
+	} else if e.Err != nil {
+		if ctx.Err() != nil {
+			return header{}, ctx.Err()
 		}
+		return header{}, e.Err // the caller rides out a lost connection
 	}
 	return header{}, nil
 }

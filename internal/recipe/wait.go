@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"time"
 
 	"github.com/corral-go/corral/store"
 )
@@ -81,20 +82,41 @@ func watchAll(wctx, ctx context.Context, st store.Store, ws []Watch) (i int, ear
 			return 0, false, false, store.Event{}, ctx.Err()
 		}
 	}
-	cases := make([]reflect.SelectCase, 0, len(ws)+1)
+	evs := make([]<-chan store.Event, 0, len(ws))
 	for i := range ws {
 		early, touched, ev, err := watch(wctx, st, &ws[i])
 		if err != nil || early {
 			return i, early, touched, store.Event{}, err
 		}
+		evs = append(evs, ev)
+	}
+	j, e, err := FirstEvent(ctx, evs, nil)
+	return j, false, false, e, err
+}
+
+// FirstEvent waits for the first event of evs, for timeout (which may be
+// nil) or for ctx to end, and returns the index of the channel that
+// delivered and its event; -1 when timeout fired first; ctx's error when
+// it ended first. It selects over any number of channels, by reflection.
+func FirstEvent(ctx context.Context, evs []<-chan store.Event, timeout <-chan time.Time) (int, store.Event, error) {
+	cases := make([]reflect.SelectCase, 0, len(evs)+2)
+	for _, ev := range evs {
 		cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ev)})
 	}
-	cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ctx.Done())})
-	j, v, _ := reflect.Select(cases)
-	if j == len(ws) {
-		return j, false, false, store.Event{}, ctx.Err()
+	cases = append(cases,
+		reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ctx.Done())},
+		reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(timeout)})
+	i, v, ok := reflect.Select(cases)
+	switch {
+	case i == len(evs):
+		return i, store.Event{}, ctx.Err()
+	case i > len(evs):
+		return -1, store.Event{}, nil
+	case !ok:
+		return i, store.Event{}, nil // closed without an event
 	}
-	return j, false, false, v.Interface().(store.Event), nil
+	e, _ := v.Interface().(store.Event)
+	return i, e, nil
 }
 
 // watch sets a watch on the node of w, unless it has fired already: the
