@@ -252,12 +252,7 @@ func (e *putEnv) peerPut(b *testing.B, st store.Store, path string, data []byte)
 		q := recipe.NewQueue(st.(*etcdstore.Store).Client(), path)
 		return func(context.Context) (int, error) { return 1, q.Enqueue(string(data)) }
 	}
-	conn, events, err := zk.Connect(e.servers, zkstore.DefaultSessionTimeout, zk.WithLogger(quietZK{}), zk.WithLogInfo(false))
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(conn.Close)
-	waitSession(b, events)
+	conn := e.dialZK(b)
 	acl := zk.WorldACL(zk.PermAll)
 	// Curator makes the queue's path once, when the queue starts.
 	if _, err := st.Create(b.Context(), path, nil, store.Persistent); err != nil {
@@ -267,6 +262,18 @@ func (e *putEnv) peerPut(b *testing.B, st store.Store, path string, data []byte)
 		_, err := conn.Create(path+"/queue-", data, zk.FlagSequence, acl)
 		return 1, err
 	}
+}
+
+// dialZK returns a go-zookeeper connection of its own to the server, with
+// its session, closed when the benchmark ends.
+func (e *putEnv) dialZK(b *testing.B) *zk.Conn {
+	conn, events, err := zk.Connect(e.servers, zkstore.DefaultSessionTimeout, zk.WithLogger(quietZK{}), zk.WithLogInfo(false))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(conn.Close)
+	waitSession(b, events)
+	return conn
 }
 
 // floorBatch returns the store's own batch of n puts into the queue at
@@ -289,12 +296,7 @@ func (e *putEnv) floorBatch(b *testing.B, st store.Store, path string, data []by
 			return n, err
 		}
 	}
-	conn, events, err := zk.Connect(e.servers, zkstore.DefaultSessionTimeout, zk.WithLogger(quietZK{}), zk.WithLogInfo(false))
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(conn.Close)
-	waitSession(b, events)
+	conn := e.dialZK(b)
 	acl := zk.WorldACL(zk.PermAll)
 	return func(context.Context) (int, error) {
 		ops := make([]any, n)
