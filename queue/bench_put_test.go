@@ -44,8 +44,9 @@ import (
 // batch as its floor (floor-batch: a ZooKeeper multi of the creates, an etcd
 // transaction of the puts, with the bare client). Every variant runs
 // CORRAL_PUT_MS (default 1000) per round, and with CORRAL_PUT_INFLIGHT
-// (a list, such as "4,8") corral's Put again with that many requests in
-// flight at most instead of the package's constant, for CORRAL_PUT_ROUNDS rounds
+// (a list, such as "4,8") corral's Put again on a Queue with that many
+// requests in flight at most (WithPutsInFlight) instead of the default,
+// for CORRAL_PUT_ROUNDS rounds
 // (default 6) in turns (peer, corral, batch, then the other way round).
 // It reports, per variant, puts/s over all rounds, the median over the
 // rounds of its ratio to the peer's rate in the same round (robust to a
@@ -91,7 +92,6 @@ type putEnv struct {
 type putVariant struct {
 	name  string
 	put   func(ctx context.Context) (int, error)
-	cap   int // corral's puts in flight, 0 for the default
 	items int64
 	took  time.Duration
 	// cpu is this process's CPU time (on etcd the embedded server's
@@ -119,9 +119,10 @@ func comparePuts(b *testing.B, env *putEnv, producers int) {
 	}
 	for _, n := range envInts("CORRAL_PUT_INFLIGHT") {
 		// Corral's Put again, with n puts in flight at most: to measure
-		// the constant on another machine.
-		variants = append(variants, &putVariant{name: fmt.Sprintf("corral-if%d", n), cap: n,
-			put: func(ctx context.Context) (int, error) { return 1, q.Put(ctx, data) }})
+		// the default against other caps on another machine.
+		qn := mustQueue(b, st, path+"/corral", queue.WithPutsInFlight(n))
+		variants = append(variants, &putVariant{name: fmt.Sprintf("corral-if%d", n),
+			put: func(ctx context.Context) (int, error) { return 1, qn.Put(ctx, data) }})
 	}
 	// Warm up: the queue's first check, the peer's directory, the JIT.
 	for _, v := range variants {
@@ -139,9 +140,7 @@ func comparePuts(b *testing.B, env *putEnv, producers int) {
 		}
 		rates := map[*putVariant]float64{}
 		for _, v := range order {
-			restore := queue.SetMaxInFlight(v.cap)
 			rates[v] = runPuts(b, v, producers, d, env.srvPid)
-			restore()
 		}
 		for i, v := range variants {
 			ratios[i] = append(ratios[i], rates[v]/rates[variants[0]])

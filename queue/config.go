@@ -110,6 +110,9 @@ func (o *options) validate(path string) error {
 	if o.visibility > 0 && (!o.set.delivery || o.delivery != AtLeastOnce) {
 		return fmt.Errorf("%w: a visibility timeout needs WithDelivery(AtLeastOnce)", store.ErrInvalidArgument)
 	}
+	if o.set.putsInFlight && o.putsInFlight < 1 {
+		return fmt.Errorf("%w: %d puts in flight, want at least 1", store.ErrInvalidArgument, o.putsInFlight)
+	}
 	if o.set.deadLetter {
 		if o.maxDeliveries < 1 {
 			return fmt.Errorf("%w: max deliveries %d, want at least 1", store.ErrInvalidArgument, o.maxDeliveries)

@@ -29,7 +29,7 @@ func DropView(q *Queue) {
 // per group, and returns once that is done.
 func HoldPuts(q *Queue) (release func()) {
 	q.puts.mu.Lock()
-	q.puts.inFlight = maxInFlight
+	q.puts.inFlight = q.opts.maxPuts()
 	q.puts.mu.Unlock()
 	return func() {
 		q.puts.mu.Lock()
@@ -48,15 +48,4 @@ func OnPutJoin(q *Queue, f func()) {
 	q.puts.mu.Lock()
 	defer q.puts.mu.Unlock()
 	q.puts.onJoin = f
-}
-
-// SetMaxInFlight sets how many requests of a Queue's puts may be in flight
-// at once, for BenchmarkPutPeers to measure the constant; n ≤ 0 leaves it.
-// Not while puts run.
-func SetMaxInFlight(n int) (restore func()) {
-	old := maxInFlight
-	if n > 0 {
-		maxInFlight = n
-	}
-	return func() { maxInFlight = old }
 }

@@ -502,6 +502,8 @@ func TestMisuse(t *testing.T) {
 		{"/q", []queue.Option{queue.WithDelivery(queue.AtMostOnce), queue.WithVisibilityTimeout(time.Second)}, store.ErrInvalidArgument},
 		{"/q", []queue.Option{queue.WithVisibilityTimeout(time.Second)}, store.ErrInvalidArgument},
 		{"/q", []queue.Option{queue.WithDeadLetter("/dead", 0)}, store.ErrInvalidArgument},
+		{"/q", []queue.Option{queue.WithPutsInFlight(0)}, store.ErrInvalidArgument},
+		{"/q", []queue.Option{queue.WithPutsInFlight(-1)}, store.ErrInvalidArgument},
 		{"/q", []queue.Option{queue.WithDeadLetter("/q", 1)}, store.ErrInvalidArgument},
 		{"/q", []queue.Option{queue.WithDeadLetter("/q/dead", 1)}, store.ErrInvalidArgument},
 		{"/q/x", []queue.Option{queue.WithDeadLetter("/q", 1)}, store.ErrInvalidArgument},

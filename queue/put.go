@@ -12,26 +12,36 @@ import (
 )
 
 // Puts coalesce, as a database commits a group: a Put that finds fewer
-// than maxInFlight requests of its Queue's puts in flight sends its item at
-// once, alone; Puts that arrive while that many are in flight wait for one
-// to return and then go together, in one request (store.BatchCreator: a ZooKeeper multi, an etcd
-// transaction), all or none, each returning once the request that holds
-// its item is acknowledged. One producer pays one request per item, as
-// before; many producers on one session pay a request per group, and the
-// store's per-request cost (its log write, its commit) once per group.
-// Order is kept: a Put that returned was acknowledged before any later
-// Put was sent; Puts that overlap have no order between them.
+// requests of its Queue's puts in flight than its cap (WithPutsInFlight)
+// sends its item at once, alone; Puts that arrive while that many are in
+// flight wait for one to return and then go together, in one request
+// (store.BatchCreator: a ZooKeeper multi, an etcd transaction), all or
+// none, each returning once the request that holds its item is
+// acknowledged. One producer pays one request per item, as before; many
+// producers on one session pay a request per group, and the store's
+// per-request cost (its log write, its commit) once per group. Order is
+// kept: a Put that returned was acknowledged before any later Put was
+// sent; Puts that overlap have no order between them.
 
-// maxInFlight is how many requests of one Queue's puts may be in flight at
-// once. Measured with 8 producers on one session (BenchmarkPutPeers, on a
-// loaded 2-core machine): with 2, 1.02–1.34× the peers' rates in every
-// run; with 1 (the most gathering), 1.1–1.4× on a saturated server but
-// 0.85× on ZooKeeper once it had room to pipeline; with 4, 0.8× (more
-// requests, each with fewer items). On a 16-core machine whose server has
-// cores of its own the other way round: with 2, 0.80× (ZooKeeper) and
-// 0.54× (etcd); with 8, 1.57× and 0.91× (CORRAL_PUT_INFLIGHT). The right
-// number depends on the server's spare capacity; an adaptive cap is open.
-var maxInFlight = 2 // a constant; a variable for BenchmarkPutPeers
+// defaultPutsInFlight is the cap where WithPutsInFlight is not given.
+// Measured with 8 producers on one session (BenchmarkPutPeers, which runs
+// other caps beside it with CORRAL_PUT_INFLIGHT): on a 2-core machine whose
+// server shares the cores, 1 and 2 did best (etcd: 1.01× and 0.96× the
+// peer, 4 in flight 0.74×, 8 0.62×: more requests with fewer items each,
+// on a server with no room for them); on a 16-core machine whose server
+// has cores of its own, 8 did (ZooKeeper 1.57×, etcd 0.91×, against 0.80×
+// and 0.54× with 2). The default is the small machine's answer, which
+// costs the large one throughput but never loads a busy server with more
+// requests.
+//
+// A cap that follows the server's round trips (as TCP Vegas does: more in
+// flight while they stay as short as a lone request's, fewer once they
+// grow) was tried and does not work here: on the 2-core machine an etcd
+// request's round trip did not grow with more of them in flight (the
+// server gathers them into its own raft batches), while each costs the
+// shared cores CPU; a busy server's signal is its CPU, which the client
+// does not see.
+const defaultPutsInFlight = 2
 
 // putter holds the coalescing state of one Queue.
 type putter struct {
@@ -66,7 +76,7 @@ func (q *Queue) put(ctx context.Context, data []byte, prio int64) error {
 	}
 	p := &q.puts
 	p.mu.Lock()
-	if p.inFlight < maxInFlight {
+	if p.inFlight < q.opts.maxPuts() {
 		p.inFlight++
 		p.mu.Unlock()
 		id := newID()

@@ -243,3 +243,100 @@ func TestConcurrentPuts(t *testing.T) {
 		}
 	})
 }
+
+// gateStore holds every CreateBatch (a put's request) until released, and
+// reports how many items each one carries as it arrives.
+type gateStore struct {
+	store.Store
+	arrived chan int
+	release chan struct{}
+}
+
+func (g *gateStore) Unwrap() store.Store { return g.Store }
+
+func (g *gateStore) CreateBatch(ctx context.Context, parent string, batch []store.BatchNode, mode store.Mode) ([]store.Node, error) {
+	select {
+	case g.arrived <- len(batch):
+	case <-g.release: // the test has ended: pass
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	select {
+	case <-g.release:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	bc, _ := store.Find[store.BatchCreator](g.Store)
+	return bc.CreateBatch(ctx, parent, batch, mode)
+}
+
+// TestPutsInFlight: WithPutsInFlight(n) lets n Puts' requests be in flight
+// at once, each alone; the Puts that come meanwhile wait and go together,
+// in one request, when one returns. Without the option the cap is 2.
+func TestPutsInFlight(t *testing.T) {
+	backends.Run(t, func(t *testing.T, be storetest.Backend) {
+		for _, n := range []int{0, 1, 3} {
+			t.Run(fmt.Sprintf("n=%d", n), func(t *testing.T) {
+				ctx := ctxT(t)
+				st := be.Open(t)
+				defer st.Close()
+				if _, ok := store.Find[store.BatchCreator](st); !ok {
+					t.Skip("the store has no batch create: Puts go alone")
+				}
+				g := &gateStore{Store: st, arrived: make(chan int), release: make(chan struct{})}
+				var opts []queue.Option
+				want := n
+				if n > 0 {
+					opts = append(opts, queue.WithPutsInFlight(n))
+				} else {
+					want = 2
+				}
+				q := queue.New(g, qpath(t), opts...)
+				joined := make(chan struct{})
+				queue.OnPutJoin(q, func() { joined <- struct{}{} })
+
+				// next reports what a Put did: sent a request of k items
+				// (k > 0) or joined the next one (0).
+				next := func() int {
+					t.Helper()
+					select {
+					case k := <-g.arrived:
+						return k
+					case <-joined:
+						return 0
+					case <-ctx.Done():
+						t.Fatal("a Put neither sent a request nor waited")
+						return 0
+					}
+				}
+				var wg gosync.WaitGroup
+				defer wg.Wait()
+				var once gosync.Once
+				releaseAll := func() { once.Do(func() { close(g.release) }) }
+				defer releaseAll() // before wg.Wait, where the test fails early
+				errs := make([]error, want+2)
+				for i := range errs {
+					wg.Go(func() { errs[i] = q.Put(ctx, fmt.Appendf(nil, "p%d", i)) })
+					switch k := next(); {
+					case i < want && k != 1:
+						t.Fatalf("Put %d with %d in flight: request of %d items (0: waited); want 1, alone", i, i, k)
+					case i >= want && k != 0:
+						t.Fatalf("Put %d with %d in flight: request of %d items; want it to wait", i, want, k)
+					}
+				}
+				g.release <- struct{}{} // one request returns ...
+				if k := next(); k != 2 {
+					t.Errorf("the waiting Puts' request carries %d items; want 2, together", k)
+				}
+				releaseAll() // ... and the rest
+				wg.Wait()
+				for i, err := range errs {
+					if err != nil {
+						t.Errorf("Put(p%d) = %v; want nil", i, err)
+					}
+				}
+				drainAll(t, ctx, queue.New(st, q.Path()), len(errs))
+			})
+		}
+	})
+}

@@ -103,12 +103,14 @@
 // transaction than a Create's). The queue's settings are read, or stored,
 // once per Queue, and the items directory is made only by the first put
 // that finds it missing. Puts of one Queue that overlap share requests, as
-// a database commits a group: while two put requests are in flight, the
-// Puts that come wait for one of them to return, then go together in one
-// request (a ZooKeeper multi, an etcd transaction), all or none, each
-// returning once that is acknowledged; so 8 producer goroutines on one
-// session pay about a request per 2.5 items, and the server writes its log
-// once per request.
+// a database commits a group: while two put requests are in flight
+// (WithPutsInFlight sets how many), the Puts that come wait for one of them
+// to return, then go together in one request (a ZooKeeper multi, an etcd
+// transaction), all or none, each returning once that is acknowledged; so
+// 8 producer goroutines on one session pay about a request per 2.5 items,
+// and the server writes its log once per request. A server with cores to
+// spare serves more requests in flight side by side: there a cap of as
+// many as the producers can put faster.
 // PutBatch puts up to store.MaxBatchNodes items in one request. The
 // README gives figures beside Curator's and etcd's own queue puts.
 //
@@ -269,10 +271,31 @@ func WithDeadLetter(path string, maxDeliveries int) Option {
 	return func(o *options) { o.deadLetter, o.maxDeliveries, o.set.deadLetter = path, maxDeliveries, true }
 }
 
+// WithPutsInFlight sets how many requests of this Queue's Puts may be in
+// flight at once; the Puts that come while that many are wait and go
+// together in the next request (see Puts in the package doc). The default,
+// 2, suits a server with no cores to spare; on one with room, as many as
+// the producers that share the Queue can do better (see the README's
+// figures). n must be at least 1: otherwise every call of the Queue fails
+// with store.ErrInvalidArgument. It is the Queue's own, not stored with
+// the queue.
+func WithPutsInFlight(n int) Option {
+	return func(o *options) { o.putsInFlight, o.set.putsInFlight = n, true }
+}
+
 type options struct {
 	config
-	set struct{ delivery, visibility, deadLetter bool }
-	tel telemetry.Config
+	set          struct{ delivery, visibility, deadLetter, putsInFlight bool }
+	putsInFlight int // 0 for defaultPutsInFlight
+	tel          telemetry.Config
+}
+
+// maxPuts is how many requests of the Queue's puts may be in flight.
+func (o *options) maxPuts() int {
+	if o.putsInFlight > 0 {
+		return o.putsInFlight
+	}
+	return defaultPutsInFlight
 }
 
 // The errors of this package, matched with errors.Is. Errors of the store
