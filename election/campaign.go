@@ -60,7 +60,7 @@ func (e *Election) Campaign(ctx context.Context, value []byte) (*Leadership, err
 // campaignErr wraps the error of a failed campaign; when the session has
 // ended, or ctx, the error says so.
 func (e *Election) campaignErr(ctx context.Context, err error) error {
-	e.st.Disconnected() // wait for a session end being published
+	recipe.SyncSession(e.st)
 	err = recipe.CtxErr(ctx, err)
 	if sctx := e.st.Context(); sctx.Err() != nil && !errors.Is(err, context.Cause(sctx)) {
 		err = fmt.Errorf("%w (%w)", context.Cause(sctx), err)

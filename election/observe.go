@@ -187,7 +187,7 @@ func (e *Election) observe(ctx context.Context, out chan<- Leader) error {
 // observeErr is the error an observer stops with after a failed read: the
 // session's end if it ended, else the read's error.
 func (e *Election) observeErr(ctx context.Context, err error) error {
-	e.st.Disconnected() // wait for a session end being published
+	recipe.SyncSession(e.st)
 	if err := e.alive(ctx); err != nil {
 		return err
 	}

@@ -2,7 +2,6 @@ package group
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/corral-go/corral/internal/names"
@@ -47,18 +46,9 @@ func Join(ctx context.Context, st store.Store, path string, value []byte, opts .
 		}
 		if !recipe.RideOut(ctx, st, err, attempt) {
 			a.Failed(ctx, err)
-			return nil, joinErr(ctx, path, sessionErr(st, err))
+			return nil, joinErr(ctx, path, recipe.SessionErr(st, err))
 		}
 	}
-}
-
-// sessionErr returns err, with the session's end in front when it ended.
-func sessionErr(st store.Store, err error) error {
-	st.Disconnected() // wait for a session end being published
-	if c := context.Cause(st.Context()); c != nil && !errors.Is(err, c) {
-		return fmt.Errorf("%w: %w", c, err)
-	}
-	return err
 }
 
 func joinErr(ctx context.Context, path string, err error) error {

@@ -142,7 +142,7 @@ func (g *watch) run(ctx context.Context, out chan<- []Member) error {
 			if err := alive(ctx, g.st); err != nil {
 				return err
 			}
-			return fmt.Errorf("group: watch %q: %w", g.path, sessionErr(g.st, err))
+			return fmt.Errorf("group: watch %q: %w", g.path, recipe.SessionErr(g.st, err))
 		}
 		attempt = 0
 		if !seen || !equal(cur, learned) {

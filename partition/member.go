@@ -200,7 +200,7 @@ func (m *Member) run(ctx context.Context, out chan<- []*Shard, w *group.Watcher)
 // stop ends every worker with cause, waits for them, and returns why the
 // member stopped.
 func (m *Member) stop(cause error, w *group.Watcher, workers map[int]context.CancelCauseFunc) error {
-	m.st.Disconnected() // wait for a session end being published
+	recipe.SyncSession(m.st)
 	if c := context.Cause(m.st.Context()); c != nil {
 		cause = c
 	}

@@ -483,7 +483,7 @@ func (b *DoubleBarrier) deleteNode(ctx context.Context, path string) error {
 }
 
 func (b *DoubleBarrier) lostErr() error {
-	b.st.Disconnected() // waits for an adapter that is reporting the session's end
+	recipe.SyncSession(b.st)
 	if b.st.Context().Err() != nil {
 		return context.Cause(b.st.Context())
 	}

@@ -128,7 +128,7 @@ func (h *Hold) check() {
 	// Asking is what makes an adapter end a session whose deadline has
 	// passed; the hold's context is derived from the session's.
 	h.st.Context()
-	syncSession(h.st)
+	SyncSession(h.st)
 	if h.disc != nil {
 		select {
 		case <-h.disc:
@@ -164,7 +164,7 @@ func (h *Hold) Release(ctx context.Context, cause error) (lost, err error) {
 	if lost == nil && gone {
 		// Deleted by someone else or with the session, and nobody
 		// watched it go.
-		syncSession(h.st)
+		SyncSession(h.st)
 		lost = h.opts.Deleted
 		if c := context.Cause(h.st.Context()); c != nil {
 			lost = c
@@ -266,7 +266,7 @@ func (h *Hold) watch() {
 // then wins: an expiry also deletes the node and cuts the connection, and
 // the holder should be told the real reason.
 func (h *Hold) lose(cause error) {
-	syncSession(h.st)
+	SyncSession(h.st)
 	if c := context.Cause(h.st.Context()); c != nil {
 		cause = c
 	}

@@ -234,7 +234,7 @@ func CreateChildren(ctx context.Context, st store.Store, rec *telemetry.Recorder
 			return store.Node{}, nil, err
 		}
 		if kids, err = Children(ctx, st, dir); err != nil {
-			return store.Node{}, nil, errors.Join(sessionErr(st, err), Remove(ctx, st, rec, n))
+			return store.Node{}, nil, errors.Join(SessionErr(st, err), Remove(ctx, st, rec, n))
 		}
 	}
 	if err := CheckFamily(dir, kids, names.FamilyOf(prefix)); err != nil {
@@ -243,10 +243,11 @@ func CreateChildren(ctx context.Context, st store.Store, rec *telemetry.Recorder
 	return n, kids, nil
 }
 
-// sessionErr returns err, and the session's end too when the session
-// ended: a call can fail on the lost connection that precedes an expiry.
-func sessionErr(st store.Store, err error) error {
-	syncSession(st)
+// SessionErr returns err, with the session's end in front when the session
+// ended (see SyncSession): a call can fail on the lost connection that
+// precedes an expiry.
+func SessionErr(st store.Store, err error) error {
+	SyncSession(st)
 	cause := context.Cause(st.Context())
 	if cause == nil || errors.Is(err, cause) {
 		return err
@@ -275,7 +276,7 @@ func AcquireWaited(ctx context.Context, st store.Store, rec *telemetry.Recorder,
 		return store.Node{}, false, err
 	}
 	if waited, err = wait(ctx, st, n, v, blocker); err != nil {
-		return store.Node{}, false, errors.Join(sessionErr(st, err), Remove(ctx, st, rec, n))
+		return store.Node{}, false, errors.Join(SessionErr(st, err), Remove(ctx, st, rec, n))
 	}
 	return n, waited, nil
 }
@@ -289,7 +290,7 @@ func TryAcquire(ctx context.Context, st store.Store, rec *telemetry.Recorder, di
 	}
 	v, err = decisive(ctx, st, n, v, blocker)
 	if err != nil {
-		return store.Node{}, false, errors.Join(sessionErr(st, err), Remove(ctx, st, rec, n))
+		return store.Node{}, false, errors.Join(SessionErr(st, err), Remove(ctx, st, rec, n))
 	}
 	i := Index(v.cs, n.Name())
 	if i < 0 {

@@ -225,18 +225,19 @@ func disconnected(st store.Store) bool {
 // OwnGone is the error of a contender whose node vanished while it waited:
 // the session's end if it ended, else store.ErrNoNode.
 func OwnGone(st store.Store, path string) error {
-	syncSession(st)
+	SyncSession(st)
 	if cause := context.Cause(st.Context()); cause != nil {
 		return fmt.Errorf("contender %q: %w", path, cause)
 	}
 	return fmt.Errorf("contender %q deleted: %w", path, store.ErrNoNode)
 }
 
-// syncSession waits until st has finished reporting a session end it is in
-// the middle of. The adapters publish a session's end (ephemerals deleted,
-// Disconnected closed, Context cancelled) under their own lock, which
-// Disconnected takes too.
-func syncSession(st store.Store) { st.Disconnected() }
+// SyncSession waits until st has finished reporting a session end it is in
+// the middle of, so that a caller who then reads st.Context() sees the end
+// whose effects it met (a node gone, a call failed). The adapters publish a
+// session's end (ephemerals deleted, Disconnected closed, Context
+// cancelled) under their own lock, which Disconnected takes too.
+func SyncSession(st store.Store) { st.Disconnected() }
 
 // WatchChildren lists the children of dir with a watch (store.ChildrenW)
 // that fires on their next change. While dir does not exist it returns no
