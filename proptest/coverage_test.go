@@ -55,6 +55,7 @@ var misuseFuncs = map[string][]string{
 	"queue.WithDelivery":            {"Queue.Put", "Queue.Settings"}, // drawQueueOptions: good, bad, disagreeing
 	"queue.WithVisibilityTimeout":   {"Queue.Put", "Queue.Settings"},
 	"queue.WithDeadLetter":          {"Queue.Put", "Queue.Settings"},
+	"queue.WithPutsInFlight":        {"Queue.Put", "Queue.Settings"},
 	"queue.WithLogger":              {"queue options(zero)"},
 	"queue.WithMeterProvider":       {"queue options(zero)"},
 	"queue.WithPathLabel":           {"queue options(zero)"},

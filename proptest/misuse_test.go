@@ -367,6 +367,9 @@ func drawQueueOptions(t *rapid.T, dir string, n int) []queue.Option {
 	if rapid.Bool().Draw(t, "dead letter") {
 		opts = append(opts, queue.WithDeadLetter(drawPath(t, dir), n))
 	}
+	if rapid.Bool().Draw(t, "puts in flight") {
+		opts = append(opts, queue.WithPutsInFlight(rapid.IntRange(-1, 3).Draw(t, "n")))
+	}
 	return opts
 }
 
