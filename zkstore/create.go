@@ -41,6 +41,23 @@ func (s *Store) Create(ctx context.Context, path string, data []byte, mode store
 // create1 is Create of a valid request; guid, when not empty, is the uuid
 // of an ephemeral sequential node's protected name.
 func (s *Store) create1(ctx context.Context, path string, data []byte, mode store.Mode, guid string) (store.Node, error) {
+	if err := s.admit(ctx); err != nil {
+		return store.Node{}, s.fail("create", path, err)
+	}
+	return s.startCreate(path, data, mode, guid).wait(ctx)
+}
+
+// A creating is a create sent on a goroutine of the Store (startCreate).
+type creating struct {
+	j    *job[string]
+	path string
+	data []byte
+	mode store.Mode
+}
+
+// startCreate starts create1's request, a call admitted with admit, on a
+// goroutine of the Store, and returns at once: wait collects its outcome.
+func (s *Store) startCreate(path string, data []byte, mode store.Mode, guid string) creating {
 	var flags int32
 	if mode&store.Ephemeral != 0 {
 		flags |= zk.FlagEphemeral
@@ -58,14 +75,21 @@ func (s *Store) create1(ctx context.Context, path string, data []byte, mode stor
 		guid = ""
 	}
 	data = slices.Clone(data)
-	created, err := call(s, ctx,
-		func(left <-chan struct{}) (string, error) { return s.create(left, target, data, flags, guid) },
+	j := start(s,
+		func(left *caller) (string, error) { return s.create(left, target, data, flags, guid) },
 		func(created string, err error) { s.undoCreate(target, mode, created, err) })
+	return creating{j, path, data, mode}
+}
+
+// wait returns the node c made, as Create does.
+func (c creating) wait(ctx context.Context) (store.Node, error) {
+	s := c.j.s
+	created, err := c.j.wait(ctx)
 	if err != nil {
-		return store.Node{}, s.fail("create", path, err)
+		return store.Node{}, s.fail("create", c.path, err)
 	}
-	n := node(created, data, &zk.Stat{})
-	if mode&store.Ephemeral != 0 {
+	n := node(created, c.data, &zk.Stat{})
+	if c.mode&store.Ephemeral != 0 {
 		n.Owner = s.SessionID()
 	}
 	return n, nil
@@ -79,7 +103,7 @@ var errAbandoned = errors.New("zkstore: create abandoned before it was made")
 // protected create) it survives a lost reply: it looks for the node by its
 // guid once reconnected, and creates it again only if it is not there and
 // the caller has not left.
-func (s *Store) create(left <-chan struct{}, path string, data []byte, flags int32, guid string) (string, error) {
+func (s *Store) create(left *caller, path string, data []byte, flags int32, guid string) (string, error) {
 	parent := store.Parent(path)
 	s.later.Keep(parent)
 	for attempt := 0; ; attempt++ {
@@ -102,7 +126,7 @@ func (s *Store) create(left <-chan struct{}, path string, data []byte, flags int
 			if guid == "" || !isConnErr(err) || errors.Is(err, zk.ErrClosing) {
 				return "", err
 			}
-			if gone(left) {
+			if left.gone() {
 				return "", errAbandoned
 			}
 			if err := s.waitConnected(); err != nil {
@@ -113,7 +137,7 @@ func (s *Store) create(left <-chan struct{}, path string, data []byte, flags int
 			if err != nil || found != "" {
 				return found, err
 			}
-			if gone(left) {
+			if left.gone() {
 				return "", errAbandoned
 			}
 		default:

@@ -301,7 +301,7 @@ func (s *Store) ExistsW(ctx context.Context, path string) (bool, store.Stat, <-c
 			ok bool
 			st *zk.Stat
 		}
-		r, err := call(s, ctx, func(<-chan struct{}) (result, error) {
+		r, err := call(s, ctx, func(*caller) (result, error) {
 			ok, st, err := s.conn.Exists(path)
 			return result{ok, st}, err
 		}, nil)
@@ -329,7 +329,7 @@ func (s *Store) ExistsW(ctx context.Context, path string) (bool, store.Stat, <-c
 		}
 		return watchKey{path, existWatch}
 	}
-	r, err := call(s, ctx, func(<-chan struct{}) (result, error) {
+	r, err := call(s, ctx, func(*caller) (result, error) {
 		ok, st, ch, err := s.conn.ExistsW(path)
 		return result{ok, st, ch}, err
 	}, func(r result, err error) { s.adopt(kind(r.ok), r.ch, err) })
@@ -360,7 +360,7 @@ func (s *Store) NodeW(ctx context.Context, path string) (store.Stat, <-chan stor
 	}
 	key := watchKey{path, dataWatch}
 	if p := s.watches.lookup(key); p != nil {
-		st, err := call(s, ctx, func(<-chan struct{}) (*zk.Stat, error) {
+		st, err := call(s, ctx, func(*caller) (*zk.Stat, error) {
 			ok, st, err := s.conn.Exists(path)
 			if err == nil && !ok {
 				err = zk.ErrNoNode
@@ -378,7 +378,7 @@ func (s *Store) NodeW(ctx context.Context, path string) (store.Stat, <-chan stor
 		st *zk.Stat
 		ch <-chan zk.Event
 	}
-	r, err := call(s, ctx, func(<-chan struct{}) (result, error) {
+	r, err := call(s, ctx, func(*caller) (result, error) {
 		_, st, ch, err := s.conn.GetW(path)
 		return result{st, ch}, err
 	}, func(r result, err error) { s.adopt(key, r.ch, err) })
@@ -397,7 +397,7 @@ func (s *Store) ChildrenW(ctx context.Context, path string) ([]store.Child, <-ch
 	}
 	key := watchKey{path, childWatch}
 	if p := s.watches.lookup(key); p != nil {
-		names, err := call(s, ctx, func(<-chan struct{}) ([]string, error) {
+		names, err := call(s, ctx, func(*caller) ([]string, error) {
 			names, _, err := s.conn.Children(path)
 			return names, err
 		}, nil)
@@ -412,7 +412,7 @@ func (s *Store) ChildrenW(ctx context.Context, path string) ([]store.Child, <-ch
 		names []string
 		ch    <-chan zk.Event
 	}
-	r, err := call(s, ctx, func(<-chan struct{}) (result, error) {
+	r, err := call(s, ctx, func(*caller) (result, error) {
 		names, _, ch, err := s.conn.ChildrenW(path)
 		return result{names, ch}, err
 	}, func(r result, err error) { s.adopt(key, r.ch, err) })
