@@ -41,23 +41,24 @@ func (s *Store) Create(ctx context.Context, path string, data []byte, mode store
 // create1 is Create of a valid request; guid, when not empty, is the uuid
 // of an ephemeral sequential node's protected name.
 func (s *Store) create1(ctx context.Context, path string, data []byte, mode store.Mode, guid string) (store.Node, error) {
-	if err := s.admit(ctx); err != nil {
-		return store.Node{}, s.fail("create", path, err)
-	}
-	return s.startCreate(path, data, mode, guid).wait(ctx)
+	c := s.creating(path, data, mode, guid)
+	created, err := call(s, ctx, c.do, c.undo)
+	return c.made(created, err)
 }
 
-// A creating is a create sent on a goroutine of the Store (startCreate).
-type creating struct {
-	j    *job[string]
+// A creation is the request of a create, as call runs it, and what makes
+// of its outcome the node Create returns.
+type creation struct {
+	s    *Store
 	path string
 	data []byte
 	mode store.Mode
+	do   func(left *caller) (string, error)
+	undo func(created string, err error)
 }
 
-// startCreate starts create1's request, a call admitted with admit, on a
-// goroutine of the Store, and returns at once: wait collects its outcome.
-func (s *Store) startCreate(path string, data []byte, mode store.Mode, guid string) creating {
+// creating returns the creation of create1's request.
+func (s *Store) creating(path string, data []byte, mode store.Mode, guid string) creation {
 	var flags int32
 	if mode&store.Ephemeral != 0 {
 		flags |= zk.FlagEphemeral
@@ -75,22 +76,21 @@ func (s *Store) startCreate(path string, data []byte, mode store.Mode, guid stri
 		guid = ""
 	}
 	data = slices.Clone(data)
-	j := start(s,
-		func(left *caller) (string, error) { return s.create(left, target, data, flags, guid) },
-		func(created string, err error) { s.undoCreate(target, mode, created, err) })
-	return creating{j, path, data, mode}
+	return creation{s: s, path: path, data: data, mode: mode,
+		do:   func(left *caller) (string, error) { return s.create(left, target, data, flags, guid) },
+		undo: func(created string, err error) { s.undoCreate(target, mode, created, err) },
+	}
 }
 
-// wait returns the node c made, as Create does.
-func (c creating) wait(ctx context.Context) (store.Node, error) {
-	s := c.j.s
-	created, err := c.j.wait(ctx)
+// made returns the node c made, as Create does, given the outcome of its
+// call.
+func (c creation) made(created string, err error) (store.Node, error) {
 	if err != nil {
-		return store.Node{}, s.fail("create", c.path, err)
+		return store.Node{}, c.s.fail("create", c.path, err)
 	}
 	n := node(created, c.data, &zk.Stat{})
 	if c.mode&store.Ephemeral != 0 {
-		n.Owner = s.SessionID()
+		n.Owner = c.s.SessionID()
 	}
 	return n, nil
 }

@@ -100,7 +100,8 @@ func (s *Store) CreateAndList(ctx context.Context, path string, data []byte, mod
 	written, stop := s.wires.expect(guid)
 	defer stop()
 	// The create runs on a goroutine of the Store while this one lists.
-	c := s.startCreate(path, data, mode, guid)
+	c := s.creating(path, data, mode, guid)
+	j := start(s, c.do, c.undo)
 	var (
 		kids  []store.Child
 		czxid int64
@@ -110,9 +111,9 @@ func (s *Store) CreateAndList(ctx context.Context, path string, data []byte, mod
 	select {
 	case <-written:
 		kids, czxid, kerr = s.children(ctx, dir)
-	case <-c.j.done: // answered before it was seen on the wire: list below
+	case <-j.done: // answered before it was seen on the wire: list below
 	}
-	n, err := c.wait(ctx)
+	n, err := c.made(j.wait(ctx))
 	if err != nil {
 		return store.Node{}, nil, err
 	}
