@@ -33,7 +33,7 @@ func (s *Store) CreateBatch(ctx context.Context, parent string, batch []store.Ba
 		paths[i], data[i] = store.Join(parent, b.Name), slices.Clone(b.Data)
 	}
 	created, err := call(s, ctx,
-		func(<-chan struct{}) ([]string, error) { return s.createMany(parent, paths, data, flags) }, nil)
+		func(*caller) ([]string, error) { return s.createMany(parent, paths, data, flags) }, nil)
 	if err != nil {
 		return nil, s.fail("create", parent, err)
 	}

@@ -76,25 +76,14 @@ func (s *Store) waitUp(ctx context.Context) error {
 // ended is replaced by the session's end.
 //
 // When ctx ends first, f goes on in its goroutine (which the Store owns:
-// Close waits for it), with left closed to tell it the caller has gone.
-// Once f returns, its result is passed to undo, if not nil, which cleans
-// up after it for as long as the session lives. The caller waits for that
-// up to UndoWait, so that on a working connection whatever the abandoned
-// call made is gone when it returns.
-func call[T any](s *Store, ctx context.Context, f func(left <-chan struct{}) (T, error), undo func(T, error)) (T, error) {
+// Close waits for it), and its caller's gone reports true to tell it the
+// caller has left. Once f returns, its result is passed to undo, if not
+// nil, which cleans up after it for as long as the session lives. The
+// caller waits for that up to UndoWait, so that on a working connection
+// whatever the abandoned call made is gone when it returns.
+func call[T any](s *Store, ctx context.Context, f func(left *caller) (T, error), undo func(T, error)) (T, error) {
 	var zero T
-	if err := ctx.Err(); err != nil {
-		return zero, err
-	}
-	// A request handed to the client while it is disconnected waits in its
-	// queue and goes out on the next connection, however long after its
-	// caller left; a create would then make a node its caller gave up on
-	// long before. So the wait for the connection is made here, where ctx
-	// calls it off with nothing sent.
-	if err := s.waitUp(ctx); err != nil {
-		return zero, err
-	}
-	if err := s.begin(); err != nil {
+	if err := s.admit(ctx); err != nil {
 		return zero, err
 	}
 	if ctx.Done() == nil {
@@ -103,50 +92,99 @@ func call[T any](s *Store, ctx context.Context, f func(left <-chan struct{}) (T,
 		v, err := f(nil)
 		return settle(s, v, err)
 	}
-	type outcome struct {
-		v   T
-		err error
+	return start(s, f, undo).wait(ctx)
+}
+
+// admit readies a call: it fails with ctx's error, or the session's end,
+// or waits for a connection under ctx, and then admits the call (begin),
+// whose end the caller reports with s.calls.Done.
+func (s *Store) admit(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
 	}
-	const pending, done, abandoned = 0, 1, 2
-	var state atomic.Int32
-	ch := make(chan outcome, 1)
-	left := make(chan struct{})
-	var undone chan struct{}
-	if undo != nil {
-		undone = make(chan struct{})
+	// A request handed to the client while it is disconnected waits in its
+	// queue and goes out on the next connection, however long after its
+	// caller left; a create would then make a node its caller gave up on
+	// long before. So the wait for the connection is made here, where ctx
+	// calls it off with nothing sent.
+	if err := s.waitUp(ctx); err != nil {
+		return err
 	}
-	s.goRun(func() {
-		defer s.calls.Done()
-		v, err := f(left)
-		if state.CompareAndSwap(pending, done) {
-			ch <- outcome{v, err}
-			return
-		}
-		if undo != nil {
-			undo(v, err)
-			close(undone)
-		}
-	})
+	return s.begin()
+}
+
+// A caller is the side of a call that may leave before its result (see
+// call). A nil *caller never leaves.
+type caller struct{ state atomic.Int32 }
+
+// The states of a call: f runs, f has returned and its result is kept for
+// the caller, the caller has left.
+const (
+	running int32 = iota
+	finished
+	abandoned
+)
+
+// gone reports whether the caller has left.
+func (c *caller) gone() bool { return c != nil && c.state.Load() == abandoned }
+
+// A job is one call of f, admitted (see admit), that runs on a goroutine
+// of the Store. It is one allocation, with the channel that signals its
+// end: the job is what goRun hands over, and its fields are written only
+// by that goroutine before done closes, read by the caller after.
+type job[T any] struct {
+	caller
+	s    *Store
+	f    func(*caller) (T, error)
+	undo func(T, error)
+	v    T
+	err  error
+	done chan struct{} // closed once v and err are kept, or undo is done
+}
+
+// start runs f, a call admitted with admit, on a goroutine of the Store.
+func start[T any](s *Store, f func(*caller) (T, error), undo func(T, error)) *job[T] {
+	j := &job[T]{s: s, f: f, undo: undo, done: make(chan struct{})}
+	s.goRun(j)
+	return j
+}
+
+func (j *job[T]) run() {
+	defer j.s.calls.Done()
+	defer close(j.done)
+	v, err := j.f(&j.caller)
+	if j.state.CompareAndSwap(running, finished) {
+		j.v, j.err = v, err
+		return
+	}
+	if j.undo != nil {
+		j.undo(v, err)
+	}
+}
+
+// wait returns the job's result as call does, or ctx.Err() if ctx ends
+// first.
+func (j *job[T]) wait(ctx context.Context) (T, error) {
 	select {
-	case r := <-ch:
-		return settle(s, r.v, r.err)
+	case <-j.done:
+		return settle(j.s, j.v, j.err)
 	case <-ctx.Done():
-		if state.CompareAndSwap(pending, abandoned) {
-			close(left)
-			if undo != nil {
-				t := time.NewTimer(UndoWait)
-				defer t.Stop()
-				select {
-				case <-undone:
-				case <-t.C:
-				}
-			}
-			return zero, ctx.Err()
-		}
-		// The result won the race: keep it rather than undo it.
-		r := <-ch
-		return settle(s, r.v, r.err)
 	}
+	if !j.state.CompareAndSwap(running, abandoned) {
+		// The result won the race: keep it rather than undo it.
+		<-j.done
+		return settle(j.s, j.v, j.err)
+	}
+	if j.undo != nil {
+		t := time.NewTimer(UndoWait)
+		defer t.Stop()
+		select {
+		case <-j.done:
+		case <-t.C:
+		}
+	}
+	var zero T
+	return zero, ctx.Err()
 }
 
 // settle is the result of a call: v and err, unless the session ended
@@ -159,16 +197,6 @@ func settle[T any](s *Store, v T, err error) (T, error) {
 		}
 	}
 	return v, err
-}
-
-// gone reports whether the caller of a call has left (see call).
-func gone(ch <-chan struct{}) bool {
-	select {
-	case <-ch:
-		return true
-	default:
-		return false
-	}
 }
 
 // fail wraps err, from a call on path, onto the store's sentinels.

@@ -14,8 +14,8 @@ func BenchmarkCallOverhead(b *testing.B) {
 	close(up)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel() // lets the Store's idle goroutines go
-	s := &Store{ctx: ctx, up: up, workers: workers{jobs: make(chan func())}}
-	f := func(<-chan struct{}) (int, error) { return 1, nil }
+	s := &Store{ctx: ctx, up: up, workers: workers{jobs: make(chan runner)}}
+	f := func(*caller) (int, error) { return 1, nil }
 	b.Run("cancellable", func(b *testing.B) {
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()

@@ -22,7 +22,7 @@ func (s *Store) CountChildren(ctx context.Context, path string) (store.ChildCoun
 	if err := store.ValidatePath(path); err != nil {
 		return store.ChildCounts{}, err
 	}
-	st, err := call(s, ctx, func(<-chan struct{}) (*zk.Stat, error) {
+	st, err := call(s, ctx, func(*caller) (*zk.Stat, error) {
 		ok, st, err := s.conn.Exists(path)
 		if err == nil && !ok {
 			err = zk.ErrNoNode

@@ -41,6 +41,24 @@ func (s *Store) Create(ctx context.Context, path string, data []byte, mode store
 // create1 is Create of a valid request; guid, when not empty, is the uuid
 // of an ephemeral sequential node's protected name.
 func (s *Store) create1(ctx context.Context, path string, data []byte, mode store.Mode, guid string) (store.Node, error) {
+	c := s.creating(path, data, mode, guid)
+	created, err := call(s, ctx, c.do, c.undo)
+	return c.made(created, err)
+}
+
+// A creation is the request of a create, as call runs it, and what makes
+// of its outcome the node Create returns.
+type creation struct {
+	s    *Store
+	path string
+	data []byte
+	mode store.Mode
+	do   func(left *caller) (string, error)
+	undo func(created string, err error)
+}
+
+// creating returns the creation of create1's request.
+func (s *Store) creating(path string, data []byte, mode store.Mode, guid string) creation {
 	var flags int32
 	if mode&store.Ephemeral != 0 {
 		flags |= zk.FlagEphemeral
@@ -58,15 +76,21 @@ func (s *Store) create1(ctx context.Context, path string, data []byte, mode stor
 		guid = ""
 	}
 	data = slices.Clone(data)
-	created, err := call(s, ctx,
-		func(left <-chan struct{}) (string, error) { return s.create(left, target, data, flags, guid) },
-		func(created string, err error) { s.undoCreate(target, mode, created, err) })
-	if err != nil {
-		return store.Node{}, s.fail("create", path, err)
+	return creation{s: s, path: path, data: data, mode: mode,
+		do:   func(left *caller) (string, error) { return s.create(left, target, data, flags, guid) },
+		undo: func(created string, err error) { s.undoCreate(target, mode, created, err) },
 	}
-	n := node(created, data, &zk.Stat{})
-	if mode&store.Ephemeral != 0 {
-		n.Owner = s.SessionID()
+}
+
+// made returns the node c made, as Create does, given the outcome of its
+// call.
+func (c creation) made(created string, err error) (store.Node, error) {
+	if err != nil {
+		return store.Node{}, c.s.fail("create", c.path, err)
+	}
+	n := node(created, c.data, &zk.Stat{})
+	if c.mode&store.Ephemeral != 0 {
+		n.Owner = c.s.SessionID()
 	}
 	return n, nil
 }
@@ -79,7 +103,7 @@ var errAbandoned = errors.New("zkstore: create abandoned before it was made")
 // protected create) it survives a lost reply: it looks for the node by its
 // guid once reconnected, and creates it again only if it is not there and
 // the caller has not left.
-func (s *Store) create(left <-chan struct{}, path string, data []byte, flags int32, guid string) (string, error) {
+func (s *Store) create(left *caller, path string, data []byte, flags int32, guid string) (string, error) {
 	parent := store.Parent(path)
 	s.later.Keep(parent)
 	for attempt := 0; ; attempt++ {
@@ -102,7 +126,7 @@ func (s *Store) create(left <-chan struct{}, path string, data []byte, flags int
 			if guid == "" || !isConnErr(err) || errors.Is(err, zk.ErrClosing) {
 				return "", err
 			}
-			if gone(left) {
+			if left.gone() {
 				return "", errAbandoned
 			}
 			if err := s.waitConnected(); err != nil {
@@ -113,7 +137,7 @@ func (s *Store) create(left <-chan struct{}, path string, data []byte, flags int
 			if err != nil || found != "" {
 				return found, err
 			}
-			if gone(left) {
+			if left.gone() {
 				return "", errAbandoned
 			}
 		default:

@@ -209,7 +209,9 @@ func (t *tracker) read(p []byte, acked func(ack)) error {
 		if !a.connect && len(body) >= 16 {
 			a.leader = passedLeader(t.sent[0].op, int32(binary.BigEndian.Uint32(body[12:])))
 		}
-		t.sent = t.sent[1:]
+		// Shifted down, not resliced: the slice keeps its room, where
+		// t.sent[1:] would leave wrote to allocate anew every few frames.
+		t.sent = t.sent[:copy(t.sent, t.sent[1:])]
 		acked(a)
 	})
 }

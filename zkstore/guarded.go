@@ -38,7 +38,7 @@ func (s *Store) CreateIf(ctx context.Context, path string, data []byte, mode sto
 	}
 	data = slices.Clone(data)
 	created, err := call(s, ctx,
-		func(<-chan struct{}) (string, error) { return s.createIf(path, data, flags, guard) },
+		func(*caller) (string, error) { return s.createIf(path, data, flags, guard) },
 		func(created string, err error) {
 			if errors.Is(err, errGuard) {
 				return // nothing was made

@@ -93,21 +93,16 @@ func (s *Store) CreateAndList(ctx context.Context, path string, data []byte, mod
 	if err := store.ValidateCreate(path, data, mode); err != nil {
 		return store.Node{}, nil, err
 	}
+	if err := s.admit(ctx); err != nil {
+		return store.Node{}, nil, s.fail("create", path, err)
+	}
 	guid := newUUID()
 	written, stop := s.wires.expect(guid)
 	defer stop()
-	type created struct {
-		n   store.Node
-		err error
-	}
-	done := make(chan created, 1)
-	s.goRun(func() {
-		n, err := s.create1(ctx, path, data, mode, guid)
-		done <- created{n, err}
-	})
+	// The create runs on a goroutine of the Store while this one lists.
+	c := s.creating(path, data, mode, guid)
+	j := start(s, c.do, c.undo)
 	var (
-		c     created
-		got   bool
 		kids  []store.Child
 		czxid int64
 		kerr  error
@@ -116,17 +111,14 @@ func (s *Store) CreateAndList(ctx context.Context, path string, data []byte, mod
 	select {
 	case <-written:
 		kids, czxid, kerr = s.children(ctx, dir)
-	case c = <-done:
-		got = true
+	case <-j.done: // answered before it was seen on the wire: list below
 	}
-	if !got {
-		c = <-done
+	n, err := c.made(j.wait(ctx))
+	if err != nil {
+		return store.Node{}, nil, err
 	}
-	if c.err != nil {
-		return store.Node{}, nil, c.err
-	}
-	if kerr == nil && hasChild(kids, c.n.Name()) {
-		return fenced(c.n, kids, czxid), kids, nil
+	if kerr == nil && hasChild(kids, n.Name()) {
+		return fenced(n, kids, czxid), kids, nil
 	}
 	// Listed before the create took effect, or not at all: list again,
 	// across a lost connection while ctx and the session last.
@@ -140,10 +132,10 @@ func (s *Store) CreateAndList(ctx context.Context, path string, data []byte, mod
 		}
 	}
 	if kerr != nil {
-		s.undoLater(c.n)
+		s.undoLater(n)
 		return store.Node{}, nil, kerr
 	}
-	return fenced(c.n, kids, czxid), kids, nil
+	return fenced(n, kids, czxid), kids, nil
 }
 
 // fenced returns n with its fencing token (store.Node.Token), given a
@@ -173,11 +165,11 @@ func (s *Store) undoLater(n store.Node) {
 		return // the session is over, and its ephemeral nodes with it
 	}
 	undone := make(chan struct{})
-	s.goRun(func() {
+	s.goRun(fn(func() {
 		defer s.calls.Done()
 		defer close(undone)
 		s.undoCreate(n.Path, store.EphemeralSequential, n.Path, nil)
-	})
+	}))
 	t := time.NewTimer(UndoWait)
 	defer t.Stop()
 	select {

@@ -149,10 +149,10 @@ func (s *Store) makeDir(p string) error {
 func (s *Store) makeAhead(p string) (wait func()) {
 	written, stop := s.wires.expect(string(containerTag(s.conn.abs(p))))
 	done := make(chan struct{})
-	s.goRun(func() {
+	s.goRun(fn(func() {
 		defer close(done)
 		_ = s.makeDir(p) // ErrNodeExists: made by another; ErrNoNode: by makeParents
-	})
+	}))
 	select {
 	case <-written:
 	case <-done:
@@ -185,7 +185,7 @@ func (s *Store) deleteNode(path string) error {
 	}
 	written, stop := s.wires.expect(string(deleteTag(s.conn.abs(path))))
 	done := make(chan error, 1)
-	s.goRun(func() { done <- s.conn.Delete(path, -1) })
+	s.goRun(fn(func() { done <- s.conn.Delete(path, -1) }))
 	var err error
 	select {
 	case <-written:

@@ -190,7 +190,7 @@ func checkCertificates(cfg *tls.Config, now time.Time) error {
 // its credentials against its root and creates the chroot if missing. It
 // retries across lost connections until the session ends or the caller
 // leaves.
-func (s *Store) setUp(left <-chan struct{}, o *options) error {
+func (s *Store) setUp(left *caller, o *options) error {
 	for _, c := range o.auth {
 		if err := s.retry(left, func() error { return s.conn.AddAuth(c.scheme, c.auth) }); err != nil {
 			if errors.Is(err, zk.ErrAuthFailed) {
@@ -247,7 +247,7 @@ func WithIdentityRequired() Option {
 // chooseACL finds whether the session holds an identity, when it is to
 // choose the Store's ACL by that or to refuse a session without one, and
 // says so when its nodes are to be open to everyone.
-func (s *Store) chooseACL(left <-chan struct{}, o *options) error {
+func (s *Store) chooseACL(left *caller, o *options) error {
 	if o.acl != nil && !o.needIdentity {
 		return nil
 	}
@@ -281,7 +281,7 @@ func (s *Store) chooseACL(left <-chan struct{}, o *options) error {
 // looks at the node or the version, and refuses it with INVALIDACL when
 // there are none. The request names a version no node has (an ACL version
 // is never negative), so it changes nothing whatever the root's ACL.
-func (s *Store) holdsIdentity(left <-chan struct{}, o *options) (bool, error) {
+func (s *Store) holdsIdentity(left *caller, o *options) (bool, error) {
 	for _, c := range o.auth {
 		if c.scheme == "digest" {
 			return true, nil
@@ -309,10 +309,10 @@ const probeVersion = -2
 // retry calls f until it returns something other than a connection error,
 // waiting for a reconnection in between, or until the session ends or the
 // caller leaves.
-func (s *Store) retry(left <-chan struct{}, f func() error) error {
+func (s *Store) retry(left *caller, f func() error) error {
 	for attempt := 0; ; attempt++ {
 		if attempt > 0 {
-			if gone(left) {
+			if left.gone() {
 				return context.Canceled
 			}
 			if err := s.pause(attempt - 1); err != nil {
@@ -330,7 +330,7 @@ func (s *Store) retry(left <-chan struct{}, f func() error) error {
 }
 
 // makeChroot creates the chroot and its missing ancestors.
-func (s *Store) makeChroot(left <-chan struct{}) error {
+func (s *Store) makeChroot(left *caller) error {
 	root := s.conn.root
 	for i := 1; i <= len(root); i++ {
 		if i < len(root) && root[i] != '/' {

@@ -3,6 +3,7 @@ package zkstore
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/corral-go/corral/store"
@@ -74,9 +75,10 @@ type watchTable struct {
 type pending struct {
 	key   watchKey
 	zch   <-chan zk.Event
-	subs  map[*waiter]struct{}
-	fired bool     // its event has come, or can no longer come
-	ev    zk.Event // its event, once taken from zch
+	subs  []*waiter  // the Store watches on it, in room while they fit
+	room  [1]*waiter // most client watches serve one Store watch
+	fired bool       // its event has come, or can no longer come
+	ev    zk.Event   // its event, once taken from zch
 }
 
 // waiter is one Store watch: its channel and the stop of the AfterFunc
@@ -125,11 +127,16 @@ func (t *watchTable) firedLocked(p *pending) bool {
 func (s *Store) subscribeLocked(ctx context.Context, p *pending) <-chan store.Event {
 	t := &s.watches
 	w := &waiter{out: make(chan store.Event, 1)}
-	p.subs[w] = struct{}{}
+	p.subs = append(p.subs, w)
 	w.stop = context.AfterFunc(ctx, func() {
 		t.mu.Lock()
-		_, mine := p.subs[w]
-		delete(p.subs, w)
+		i := slices.Index(p.subs, w)
+		mine := i >= 0
+		if mine {
+			last := len(p.subs) - 1
+			p.subs[i], p.subs[last] = p.subs[last], nil
+			p.subs = p.subs[:last]
+		}
 		t.mu.Unlock()
 		if mine {
 			w.send(store.Event{Path: p.key.path, Err: fmt.Errorf("zkstore: watch %s: %w", p.key.path, ctx.Err())})
@@ -168,7 +175,8 @@ func (s *Store) file(ctx context.Context, key watchKey, zch <-chan zk.Event, sub
 		close(out)
 		return out
 	}
-	p := &pending{key: key, zch: zch, subs: map[*waiter]struct{}{}}
+	p := &pending{key: key, zch: zch}
+	p.subs = p.room[:0]
 	t := &s.watches
 	t.mu.Lock()
 	t.served++
@@ -269,8 +277,8 @@ func (s *Store) fire(ev zk.Event) {
 
 // deliver hands a client watch's event to the Store watches subs, or the
 // session's end if it has ended.
-func (s *Store) deliver(path string, ev zk.Event, subs map[*waiter]struct{}) {
-	for w := range subs {
+func (s *Store) deliver(path string, ev zk.Event, subs []*waiter) {
+	for _, w := range subs {
 		w.stop()
 		if err := s.endErr(); err != nil {
 			// The session ended, or the event came after its
@@ -301,7 +309,7 @@ func (s *Store) ExistsW(ctx context.Context, path string) (bool, store.Stat, <-c
 			ok bool
 			st *zk.Stat
 		}
-		r, err := call(s, ctx, func(<-chan struct{}) (result, error) {
+		r, err := call(s, ctx, func(*caller) (result, error) {
 			ok, st, err := s.conn.Exists(path)
 			return result{ok, st}, err
 		}, nil)
@@ -329,7 +337,7 @@ func (s *Store) ExistsW(ctx context.Context, path string) (bool, store.Stat, <-c
 		}
 		return watchKey{path, existWatch}
 	}
-	r, err := call(s, ctx, func(<-chan struct{}) (result, error) {
+	r, err := call(s, ctx, func(*caller) (result, error) {
 		ok, st, ch, err := s.conn.ExistsW(path)
 		return result{ok, st, ch}, err
 	}, func(r result, err error) { s.adopt(kind(r.ok), r.ch, err) })
@@ -360,7 +368,7 @@ func (s *Store) NodeW(ctx context.Context, path string) (store.Stat, <-chan stor
 	}
 	key := watchKey{path, dataWatch}
 	if p := s.watches.lookup(key); p != nil {
-		st, err := call(s, ctx, func(<-chan struct{}) (*zk.Stat, error) {
+		st, err := call(s, ctx, func(*caller) (*zk.Stat, error) {
 			ok, st, err := s.conn.Exists(path)
 			if err == nil && !ok {
 				err = zk.ErrNoNode
@@ -378,7 +386,7 @@ func (s *Store) NodeW(ctx context.Context, path string) (store.Stat, <-chan stor
 		st *zk.Stat
 		ch <-chan zk.Event
 	}
-	r, err := call(s, ctx, func(<-chan struct{}) (result, error) {
+	r, err := call(s, ctx, func(*caller) (result, error) {
 		_, st, ch, err := s.conn.GetW(path)
 		return result{st, ch}, err
 	}, func(r result, err error) { s.adopt(key, r.ch, err) })
@@ -397,7 +405,7 @@ func (s *Store) ChildrenW(ctx context.Context, path string) ([]store.Child, <-ch
 	}
 	key := watchKey{path, childWatch}
 	if p := s.watches.lookup(key); p != nil {
-		names, err := call(s, ctx, func(<-chan struct{}) ([]string, error) {
+		names, err := call(s, ctx, func(*caller) ([]string, error) {
 			names, _, err := s.conn.Children(path)
 			return names, err
 		}, nil)
@@ -412,7 +420,7 @@ func (s *Store) ChildrenW(ctx context.Context, path string) ([]store.Child, <-ch
 		names []string
 		ch    <-chan zk.Event
 	}
-	r, err := call(s, ctx, func(<-chan struct{}) (result, error) {
+	r, err := call(s, ctx, func(*caller) (result, error) {
 		names, _, ch, err := s.conn.ChildrenW(path)
 		return result{names, ch}, err
 	}, func(r result, err error) { s.adopt(key, r.ch, err) })

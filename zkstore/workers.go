@@ -16,9 +16,18 @@ import (
 // maxIdle is how many goroutines a Store keeps waiting for a request.
 const maxIdle = 8
 
+// A runner is a piece of work for a goroutine of the Store: a call's job,
+// or a function (fn).
+type runner interface{ run() }
+
+// fn runs a function as a runner.
+type fn func()
+
+func (f fn) run() { f() }
+
 // workers runs functions on goroutines a Store keeps.
 type workers struct {
-	jobs    chan func() // taken by idle goroutines only: a send fails when none is
+	jobs    chan runner // taken by idle goroutines only: a send fails when none is
 	idle    atomic.Int32
 	started atomic.Int64 // goroutines started, ever
 	wg      sync.WaitGroup
@@ -26,7 +35,7 @@ type workers struct {
 
 // goRun runs f on a goroutine of the Store: an idle one, or a new one. f
 // must not block past the session's end (the client returns then).
-func (s *Store) goRun(f func()) {
+func (s *Store) goRun(f runner) {
 	select {
 	case s.workers.jobs <- f:
 		return
@@ -39,7 +48,7 @@ func (s *Store) goRun(f func()) {
 
 // work runs f and then, while the session lives and fewer than maxIdle
 // others wait, what goRun hands it.
-func (s *Store) work(f func()) {
+func (s *Store) work(f runner) {
 	w := &s.workers
 	defer w.wg.Done()
 	var end <-chan struct{}
@@ -47,7 +56,7 @@ func (s *Store) work(f func()) {
 		end = s.ctx.Done()
 	}
 	for {
-		f()
+		f.run()
 		if w.idle.Add(1) > maxIdle {
 			w.idle.Add(-1)
 			return

@@ -341,7 +341,7 @@ func Open(ctx context.Context, servers []string, opts ...Option) (*Store, error)
 		refused:     make(chan struct{}),
 		stop:        make(chan struct{}),
 		stopped:     make(chan struct{}),
-		workers:     workers{jobs: make(chan func())},
+		workers:     workers{jobs: make(chan runner)},
 		established: make(chan struct{}),
 		down:        make(chan struct{}),
 		up:          make(chan struct{}),
@@ -400,7 +400,7 @@ func Open(ctx context.Context, servers []string, opts ...Option) (*Store, error)
 		return nil, fmt.Errorf("zkstore: open: %w", err)
 	}
 	go s.pace()
-	if _, err := call(s, ctx, func(left <-chan struct{}) (struct{}, error) {
+	if _, err := call(s, ctx, func(left *caller) (struct{}, error) {
 		return struct{}{}, s.setUp(left, &o)
 	}, nil); err != nil {
 		err = s.fail("open", s.rootName(), err)
@@ -467,7 +467,7 @@ func (s *Store) Get(ctx context.Context, path string) (store.Node, error) {
 	}
 	seq, ok := store.ParseSeq(store.Base(path))
 	ok = ok && path != "/"
-	r, err := call(s, ctx, func(<-chan struct{}) (read, error) {
+	r, err := call(s, ctx, func(*caller) (read, error) {
 		if ok {
 			return s.getSeq(path, seq)
 		}
@@ -506,10 +506,10 @@ func (s *Store) getSeq(path string, seq int64) (read, error) {
 	}
 	written, stop := s.wires.expect(string(getDataTag(s.conn.abs(path))))
 	done := make(chan got, 1)
-	s.goRun(func() {
+	s.goRun(fn(func() {
 		data, st, err := s.conn.Get(path)
 		done <- got{read{data: data, st: st}, err}
-	})
+	}))
 	var (
 		g      got
 		sent   bool
@@ -566,7 +566,7 @@ func (s *Store) Set(ctx context.Context, path string, data []byte, version int64
 		return store.Node{}, fmt.Errorf("zkstore: set %s: %w: version %d", path, store.ErrInvalidArgument, version)
 	}
 	data = slices.Clone(data)
-	st, err := call(s, ctx, func(<-chan struct{}) (*zk.Stat, error) {
+	st, err := call(s, ctx, func(*caller) (*zk.Stat, error) {
 		if version > math.MaxInt32 {
 			// ZooKeeper versions are int32: this one cannot match.
 			ok, _, err := s.conn.Exists(path)
@@ -613,7 +613,7 @@ func (s *Store) list(ctx context.Context, path string) ([]string, *zk.Stat, erro
 		names []string
 		st    *zk.Stat
 	}
-	r, err := call(s, ctx, func(<-chan struct{}) (result, error) {
+	r, err := call(s, ctx, func(*caller) (result, error) {
 		names, st, err := s.conn.Children(path)
 		return result{names, st}, err
 	}, nil)
@@ -633,7 +633,7 @@ func (s *Store) Delete(ctx context.Context, path string) error {
 	if path == "/" {
 		return fmt.Errorf("zkstore: delete /: %w: the root cannot be deleted", store.ErrInvalidPath)
 	}
-	_, err := call(s, ctx, func(<-chan struct{}) (struct{}, error) {
+	_, err := call(s, ctx, func(*caller) (struct{}, error) {
 		return struct{}{}, s.deleteNode(path)
 	}, nil)
 	if err != nil {

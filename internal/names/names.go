@@ -171,6 +171,63 @@ func Marks() []Mark { return slices.Clone(marks[:]) }
 // FamilyOf returns the family of the node named name (or of the nodes made
 // with name as their prefix).
 func FamilyOf(name string) Family {
+	if f, ok := markedFamily(name); ok {
+		return f
+	}
+	return familyOf(name)
+}
+
+// markedFamily is FamilyOf at once for the names a recipe lists most, at
+// every check of its directory: a sequential node's, "<marker><10-digit
+// seq>", behind Curator's protected prefix "_c_<uuid>-" or not. No marker
+// starts with a hex digit or a dash or holds a digit, so none can start in
+// the uuid or reach into the seq: the marker alone tells the family, as
+// familyOf finds it in the whole name. It reports false for any other name.
+func markedFamily(name string) (Family, bool) {
+	rest := Strip(name)
+	if len(rest) < len(name) && !hexOrDash(name[len(protected):len(name)-len(rest)-1]) {
+		return NoFamily, false
+	}
+	if _, ok := store.ParseSeq(rest); !ok {
+		return NoFamily, false
+	}
+	f, ok := byMarker[rest[:len(rest)-store.SeqDigits]]
+	return f, ok
+}
+
+// byMarker holds the family of a name that holds a marker alone, as
+// familyOf tells it.
+var byMarker = func() map[string]Family {
+	m := map[string]Family{}
+	for _, mk := range marks {
+		if !mk.Whole {
+			m[mk.Text] = familyOf(mk.Text)
+		}
+	}
+	return m
+}()
+
+// hexOrDash reports whether s holds only hex digits and dashes, as a uuid.
+func hexOrDash(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if !uuidByte[s[i]] {
+			return false
+		}
+	}
+	return true
+}
+
+// uuidByte tells the bytes of a uuid's text: hex digits and dashes.
+var uuidByte = func() (t [256]bool) {
+	for _, c := range []byte("0123456789abcdefABCDEF-") {
+		t[c] = true
+	}
+	return t
+}()
+
+// familyOf is FamilyOf of any name: the first mark it holds, in the order
+// of marks.
+func familyOf(name string) Family {
 	for _, m := range marks {
 		if m.Whole && name == m.Text || !m.Whole && strings.Contains(name, m.Text) {
 			return m.Family

@@ -3,6 +3,7 @@ package names_test
 import (
 	"fmt"
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/corral-go/corral/internal/names"
@@ -85,6 +86,45 @@ func TestFamilyOf(t *testing.T) {
 	} {
 		if f := names.FamilyOf(tt.name); f != tt.want {
 			t.Errorf("FamilyOf(%q) = %v; want %v", tt.name, f, tt.want)
+		}
+	}
+}
+
+// TestFamilyOfFirstMark: a name holds the family of the first mark it
+// carries, in the order of Marks, wherever the mark stands: also in a
+// protected prefix that is no uuid, and beside the marker of a
+// sequential node's name, which FamilyOf reads at once.
+func TestFamilyOfFirstMark(t *testing.T) {
+	first := func(name string) names.Family {
+		for _, m := range names.Marks() {
+			if m.Whole && name == m.Text || !m.Whole && strings.Contains(name, m.Text) {
+				return m.Family
+			}
+		}
+		if names.IsContender(name) {
+			return names.Foreign
+		}
+		return names.NoFamily
+	}
+	marks := names.Marks()
+	for _, m := range marks {
+		for _, o := range marks {
+			pad := func(s string) string { return (s + strings.Repeat("0", 36))[:36] }
+			for _, name := range []string{
+				"_c_" + uuid + "-" + m.Text + store.FormatSeq(7),
+				"_c_" + strings.ToUpper(uuid) + "-" + m.Text + store.FormatSeq(7),
+				"_c_" + pad(o.Text) + "-" + m.Text + store.FormatSeq(7), // a mark where the uuid goes
+				"_c_" + pad("-"+o.Text) + "-" + m.Text + store.FormatSeq(7),
+				"_c_" + uuid + "-" + o.Text + m.Text + store.FormatSeq(7), // two marks
+				"_c_" + uuid + "-" + m.Text + "x" + store.FormatSeq(7),
+				"_c_" + uuid + m.Text + store.FormatSeq(7), // no dash after the uuid
+				o.Text + "-" + m.Text + store.FormatSeq(7),
+				m.Text + store.FormatSeq(7)[1:],
+			} {
+				if got, want := names.FamilyOf(name), first(name); got != want {
+					t.Errorf("FamilyOf(%q) = %v; want %v", name, got, want)
+				}
+			}
 		}
 	}
 }
@@ -191,5 +231,21 @@ func TestID(t *testing.T) {
 		if got, want := names.ID(k), fmt.Sprintf("%016x", k); got != want {
 			t.Errorf("ID(%#x) = %q; want %q", k, got, want)
 		}
+	}
+}
+
+// BenchmarkFamilyOf: the family of the names a lock's directory holds, as
+// corral and Curator write them; a recipe checks every listed name.
+func BenchmarkFamilyOf(b *testing.B) {
+	for _, name := range []string{
+		"_c_" + uuid + "-" + names.Lock + store.FormatSeq(123),
+		"_c_" + uuid + "-" + names.KazooRead + store.FormatSeq(123),
+		names.Lock + store.FormatSeq(123),
+	} {
+		b.Run(name, func(b *testing.B) {
+			for b.Loop() {
+				names.FamilyOf(name)
+			}
+		})
 	}
 }

@@ -195,10 +195,14 @@ type Recorder struct {
 	log     *slog.Logger
 	deleted error
 
-	attrs                           attribute.Set
-	base                            metric.MeasurementOption
-	granted, busy, canceled, failed metric.MeasurementOption
-	released, lostHold              metric.MeasurementOption
+	attrs attribute.Set
+	base  metric.MeasurementOption
+	// The options of every measurement, as the slices the instruments'
+	// variadic methods take: made once, where passing an option by itself
+	// allocates a slice at every call.
+	adds                            []metric.AddOption // base
+	granted, busy, canceled, failed []metric.RecordOption
+	released, lostHold              []metric.RecordOption
 }
 
 // New returns the Recorder of the recipe of kind at path. deleted is the
@@ -216,8 +220,9 @@ func New(c Config, kind, path string, deleted error) *Recorder {
 	r := &Recorder{in: instrumentsOf(mp), kind: kind, path: path, label: label, log: c.Logger, deleted: deleted}
 	r.attrs = attribute.NewSet(KeyKind.String(kind), KeyPath.String(label))
 	r.base = metric.WithAttributeSet(r.attrs)
-	with := func(k attribute.Key, v string) metric.MeasurementOption {
-		return metric.WithAttributeSet(attribute.NewSet(KeyKind.String(kind), KeyPath.String(label), k.String(v)))
+	r.adds = []metric.AddOption{r.base}
+	with := func(k attribute.Key, v string) []metric.RecordOption {
+		return []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(KeyKind.String(kind), KeyPath.String(label), k.String(v)))}
 	}
 	r.granted = with(KeyOutcome, "granted")
 	r.busy = with(KeyOutcome, "busy")
@@ -241,7 +246,7 @@ type Attempt struct {
 func (r *Recorder) Begin(ctx context.Context) Attempt {
 	a := Attempt{r: r, start: time.Now(), waiting: r != nil}
 	if r != nil {
-		r.in.waiters.Add(ctx, 1, r.base)
+		r.in.waiters.Add(ctx, 1, r.adds...)
 	}
 	return a
 }
@@ -261,11 +266,11 @@ func (a Attempt) Granted(ctx context.Context, node store.Node) *Holding {
 	now := time.Now()
 	waited := now.Sub(a.start)
 	if a.waiting {
-		r.in.waiters.Add(ctx, -1, r.base)
+		r.in.waiters.Add(ctx, -1, r.adds...)
 	}
-	r.in.acquire.Record(ctx, waited.Seconds(), r.granted)
-	r.in.grants.Add(ctx, 1, r.base)
-	r.in.holders.Add(ctx, 1, r.base)
+	r.in.acquire.Record(ctx, waited.Seconds(), r.granted...)
+	r.in.grants.Add(ctx, 1, r.adds...)
+	r.in.holders.Add(ctx, 1, r.adds...)
 	if r.logging(ctx) {
 		r.log.LogAttrs(ctx, slog.LevelDebug, "corral: granted", r.logAttrs(
 			slog.String("node", node.Path), slog.Int64("token", node.Fence()), slog.Duration("waited", waited))...)
@@ -276,7 +281,7 @@ func (a Attempt) Granted(ctx context.Context, node store.Node) *Holding {
 // Busy records a Try that found the recipe taken.
 func (a Attempt) Busy(ctx context.Context) {
 	if a.r != nil {
-		a.r.in.acquire.Record(ctx, time.Since(a.start).Seconds(), a.r.busy)
+		a.r.in.acquire.Record(ctx, time.Since(a.start).Seconds(), a.r.busy...)
 	}
 }
 
@@ -288,13 +293,13 @@ func (a Attempt) Failed(ctx context.Context, err error) {
 		return
 	}
 	if a.waiting {
-		r.in.waiters.Add(ctx, -1, r.base)
+		r.in.waiters.Add(ctx, -1, r.adds...)
 	}
 	outcome, name := r.failed, "failed"
 	if ctx.Err() != nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		outcome, name = r.canceled, "canceled"
 	}
-	r.in.acquire.Record(ctx, time.Since(a.start).Seconds(), outcome)
+	r.in.acquire.Record(ctx, time.Since(a.start).Seconds(), outcome...)
 	if r.logging(ctx) {
 		r.log.LogAttrs(ctx, slog.LevelDebug, "corral: not granted", r.logAttrs(
 			slog.String("outcome", name), slog.Duration("waited", time.Since(a.start)), slog.Any("error", err))...)
@@ -322,16 +327,16 @@ func (h *Holding) End(lost error) {
 func (h *Holding) end(lost error) {
 	r, ctx := h.r, context.Background()
 	held := time.Since(h.start)
-	r.in.holders.Add(ctx, -1, r.base)
+	r.in.holders.Add(ctx, -1, r.adds...)
 	if lost == nil {
-		r.in.hold.Record(ctx, held.Seconds(), r.released)
+		r.in.hold.Record(ctx, held.Seconds(), r.released...)
 		if r.logging(ctx) {
 			r.log.LogAttrs(ctx, slog.LevelDebug, "corral: released", r.logAttrs(
 				slog.String("node", h.node), slog.Duration("held", held))...)
 		}
 		return
 	}
-	r.in.hold.Record(ctx, held.Seconds(), r.lostHold)
+	r.in.hold.Record(ctx, held.Seconds(), r.lostHold...)
 	cause := Cause(lost, r.deleted)
 	r.in.lost.Add(ctx, 1, metric.WithAttributeSet(attribute.NewSet(
 		KeyKind.String(r.kind), KeyPath.String(r.label), KeyCause.String(cause))))
@@ -363,7 +368,7 @@ func (r *Recorder) LeaderChanged(ctx context.Context, leader string, token int64
 	if r == nil {
 		return
 	}
-	r.in.leaderChanges.Add(ctx, 1, r.base)
+	r.in.leaderChanges.Add(ctx, 1, r.adds...)
 	if r.logging(ctx) {
 		r.log.LogAttrs(ctx, slog.LevelDebug, "corral: leader changed", r.logAttrs(
 			slog.String("leader", leader), slog.Int64("token", token))...)
@@ -379,7 +384,7 @@ func (r *Recorder) GroupSeen(ctx context.Context, members int, changed bool) {
 	}
 	r.in.groupMembers.Record(ctx, int64(members), r.base)
 	if changed {
-		r.in.groupChanges.Add(ctx, 1, r.base)
+		r.in.groupChanges.Add(ctx, 1, r.adds...)
 	}
 }
 
@@ -410,7 +415,7 @@ func (r *Recorder) Redelivery(ctx context.Context) {
 
 func (r *Recorder) add(ctx context.Context, c func(*instruments) metric.Int64Counter) {
 	if r != nil {
-		c(r.in).Add(ctx, 1, r.base)
+		c(r.in).Add(ctx, 1, r.adds...)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric/noop"
 	"go.uber.org/goleak"
 
 	"github.com/corral-go/corral/internal/telemetry"
@@ -72,6 +73,28 @@ func TestEndOnce(t *testing.T) {
 	for _, name := range []string{"corral.queue.puts", "corral.queue.takes", "corral.queue.acks", "corral.queue.nacks", "corral.queue.redeliveries"} {
 		if s.Int(name, attribute.String("corral.path", "/l")) != 1 {
 			t.Errorf("%s = %d; want 1", name, s.Int(name))
+		}
+	}
+}
+
+// TestRecordsWithoutAllocating: what an acquisition records costs it no
+// allocation but its Holding, whatever the provider does with the
+// measurements (here nothing): a lock records at every grant and release.
+func TestRecordsWithoutAllocating(t *testing.T) {
+	r := telemetry.New(telemetry.Config{MeterProvider: noop.NewMeterProvider()}, telemetry.KindMutex, "/l", errDeleted)
+	ctx, n, err := context.Background(), store.Node{Path: "/l/a", Seq: 1}, errors.New("x")
+	for _, tt := range []struct {
+		name string
+		f    func()
+		want float64
+	}{
+		{"Begin, Granted, End", func() { r.Begin(ctx).Granted(ctx, n).End(nil) }, 1},
+		{"Begin, Failed", func() { r.Begin(ctx).Failed(ctx, err) }, 0},
+		{"Try, Busy", func() { r.Try().Busy(ctx) }, 0},
+		{"Put", func() { r.Put(ctx) }, 0},
+	} {
+		if got := testing.AllocsPerRun(100, tt.f); got > tt.want {
+			t.Errorf("%s: %v allocations; want at most %v", tt.name, got, tt.want)
 		}
 	}
 }
