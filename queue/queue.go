@@ -273,12 +273,12 @@ func WithDeadLetter(path string, maxDeliveries int) Option {
 
 // WithPutsInFlight sets how many requests of this Queue's Puts may be in
 // flight at once; the Puts that come while that many are wait and go
-// together in the next request (see Puts in the package doc). The default,
-// 2, suits a server with no cores to spare; on one with room, as many as
-// the producers that share the Queue can do better (see the README's
-// figures). n must be at least 1: otherwise every call of the Queue fails
-// with store.ErrInvalidArgument. It is the Queue's own, not stored with
-// the queue.
+// together in the next request (see Cost of a put in the package doc). The
+// default, 2, suits a server with no cores to spare; on one with room, as
+// many as the producers that share the Queue can do better (see the
+// README's figures). n must be at least 1: otherwise every call of the
+// Queue fails with store.ErrInvalidArgument. It is the Queue's own, not
+// stored with the queue.
 func WithPutsInFlight(n int) Option {
 	return func(o *options) { o.putsInFlight, o.set.putsInFlight = n, true }
 }
