@@ -324,7 +324,11 @@ func TestPutsInFlight(t *testing.T) {
 						t.Fatalf("Put %d with %d in flight: request of %d items; want it to wait", i, want, k)
 					}
 				}
-				g.release <- struct{}{} // one request returns ...
+				select { // one request returns ...
+				case g.release <- struct{}{}:
+				case <-ctx.Done():
+					t.Fatal("no request of the Puts waited to return")
+				}
 				if k := next(); k != 2 {
 					t.Errorf("the waiting Puts' request carries %d items; want 2, together", k)
 				}
