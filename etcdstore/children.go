@@ -28,11 +28,9 @@ func (s *Store) ChildrenUpTo(ctx context.Context, p string, seq int64, n int) ([
 	if n < 1 {
 		return nil, false, fmt.Errorf("etcdstore: children %q: %w: window of %d", p, store.ErrInvalidArgument, n)
 	}
-	ctx, done, err := s.begin(ctx)
-	if err != nil {
+	if err := s.enter(ctx); err != nil {
 		return nil, false, fmt.Errorf("etcdstore: children %q: %w", p, err)
 	}
-	defer done()
 	if seq < 1 {
 		return nil, true, nil
 	}
@@ -104,11 +102,9 @@ func (s *Store) Children(ctx context.Context, p string) ([]store.Child, error) {
 	if err := store.ValidatePath(p); err != nil {
 		return nil, err
 	}
-	ctx, done, err := s.begin(ctx)
-	if err != nil {
+	if err := s.enter(ctx); err != nil {
 		return nil, fmt.Errorf("etcdstore: children %q: %w", p, err)
 	}
-	defer done()
 	key, opts := listRange(p)
 	resp, err := do(s, ctx, func(ctx context.Context) (*clientv3.GetResponse, error) {
 		return s.kv.Get(ctx, key, opts...)

@@ -120,11 +120,9 @@ func (s *Store) create(ctx context.Context, p string, data []byte, mode store.Mo
 	if err := store.ValidateCreate(p, data, mode); err != nil {
 		return store.Node{}, nil, false, err
 	}
-	octx, done, err := s.begin(ctx)
-	if err != nil {
+	if err := s.enter(ctx); err != nil {
 		return store.Node{}, nil, false, fmt.Errorf("etcdstore: create %q: %w", p, err)
 	}
-	defer done()
 	s.later.Keep(store.Parent(p))
 
 	name, reused := p, false
@@ -140,12 +138,12 @@ func (s *Store) create(ctx context.Context, p string, data []byte, mode store.Mo
 	}
 	parent := store.Parent(name)
 	r := &createReq{name: name, parent: parent, known: s.dirs.has(parent), data: data, lease: lease, mode: mode, list: list, window: window}
-	n, kids, err := s.send(ctx, octx, r)
+	n, kids, err := s.send(ctx, r)
 	if reused && errors.Is(err, store.ErrNodeExists) {
 		// Someone made a node under a name this session freed: its
 		// own, or a guess. Take a new one.
 		r = &createReq{name: freshName(p), parent: parent, known: r.known, data: data, lease: lease, mode: mode, list: list, window: window}
-		n, kids, err = s.send(ctx, octx, r)
+		n, kids, err = s.send(ctx, r)
 	}
 	if err == nil {
 		s.dirs.add(parent)
@@ -157,8 +155,8 @@ func (s *Store) create(ctx context.Context, p string, data []byte, mode store.Mo
 }
 
 // send sends r's transaction, retrying as Create says, and returns its
-// result. ctx is the caller's, octx the call's (see begin).
-func (s *Store) send(ctx, octx context.Context, r *createReq) (store.Node, []store.Child, error) {
+// result. It ends with ctx or the session (see call.go).
+func (s *Store) send(ctx context.Context, r *createReq) (store.Node, []store.Child, error) {
 	// The transaction makes missing ancestors itself (see createReq);
 	// only when they are too many are they made first, by a transaction
 	// of their own.
@@ -174,12 +172,12 @@ func (s *Store) send(ctx, octx context.Context, r *createReq) (store.Node, []sto
 			// without its reply: by that name, lease and data, behind a
 			// moved fence (see undo). Its attempt runs on the caller's
 			// goroutine and is cancelled with the call.
-			out = s.attemptHere(octx, r)
-			if out.err != nil && octx.Err() != nil {
+			out = s.attemptHere(ctx, r)
+			if out.err != nil && (ctx.Err() != nil || s.ctx.Err() != nil) {
 				if ctx.Err() != nil {
 					s.abandon(r, nil, true)
 				}
-				return store.Node{}, nil, s.fail(ctx, "create", name, context.Cause(octx))
+				return store.Node{}, nil, s.fail(ctx, "create", name, context.Cause(ctx))
 			}
 		} else {
 			// Any other create's outcome is awaited after its caller
@@ -188,11 +186,11 @@ func (s *Store) send(ctx, octx context.Context, r *createReq) (store.Node, []sto
 			res := s.attempt1(r)
 			select {
 			case out = <-res:
-			case <-octx.Done():
-				if ctx.Err() != nil {
-					s.abandon(r, res, unknown)
-				}
-				return store.Node{}, nil, s.fail(ctx, "create", name, context.Cause(octx))
+			case <-ctx.Done():
+				s.abandon(r, res, unknown)
+				return store.Node{}, nil, s.fail(ctx, "create", name, context.Cause(ctx))
+			case <-s.ctx.Done():
+				return store.Node{}, nil, s.fail(ctx, "create", name, s.sessionErr())
 			}
 		}
 		if out.err == nil {
@@ -204,7 +202,7 @@ func (s *Store) send(ctx, octx context.Context, r *createReq) (store.Node, []sto
 			switch {
 			case errors.Is(err, errNoParent):
 				s.dirs.drop(r.parent)
-				if err := s.makeParents(octx, r.name); err != nil {
+				if err := s.makeParents(ctx, r.name); err != nil {
 					if ctx.Err() != nil {
 						s.abandon(r, nil, unknown)
 					}
@@ -217,12 +215,12 @@ func (s *Store) send(ctx, octx context.Context, r *createReq) (store.Node, []sto
 			}
 			return n, kids, err
 		}
-		err := s.fail(octx, "create", name, out.err)
+		err := s.fail(ctx, "create", name, out.err)
 		if r.mode&store.Sequential == 0 || !errors.Is(err, store.ErrDisconnected) {
 			return store.Node{}, nil, err
 		}
 		unknown = true
-		if serr := sleep(octx, backoff(i)); serr != nil {
+		if serr := s.sleep(ctx, backoff(i)); serr != nil {
 			if ctx.Err() != nil {
 				s.abandon(r, nil, unknown)
 			}
@@ -261,12 +259,11 @@ func (s *Store) attempt1(r *createReq) <-chan txnResult {
 	return res
 }
 
-// attemptHere sends r's transaction as one attempt within octx, the call's
-// context (see begin).
-func (s *Store) attemptHere(octx context.Context, r *createReq) txnResult {
+// attemptHere sends r's transaction as one attempt of a call made with ctx.
+func (s *Store) attemptHere(ctx context.Context, r *createReq) txnResult {
 	r.fence = s.fenceRev()
 	cmps, then, els := r.txn(s)
-	resp, err := do(s, octx, func(ctx context.Context) (*clientv3.TxnResponse, error) {
+	resp, err := do(s, ctx, func(ctx context.Context) (*clientv3.TxnResponse, error) {
 		return s.kv.Txn(ctx).If(cmps...).Then(then...).Else(els...).Commit()
 	})
 	return txnResult{resp, err}
@@ -627,13 +624,10 @@ func (s *Store) makeParents(ctx context.Context, name string) error {
 		cmps = append(cmps, clientv3.Compare(clientv3.LeaseValue(a), "=", 0))
 		then = append(then, s.makeDir(a))
 	}
-	actx, cancel := context.WithTimeout(ctx, s.attempt)
-	defer cancel()
-	resp, err := s.kv.Txn(actx).If(cmps...).Then(then...).Commit()
+	resp, err := do(s, ctx, func(actx context.Context) (*clientv3.TxnResponse, error) {
+		return s.kv.Txn(actx).If(cmps...).Then(then...).Commit()
+	})
 	if err != nil {
-		if ctx.Err() == nil && actx.Err() != nil {
-			err = fmt.Errorf("%w: no reply within the attempt timeout (%v): %w", store.ErrDisconnected, s.attempt, err)
-		}
 		return err
 	}
 	if !resp.Succeeded {

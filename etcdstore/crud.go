@@ -16,11 +16,9 @@ func (s *Store) Get(ctx context.Context, p string) (store.Node, error) {
 	if err := store.ValidatePath(p); err != nil {
 		return store.Node{}, err
 	}
-	ctx, done, err := s.begin(ctx)
-	if err != nil {
+	if err := s.enter(ctx); err != nil {
 		return store.Node{}, fmt.Errorf("etcdstore: get %q: %w", p, err)
 	}
-	defer done()
 	if p == "/" {
 		return store.Node{Path: "/"}, nil
 	}
@@ -51,11 +49,9 @@ func (s *Store) Set(ctx context.Context, p string, data []byte, version int64) (
 	if version < store.AnyVersion {
 		return store.Node{}, fmt.Errorf("etcdstore: set %q: %w: version %d", p, store.ErrInvalidArgument, version)
 	}
-	ctx, done, err := s.begin(ctx)
-	if err != nil {
+	if err := s.enter(ctx); err != nil {
 		return store.Node{}, fmt.Errorf("etcdstore: set %q: %w", p, err)
 	}
-	defer done()
 	cmps := []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(p), ">", 0)}
 	if version != store.AnyVersion {
 		cmps = append(cmps, clientv3.Compare(clientv3.Version(p), "=", version+1))
@@ -116,11 +112,9 @@ func (s *Store) FollowsFront(ctx context.Context, p string, seq, prev int64) (bo
 	if p == "/" {
 		return false, nil
 	}
-	ctx, done, err := s.begin(ctx)
-	if err != nil {
+	if err := s.enter(ctx); err != nil {
 		return false, fmt.Errorf("etcdstore: read %q: %w", p, err)
 	}
-	defer done()
 	resp, err := do(s, ctx, func(ctx context.Context) (*clientv3.TxnResponse, error) {
 		return s.kv.Txn(ctx).Then(clientv3.OpGet(p, clientv3.WithKeysOnly()), clientv3.OpGet(s.frontKey(p))).Commit()
 	})
@@ -156,11 +150,9 @@ func (s *Store) delete(ctx context.Context, p string, seq int64, how int) error 
 	if p == "/" {
 		return fmt.Errorf("etcdstore: delete %q: %w: the root cannot be deleted", p, store.ErrInvalidPath)
 	}
-	ctx, done, err := s.begin(ctx)
-	if err != nil {
+	if err := s.enter(ctx); err != nil {
 		return fmt.Errorf("etcdstore: delete %q: %w", p, err)
 	}
-	defer done()
 	bySeq := how != byName
 	cmps := make([]clientv3.Cmp, 1, 2)
 	cmps[0] = clientv3.Compare(clientv3.CreateRevision(p+"/"), "=", 0).WithPrefix()

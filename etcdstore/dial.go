@@ -137,7 +137,8 @@ type dialDiag struct {
 func (d *dialDiag) intercept(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
 	err := invoker(ctx, method, req, reply, cc, opts...)
 	if err != nil {
-		d.last.Store(&err)
+		last := err // on the heap only when there is one to keep
+		d.last.Store(&last)
 	}
 	return err
 }

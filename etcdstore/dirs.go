@@ -21,11 +21,9 @@ func (s *Store) ImplicitDirs(ctx context.Context, p string) ([]string, error) {
 	if err := store.ValidatePath(p); err != nil {
 		return nil, err
 	}
-	ctx, done, err := s.begin(ctx)
-	if err != nil {
+	if err := s.enter(ctx); err != nil {
 		return nil, fmt.Errorf("etcdstore: implicit dirs %q: %w", p, err)
 	}
-	defer done()
 	key, opts := listRange(p)
 	resp, err := do(s, ctx, func(ctx context.Context) (*clientv3.GetResponse, error) {
 		return s.kv.Get(ctx, key, opts...)

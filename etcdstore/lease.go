@@ -167,11 +167,9 @@ func (s *Store) GetDelete(ctx context.Context, p string) (store.Node, error) {
 	if p == "/" {
 		return store.Node{}, fmt.Errorf("etcdstore: delete %q: %w: the root cannot be deleted", p, store.ErrInvalidPath)
 	}
-	ctx, done, err := s.begin(ctx)
-	if err != nil {
+	if err := s.enter(ctx); err != nil {
 		return store.Node{}, fmt.Errorf("etcdstore: delete %q: %w", p, err)
 	}
-	defer done()
 	s.dirs.drop(p)
 	then := []clientv3.Op{clientv3.OpDelete(p, clientv3.WithPrevKV()), clientv3.OpDelete(s.dirKey(p)), clientv3.OpDelete(s.frontOf(p))}
 	op, dirs, ok := s.reclaimNow(p)

@@ -282,12 +282,12 @@ func (s *Store) reclaimed(ctx context.Context, r *pb.TxnResponse, dirs []string)
 func (s *Store) reclaimAbove(ctx context.Context, dir string) {
 	for p := store.Parent(dir); p != "/"; p = store.Parent(p) {
 		s.dirs.drop(p)
-		actx, cancel := context.WithTimeout(ctx, s.attempt)
-		resp, err := s.kv.Txn(actx).If(
-			clientv3.Compare(clientv3.CreateRevision(s.dirKey(p)), ">", 0),
-			clientv3.Compare(clientv3.CreateRevision(p+"/"), "=", 0).WithPrefix(),
-		).Then(s.dropDir(p)...).Commit()
-		cancel()
+		resp, err := do(s, ctx, func(actx context.Context) (*clientv3.TxnResponse, error) {
+			return s.kv.Txn(actx).If(
+				clientv3.Compare(clientv3.CreateRevision(s.dirKey(p)), ">", 0),
+				clientv3.Compare(clientv3.CreateRevision(p+"/"), "=", 0).WithPrefix(),
+			).Then(s.dropDir(p)...).Commit()
+		})
 		if err != nil || !resp.Succeeded {
 			return
 		}

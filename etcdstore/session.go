@@ -236,7 +236,7 @@ func (s *Store) Close() error {
 		reclaim.Flush(s.later.Stop(), s.reclaimAll, min(s.attempt, maxFlush))
 		s.mu.Lock()
 		s.closed = true
-		s.cancel(store.ErrClosed)
+		s.stopLocked(store.ErrClosed)
 		s.setDisconnectedLocked()
 		s.mu.Unlock()
 
@@ -292,9 +292,16 @@ func (s *Store) endLocked(cause error) bool {
 	if s.ctx.Err() != nil {
 		return false
 	}
-	s.cancel(cause)
+	s.stopLocked(cause)
 	s.setDisconnectedLocked()
 	return true
+}
+
+// stopLocked cancels the session's context with cause, and every attempt
+// in flight with it (see attempts). s.mu is held.
+func (s *Store) stopLocked(cause error) {
+	s.cancel(cause)
+	s.attempts.cancelAll()
 }
 
 func (s *Store) logEnded() {

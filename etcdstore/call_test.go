@@ -1,0 +1,135 @@
+package etcdstore_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/corral-go/corral/etcdstore"
+	"github.com/corral-go/corral/internal/testing/etcdbackend"
+	"github.com/corral-go/corral/internal/testing/etcdserver"
+	"github.com/corral-go/corral/store"
+)
+
+// holder holds the next request of the armed method until its ctx ends.
+type holder struct {
+	method string
+	armed  atomic.Bool
+	held   chan struct{}
+}
+
+func newHolder(method string) *holder {
+	return &holder{method: method, held: make(chan struct{})}
+}
+
+func (h *holder) hook(ctx context.Context, method string) {
+	if method != h.method || !h.armed.CompareAndSwap(true, false) {
+		return
+	}
+	close(h.held)
+	<-ctx.Done() // the attempt's context: the hook must return when it ends
+}
+
+// The calls of one request each, and a sequential Create (which retries by
+// itself), with the method of their request.
+var oneRequestCalls = []struct {
+	name, method string
+	call         func(ctx context.Context, s *etcdstore.Store, n store.Node) error
+}{
+	{"Get", "/etcdserverpb.KV/Range", func(ctx context.Context, s *etcdstore.Store, n store.Node) error {
+		_, err := s.Get(ctx, n.Path)
+		return err
+	}},
+	{"DeleteSeq", "/etcdserverpb.KV/Txn", func(ctx context.Context, s *etcdstore.Store, n store.Node) error {
+		return s.DeleteSeq(ctx, n.Path, n.Seq)
+	}},
+	{"ChildrenUpTo", "/etcdserverpb.KV/Range", func(ctx context.Context, s *etcdstore.Store, n store.Node) error {
+		_, _, err := s.ChildrenUpTo(ctx, store.Parent(n.Path), n.Seq, 2)
+		return err
+	}},
+	{"CreateAndWindow", "/etcdserverpb.KV/Txn", func(ctx context.Context, s *etcdstore.Store, n store.Node) error {
+		_, _, _, err := s.CreateAndWindow(ctx, store.Parent(n.Path)+"/c-", nil, store.EphemeralSequential, 2)
+		return err
+	}},
+}
+
+// A request held past the attempt timeout fails with ErrDisconnected, and
+// the session goes on; a request held when the session ends fails at once
+// with the session's error (expiry, or Close), not after the attempt
+// timeout.
+func TestCallEnds(t *testing.T) {
+	c := etcdserver.Start(t, 1)
+	const attempt = 300 * time.Millisecond
+	t.Run("attempt timeout", func(t *testing.T) {
+		for _, tc := range oneRequestCalls {
+			if strings.HasPrefix(tc.name, "Create") {
+				continue // retried by Create itself until ctx ends
+			}
+			t.Run(tc.name, func(t *testing.T) {
+				t.Parallel()
+				h := newHolder(tc.method)
+				b := etcdbackend.New(c)
+				s := b.OpenHooked(t, etcdbackend.Hooks{Request: h.hook}, etcdstore.WithAttemptTimeout(attempt))
+				ctx := ctxFor(t)
+				n := must[store.Node](t)(s.Create(ctx, "/calls/timeout/n-", nil, store.EphemeralSequential))
+				h.armed.Store(true)
+				start := time.Now()
+				err := tc.call(ctx, s, n)
+				elapsed := time.Since(start)
+				if !errors.Is(err, store.ErrDisconnected) || !strings.Contains(err.Error(), "attempt timeout") {
+					t.Errorf("%s held past the attempt timeout = %v; want ErrDisconnected for the attempt timeout", tc.name, err)
+				}
+				if elapsed < attempt {
+					t.Errorf("%s returned after %v; want the attempt timeout (%v) first", tc.name, elapsed, attempt)
+				}
+				if err := s.Context().Err(); err != nil {
+					t.Errorf("session ended by a given-up attempt: %v", context.Cause(s.Context()))
+				}
+				if err := tc.call(ctx, s, n); errors.Is(err, store.ErrDisconnected) {
+					t.Errorf("%s after the given-up attempt = %v; want an answer", tc.name, err)
+				}
+			})
+		}
+	})
+	ends := []struct {
+		name string
+		want error
+		end  func(t *testing.T, b *etcdbackend.Backend, s *etcdstore.Store)
+	}{
+		{"expiry", store.ErrSessionExpired, func(t *testing.T, b *etcdbackend.Backend, s *etcdstore.Store) { b.Freeze(t, s) }},
+		{"close", store.ErrClosed, func(t *testing.T, b *etcdbackend.Backend, s *etcdstore.Store) { go s.Close() }},
+	}
+	for _, e := range ends {
+		t.Run("session "+e.name, func(t *testing.T) {
+			for _, tc := range oneRequestCalls {
+				t.Run(tc.name, func(t *testing.T) {
+					t.Parallel()
+					h := newHolder(tc.method)
+					b := etcdbackend.New(c, etcdstore.WithTTL(2*time.Second))
+					s := b.OpenHooked(t, etcdbackend.Hooks{Request: h.hook}, etcdstore.WithAttemptTimeout(timeout))
+					ctx := ctxFor(t)
+					n := must[store.Node](t)(s.Create(ctx, "/calls/"+e.name+"/n-", nil, store.EphemeralSequential))
+					h.armed.Store(true)
+					got := make(chan error, 1)
+					go func() { got <- tc.call(ctx, s, n) }()
+					waitDone(t, tc.name+"'s request held", h.held)
+					e.end(t, b, s)
+					select {
+					case err := <-got:
+						if !errors.Is(err, e.want) {
+							t.Errorf("%s when the session ends (%s) = %v; want %v", tc.name, e.name, err, e.want)
+						}
+					case <-time.After(timeout / 2):
+						t.Fatalf("%s not done %v after the session's %s", tc.name, timeout/2, e.name)
+					}
+					if cause := context.Cause(s.Context()); !errors.Is(cause, e.want) {
+						t.Errorf("session's cause = %v; want %v", cause, e.want)
+					}
+				})
+			}
+		})
+	}
+}
