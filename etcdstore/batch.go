@@ -54,10 +54,9 @@ func (s *Store) CreateBatch(ctx context.Context, parent string, batch []store.Ba
 	}
 	var els []clientv3.Op
 	if parent != "/" {
-		cmps = append(cmps,
-			clientv3.Compare(clientv3.CreateRevision(parent), ">", 0),
-			clientv3.Compare(clientv3.LeaseValue(parent), "=", 0))
-		els = append(els, s.ops.get(opKey{p: parent}))
+		d := s.ops.dir(parent)
+		cmps = append(cmps, d.exists, d.noLease)
+		els = append(els, d.get)
 	}
 	for made := false; ; made = true {
 		resp, err := s.txn1(octx, cmps, puts, els)

@@ -126,9 +126,10 @@ func (s *Store) create(ctx context.Context, p string, data []byte, mode store.Mo
 	s.later.Keep(store.Parent(p))
 
 	name, reused := p, false
+	var nops *nameOps
 	switch mode {
 	case store.EphemeralSequential:
-		name, reused = s.names.newName(p)
+		name, nops, reused = s.names.newName(p)
 	case store.Sequential:
 		name = freshName(p)
 	}
@@ -137,7 +138,7 @@ func (s *Store) create(ctx context.Context, p string, data []byte, mode store.Mo
 		lease = s.lease
 	}
 	parent := store.Parent(name)
-	r := &createReq{name: name, parent: parent, known: s.dirs.has(parent), data: data, lease: lease, mode: mode, list: list, window: window}
+	r := &createReq{name: name, nops: nops, parent: parent, known: s.dirs.has(parent), data: data, lease: lease, mode: mode, list: list, window: window}
 	n, kids, err := s.send(ctx, r)
 	if reused && errors.Is(err, store.ErrNodeExists) {
 		// Someone made a node under a name this session freed: its
@@ -149,7 +150,7 @@ func (s *Store) create(ctx context.Context, p string, data []byte, mode store.Mo
 		s.dirs.add(parent)
 	}
 	if err == nil && mode == store.EphemeralSequential {
-		s.names.made(n.Path, p, n.Seq)
+		s.names.made(n.Path, p, n.Seq, r.nops)
 	}
 	return n, kids, r.complete, err
 }
@@ -400,6 +401,9 @@ var errFenced = errors.New("etcdstore: create fence moved")
 // it is left out, and a missing parent is made first by makeParents, apart.
 type createReq struct {
 	name, parent string
+	// nops, when not nil, are the operations of a reused name (see
+	// names).
+	nops *nameOps
 	// known says that the parent exists as far as the Store knows (see
 	// dirs): the transaction carries no branch that makes it.
 	known  bool
@@ -450,60 +454,99 @@ func (r *createReq) inline() []string {
 	return as
 }
 
-// ops keeps the operations of a create that depend on its parent (and
-// listing window) alone, the parent's read and its window's, built once:
-// building one costs the client as many allocations as sending it. An Op is
+// ops keeps the parts of a create that depend on its parent (and listing
+// window) alone, and the compare of the create fence, built once: building
+// one costs the client as many allocations as sending it. An Op or a Cmp is
 // a value that sending only reads (a chroot prefixes a copy), so one is
 // shared by every create under the parent. It forgets all once it holds
 // maxOps.
 type ops struct {
-	mu sync.Mutex
-	m  map[opKey]clientv3.Op
+	mu      sync.Mutex
+	windows map[opKey]clientv3.Op
+	dirs    map[string]*dirOps
+	// fenceAt is the compare that the fence is at fenceRev.
+	fenceAt  clientv3.Cmp
+	fenceRev int64
 }
 
-// opKey names a cached operation: the read of parent p's key when window
-// is 0, else the read of the window of that many children of p.
+// opKey names a cached window read: that of window children of p.
 type opKey struct {
 	p      string
 	window int
 }
 
+// dirOps are the parts of a create that depend on its parent alone.
+type dirOps struct {
+	exists, noLease clientv3.Cmp // the parent exists, attached to no lease
+	get             clientv3.Op  // its key-only read (the Else branch)
+}
+
 const maxOps = 1024
 
-func (c *ops) get(k opKey) clientv3.Op {
+// window returns the read of the window of k.window children of k.p.
+func (c *ops) window(k opKey) clientv3.Op {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if op, ok := c.m[k]; ok {
+	if op, ok := c.windows[k]; ok {
 		return op
 	}
-	var op clientv3.Op
-	if k.window == 0 {
-		op = clientv3.OpGet(k.p, clientv3.WithKeysOnly())
-	} else {
-		key, opts := windowRange(k.p, 0, k.window)
-		op = clientv3.OpGet(key, opts...)
+	key, opts := windowRange(k.p, 0, k.window)
+	op := clientv3.OpGet(key, opts...)
+	if c.windows == nil || len(c.windows) >= maxOps {
+		c.windows = make(map[opKey]clientv3.Op)
 	}
-	if c.m == nil || len(c.m) >= maxOps {
-		c.m = make(map[opKey]clientv3.Op)
-	}
-	c.m[k] = op
+	c.windows[k] = op
 	return op
 }
 
+// dir returns the parts of a create under parent p.
+func (c *ops) dir(p string) *dirOps {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if d, ok := c.dirs[p]; ok {
+		return d
+	}
+	d := &dirOps{
+		exists:  clientv3.Compare(clientv3.CreateRevision(p), ">", 0),
+		noLease: clientv3.Compare(clientv3.LeaseValue(p), "=", 0),
+		get:     clientv3.OpGet(p, clientv3.WithKeysOnly()),
+	}
+	if c.dirs == nil || len(c.dirs) >= maxOps {
+		c.dirs = make(map[string]*dirOps)
+	}
+	c.dirs[p] = d
+	return d
+}
+
+// fence returns the compare that the fence key's ModRevision is rev: the
+// same until the fence moves.
+func (c *ops) fence(key string, rev int64) clientv3.Cmp {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.fenceAt.Key == nil || c.fenceRev != rev {
+		c.fenceAt, c.fenceRev = clientv3.Compare(clientv3.ModRevision(key), "=", rev), rev
+	}
+	return c.fenceAt
+}
+
 func (r *createReq) txn(s *Store) (cmps []clientv3.Cmp, then, els []clientv3.Op) {
-	absent := []clientv3.Cmp{
-		clientv3.Compare(clientv3.CreateRevision(r.name), "=", 0),
-		clientv3.Compare(clientv3.ModRevision(s.fenceKey), "=", r.fence)}
 	// Sized for the usual case (a parent below the root, a listing), so
 	// that building a create allocates each slice once.
-	cmps = append(make([]clientv3.Cmp, 0, 4), absent...)
-	then = make([]clientv3.Op, 0, 2)
-	els = append(make([]clientv3.Op, 0, 4), clientv3.OpGet(r.name), s.fenceGet)
-	if r.lease != 0 {
-		then = append(then, clientv3.OpPut(r.name, string(r.data), clientv3.WithLease(r.lease)))
+	cmps = make([]clientv3.Cmp, 2, 4)
+	then = make([]clientv3.Op, 1, 2)
+	els = make([]clientv3.Op, 2, 4)
+	if o := r.nops; o != nil {
+		cmps[0], els[0], then[0] = o.absent, o.get, o.put // o.put has the lease of an ephemeral node
+		then[0].WithValueBytes(r.data)
 	} else {
-		then = append(then, clientv3.OpPut(r.name, string(r.data)))
+		cmps[0], els[0] = clientv3.Compare(clientv3.CreateRevision(r.name), "=", 0), clientv3.OpGet(r.name)
+		if r.lease != 0 {
+			then[0] = clientv3.OpPut(r.name, string(r.data), clientv3.WithLease(r.lease))
+		} else {
+			then[0] = clientv3.OpPut(r.name, string(r.data))
+		}
 	}
+	cmps[1], els[1] = s.ops.fence(s.fenceKey, r.fence), s.fenceGet
 	switch r.list {
 	case listAll:
 		key, opts := listRange(r.parent)
@@ -513,13 +556,12 @@ func (r *createReq) txn(s *Store) (cmps []clientv3.Cmp, then, els []clientv3.Op)
 		// window's first key. Its Else branch reads no window: a node
 		// found again after a lost reply is followed by a read of its
 		// own (see CreateAndWindow).
-		then = append(then, s.ops.get(opKey{r.parent, r.window}))
+		then = append(then, s.ops.window(opKey{r.parent, r.window}))
 	}
 	if r.parent != "/" {
-		cmps = append(cmps,
-			clientv3.Compare(clientv3.CreateRevision(r.parent), ">", 0),
-			clientv3.Compare(clientv3.LeaseValue(r.parent), "=", 0))
-		els = append(els, s.ops.get(opKey{p: r.parent}))
+		d := s.ops.dir(r.parent)
+		cmps = append(cmps, d.exists, d.noLease)
+		els = append(els, d.get)
 	}
 	if r.list == listAll {
 		key, opts := listRange(r.parent)
@@ -533,7 +575,7 @@ func (r *createReq) txn(s *Store) (cmps []clientv3.Cmp, then, els []clientv3.Op)
 	// transaction, as the outer compares are: it applies exactly when
 	// the outer one fails for a missing parent alone, and then makes
 	// the missing ancestors as makeParents does.
-	mk := append(slices.Clip(absent), clientv3.Compare(clientv3.CreateRevision(r.parent), "=", 0))
+	mk := append(slices.Clip(cmps[:2]), clientv3.Compare(clientv3.CreateRevision(r.parent), "=", 0))
 	made := make([]clientv3.Op, 0, len(as)+len(then))
 	for _, a := range as {
 		mk = append(mk, clientv3.Compare(clientv3.LeaseValue(a), "=", 0))

@@ -154,10 +154,30 @@ func (s *Store) delete(ctx context.Context, p string, seq int64, how int) error 
 		return fmt.Errorf("etcdstore: delete %q: %w", p, err)
 	}
 	bySeq := how != byName
-	cmps := make([]clientv3.Cmp, 1, 2)
-	cmps[0] = clientv3.Compare(clientv3.CreateRevision(p+"/"), "=", 0).WithPrefix()
+	// A node this session made ephemeral has its name's operations (see
+	// names), and no directory marker or record: no node is ever made
+	// below an ephemeral one (create checks that the parent has no
+	// lease), so it was never a directory. A directory deleted by name
+	// takes its marker and record along.
+	var o *nameOps
 	if bySeq {
-		cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(p), "=", seq))
+		o = s.names.liveOps(p, seq, s.lease)
+	}
+	cmps := make([]clientv3.Cmp, 1, 2)
+	var (
+		then   []clientv3.Op
+		keys   clientv3.Op
+		seqCmp clientv3.Cmp
+	)
+	if o != nil {
+		// o.del has no room to spare: appending to then copies it.
+		cmps[0], then, keys, seqCmp = o.leaf, o.del, o.keys, o.seq
+	} else {
+		cmps[0] = clientv3.Compare(clientv3.CreateRevision(p+"/"), "=", 0).WithPrefix()
+		then, keys, seqCmp = s.dropDir(p), clientv3.OpGet(p, clientv3.WithKeysOnly()), clientv3.CreateRevision(p)
+	}
+	if bySeq {
+		cmps = append(cmps, clientv3.Compare(seqCmp, "=", seq))
 	}
 	// The front record is written unless the delete empties the
 	// directory, which then goes with its record (see reclaim.go).
@@ -165,17 +185,7 @@ func (s *Store) delete(ctx context.Context, p string, seq int64, how int) error 
 	if how == front {
 		rec = append(rec, clientv3.OpPut(s.frontKey(p), strconv.FormatInt(seq, 10), clientv3.WithLease(s.lease)))
 	}
-	// A directory deleted by name takes its marker and record along. A
-	// node this session made ephemeral has neither: no node is ever made
-	// below an ephemeral one (create checks that the parent has no
-	// lease), so it was never a directory.
 	s.dirs.drop(p)
-	var then []clientv3.Op
-	if bySeq && s.names.isLive(p, seq) {
-		then = []clientv3.Op{clientv3.OpDelete(p)}
-	} else {
-		then = s.dropDir(p)
-	}
 	op, dirs, ok := s.reclaimNow(p, rec...)
 	if ok {
 		then = append(then, op)
@@ -183,7 +193,7 @@ func (s *Store) delete(ctx context.Context, p string, seq int64, how int) error 
 		then = append(then, rec...)
 	}
 	resp, err := do(s, ctx, func(ctx context.Context) (*clientv3.TxnResponse, error) {
-		return s.kv.Txn(ctx).If(cmps...).Then(then...).Else(clientv3.OpGet(p, clientv3.WithKeysOnly())).Commit()
+		return s.kv.Txn(ctx).If(cmps...).Then(then...).Else(keys).Commit()
 	})
 	if err == nil && resp.Succeeded {
 		s.deleted(ctx, p, resp, ok, dirs)

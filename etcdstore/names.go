@@ -4,6 +4,8 @@ import (
 	"math/rand/v2"
 	"strings"
 	gosync "sync"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 // etcd keeps every key that was ever written in its index, deleted ones
@@ -27,15 +29,52 @@ import (
 // names is a session's pool of ephemeral sequential names.
 type names struct {
 	mu    gosync.Mutex
-	live  map[string]liveName // a name → the node this session made there
-	free  map[string][]string // a requested path → names free for it
+	live  map[string]liveName   // a name → the node this session made there
+	free  map[string][]freeName // a requested path → names free for it
 	nfree int
 }
 
-// liveName is the requested path and the Seq of a node this session made.
+// liveName is the requested path and the Seq of a node this session made,
+// and the operations on its name once built.
 type liveName struct {
 	path string
 	seq  int64
+	ops  *nameOps
+}
+
+// freeName is a name free for use again, with its operations once built.
+type freeName struct {
+	name string
+	ops  *nameOps
+}
+
+// nameOps are the parts of a create's and a delete's transactions that
+// depend on a reused name alone (and the session's lease), built at the
+// name's first DeleteSeq and kept with the name: building one costs the
+// client as many allocations as sending it. An Op or a Cmp is a value that
+// sending only reads (a chroot prefixes a copy), so one is shared by every
+// use of the name.
+type nameOps struct {
+	absent clientv3.Cmp  // no node at the name
+	get    clientv3.Op   // the node's read (a create's Else branch)
+	put    clientv3.Op   // its put with the session's lease, data left out
+	seq    clientv3.Cmp  // CreateRevision(name), to compare with a Seq
+	leaf   clientv3.Cmp  // no node below the name
+	del    []clientv3.Op // the node's delete alone
+	keys   clientv3.Op   // the node's key-only read (a delete's Else branch)
+}
+
+func newNameOps(name string, lease clientv3.LeaseID) *nameOps {
+	del := clientv3.OpDelete(name)
+	return &nameOps{
+		absent: clientv3.Compare(clientv3.CreateRevision(name), "=", 0),
+		get:    clientv3.OpGet(name),
+		put:    clientv3.OpPut(name, "", clientv3.WithLease(lease)),
+		seq:    clientv3.CreateRevision(name),
+		leaf:   clientv3.Compare(clientv3.CreateRevision(name+"/"), "=", 0).WithPrefix(),
+		del:    []clientv3.Op{del},
+		keys:   clientv3.OpGet(name, clientv3.WithKeysOnly()),
+	}
 }
 
 // The pool's bounds: past them names are dropped, which only costs their
@@ -46,22 +85,22 @@ const (
 )
 
 // newName returns a name for an ephemeral sequential node requested at p:
-// a free one when there is one (reused reports it), else p followed by 16
-// random hexadecimal digits.
-func (ns *names) newName(p string) (name string, reused bool) {
+// a free one when there is one (reused reports it), with its operations
+// if built, else p followed by 16 random hexadecimal digits.
+func (ns *names) newName(p string) (name string, ops *nameOps, reused bool) {
 	ns.mu.Lock()
 	defer ns.mu.Unlock()
 	if fs := ns.free[p]; len(fs) > 0 {
-		name = fs[len(fs)-1]
+		f := fs[len(fs)-1]
 		if len(fs) == 1 {
 			delete(ns.free, p)
 		} else {
 			ns.free[p] = fs[:len(fs)-1]
 		}
 		ns.nfree--
-		return name, true
+		return f.name, f.ops, true
 	}
-	return freshName(p), false
+	return freshName(p), nil, false
 }
 
 func freshName(p string) string {
@@ -79,8 +118,8 @@ func freshName(p string) string {
 }
 
 // made records that this session made the node with seq at name, requested
-// at p.
-func (ns *names) made(name, p string, seq int64) {
+// at p; ops are the name's operations, or nil.
+func (ns *names) made(name, p string, seq int64, ops *nameOps) {
 	ns.mu.Lock()
 	defer ns.mu.Unlock()
 	if ns.live == nil {
@@ -92,16 +131,24 @@ func (ns *names) made(name, p string, seq int64) {
 			break
 		}
 	}
-	ns.live[name] = liveName{path: p, seq: seq}
+	ns.live[name] = liveName{path: p, seq: seq, ops: ops}
 }
 
-// isLive reports whether the node with seq at name is one this session
-// made (and has not seen deleted).
-func (ns *names) isLive(name string, seq int64) bool {
+// liveOps returns the operations of name, built now if need be, when the
+// node with seq at name is one this session made (and has not seen
+// deleted); else nil.
+func (ns *names) liveOps(name string, seq int64, lease clientv3.LeaseID) *nameOps {
 	ns.mu.Lock()
 	defer ns.mu.Unlock()
 	l, ok := ns.live[name]
-	return ok && l.seq == seq
+	if !ok || l.seq != seq {
+		return nil
+	}
+	if l.ops == nil {
+		l.ops = newNameOps(name, lease)
+		ns.live[name] = l
+	}
+	return l.ops
 }
 
 // deleted records that the node with seq at name is gone (DeleteSeq
@@ -118,9 +165,9 @@ func (ns *names) deleted(name string, seq int64) {
 		return
 	}
 	if ns.free == nil {
-		ns.free = map[string][]string{}
+		ns.free = map[string][]freeName{}
 	}
-	ns.free[l.path] = append(ns.free[l.path], name)
+	ns.free[l.path] = append(ns.free[l.path], freeName{name, l.ops})
 	ns.nfree++
 }
 

@@ -57,6 +57,28 @@ func TestNameReuse(t *testing.T) {
 	if n := must[store.Node](t)(other.Create(ctx, p, nil, store.EphemeralSequential)); n.Path == next.Path {
 		t.Errorf("other session's Create = %q, a name of this session's", n.Path)
 	}
+	// A name used again and again keeps the parts of its transactions
+	// (built at its first DeleteSeq): each node it names still holds its
+	// own data, with the session's lease, and is deleted by its Seq.
+	for _, data := range []string{"x", "yy", ""} {
+		n := must[store.Node](t)(st.Create(ctx, p, []byte(data), store.EphemeralSequential))
+		if n.Path != next.Path {
+			t.Errorf("Create after DeleteSeq(%q) = %q; want the name again", next.Path, n.Path)
+		}
+		got := must[store.Node](t)(other.Get(ctx, n.Path))
+		if string(got.Data) != data || got.Owner != int64(st.Lease()) || got.Seq != n.Seq {
+			t.Errorf("Get(%q) = data %q, owner %x, Seq %d; want %q, %x, %d", n.Path, got.Data, got.Owner, got.Seq, data, int64(st.Lease()), n.Seq)
+		}
+		if err := st.DeleteSeq(ctx, n.Path, n.Seq-1); err == nil {
+			t.Errorf("DeleteSeq(%q, another Seq) = nil; want ErrNoNode", n.Path)
+		}
+		if err := st.DeleteSeq(ctx, n.Path, n.Seq); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := other.Get(ctx, n.Path); err == nil {
+			t.Errorf("Get(%q) after DeleteSeq = nil error; want ErrNoNode", n.Path)
+		}
+	}
 }
 
 // TestFreshName: a new sequential name is the requested path followed by 16
