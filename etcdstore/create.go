@@ -532,12 +532,22 @@ func (c *ops) fence(key string, rev int64) clientv3.Cmp {
 func (r *createReq) txn(s *Store) (cmps []clientv3.Cmp, then, els []clientv3.Op) {
 	// Sized for the usual case (a parent below the root, a listing), so
 	// that building a create allocates each slice once.
-	cmps = make([]clientv3.Cmp, 2, 4)
 	then = make([]clientv3.Op, 1, 2)
+	if o := r.nops; o != nil {
+		then[0] = o.put // with the lease of an ephemeral node
+		then[0].WithValueBytes(r.data)
+		if r.parent != "/" && r.list != listAll && r.inline() == nil {
+			if r.list == listWindow {
+				then = append(then, s.ops.window(opKey{r.parent, r.window}))
+			}
+			cmps, els = o.guards(s, r.parent, r.fence)
+			return cmps, then, els
+		}
+	}
+	cmps = make([]clientv3.Cmp, 2, 4)
 	els = make([]clientv3.Op, 2, 4)
 	if o := r.nops; o != nil {
-		cmps[0], els[0], then[0] = o.absent, o.get, o.put // o.put has the lease of an ephemeral node
-		then[0].WithValueBytes(r.data)
+		cmps[0], els[0] = o.absent, o.get
 	} else {
 		cmps[0], els[0] = clientv3.Compare(clientv3.CreateRevision(r.name), "=", 0), clientv3.OpGet(r.name)
 		if r.lease != 0 {
