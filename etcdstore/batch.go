@@ -35,11 +35,9 @@ func (s *Store) CreateBatch(ctx context.Context, parent string, batch []store.Ba
 			seen[b.Name] = true
 		}
 	}
-	octx, done, err := s.begin(ctx)
-	if err != nil {
+	if err := s.enter(ctx); err != nil {
 		return nil, fmt.Errorf("etcdstore: create %q: %w", parent, err)
 	}
-	defer done()
 	cmps := make([]clientv3.Cmp, 0, len(batch)+2)
 	puts := make([]clientv3.Op, len(batch))
 	nodes := make([]store.Node, len(batch))
@@ -59,7 +57,7 @@ func (s *Store) CreateBatch(ctx context.Context, parent string, batch []store.Ba
 		els = append(els, d.get)
 	}
 	for made := false; ; made = true {
-		resp, err := s.txn1(octx, cmps, puts, els)
+		resp, err := s.txn1(ctx, cmps, puts, els)
 		if err != nil {
 			return nil, s.fail(ctx, "create", parent, err)
 		}
@@ -82,7 +80,7 @@ func (s *Store) CreateBatch(ctx context.Context, parent string, batch []store.Ba
 			// batch can wait no longer for it.
 			return nil, fmt.Errorf("etcdstore: create %q: %w: parent deleted while made", parent, store.ErrNoNode)
 		}
-		if err := s.makeParents(octx, store.Join(parent, batch[0].Name)); err != nil {
+		if err := s.makeParents(ctx, store.Join(parent, batch[0].Name)); err != nil {
 			return nil, s.fail(ctx, "create", parent, err)
 		}
 	}
@@ -91,11 +89,7 @@ func (s *Store) CreateBatch(ctx context.Context, parent string, batch []store.Ba
 // txn1 sends one transaction as one attempt, given up after the attempt
 // timeout (ErrDisconnected: its outcome is unknown).
 func (s *Store) txn1(ctx context.Context, cmps []clientv3.Cmp, then, els []clientv3.Op) (*clientv3.TxnResponse, error) {
-	actx, cancel := context.WithTimeout(ctx, s.attempt)
-	defer cancel()
-	resp, err := s.kv.Txn(actx).If(cmps...).Then(then...).Else(els...).Commit()
-	if err != nil && ctx.Err() == nil && actx.Err() != nil {
-		err = fmt.Errorf("%w: no reply within the attempt timeout (%v): %w", store.ErrDisconnected, s.attempt, err)
-	}
-	return resp, err
+	return do(s, ctx, func(actx context.Context) (*clientv3.TxnResponse, error) {
+		return s.kv.Txn(actx).If(cmps...).Then(then...).Else(els...).Commit()
+	})
 }

@@ -21,8 +21,8 @@ import (
 // a registration in the session's context and the layer's own children.
 // The errors tell the session's end from the attempt's: do and fail check
 // the session first. A call that also waits between its requests waits on
-// the session as well (s.sleep). A call that hands its context to longer
-// work (a watch's setup) takes one that follows the session: begin.
+// the session as well (s.sleep); one that waits on more (a follow's Sync)
+// takes a context that follows the session: begin.
 
 // enter checks that the session is alive, for a call made with ctx.
 //

@@ -33,8 +33,9 @@ func (h *holder) hook(ctx context.Context, method string) {
 	<-ctx.Done() // the attempt's context: the hook must return when it ends
 }
 
-// The calls of one request each, and a sequential Create (which retries by
-// itself), with the method of their request.
+// The calls of one request each (ExistsW: the read beside its watch), and a
+// sequential Create (which retries by itself), with the method of their
+// request.
 var oneRequestCalls = []struct {
 	name, method string
 	call         func(ctx context.Context, s *etcdstore.Store, n store.Node) error
@@ -48,6 +49,10 @@ var oneRequestCalls = []struct {
 	}},
 	{"ChildrenUpTo", "/etcdserverpb.KV/Range", func(ctx context.Context, s *etcdstore.Store, n store.Node) error {
 		_, _, err := s.ChildrenUpTo(ctx, store.Parent(n.Path), n.Seq, 2)
+		return err
+	}},
+	{"ExistsW", "/etcdserverpb.KV/Range", func(ctx context.Context, s *etcdstore.Store, n store.Node) error {
+		_, _, _, err := s.ExistsW(ctx, n.Path)
 		return err
 	}},
 	{"CreateAndWindow", "/etcdserverpb.KV/Txn", func(ctx context.Context, s *etcdstore.Store, n store.Node) error {

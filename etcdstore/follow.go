@@ -42,18 +42,16 @@ func (s *Store) FollowChildren(ctx context.Context, p string) (store.ChildrenFol
 	if err := store.ValidatePath(p); err != nil {
 		return nil, nil, err
 	}
-	octx, done, err := s.begin(ctx)
-	if err != nil {
+	if err := s.enter(ctx); err != nil {
 		return nil, nil, fmt.Errorf("etcdstore: follow %q: %w", p, err)
 	}
-	defer done()
 	key, readOpts := listRange(p)
 	watchOpts := []clientv3.OpOption{clientv3.WithRange(p + "0")}
 	if p == "/" {
 		watchOpts = []clientv3.OpOption{clientv3.WithPrefix()}
 	}
 	spec := &watchSpec{op: "follow", path: p, key: key, readOpts: readOpts, watchOpts: watchOpts}
-	w, resp, err := s.open(octx, spec)
+	w, resp, err := s.open(ctx, spec)
 	if err != nil {
 		return nil, nil, s.fail(ctx, "follow", p, err)
 	}

@@ -45,14 +45,12 @@ func (s *Store) CreateLeased(ctx context.Context, p string, data []byte, ttl tim
 
 // grant grants a lease of ttl for the node at p, as one attempt.
 func (s *Store) grant(ctx context.Context, p string, ttl time.Duration) (*lease, error) {
-	octx, done, err := s.begin(ctx)
-	if err != nil {
+	if err := s.enter(ctx); err != nil {
 		return nil, fmt.Errorf("etcdstore: create %q: %w", p, err)
 	}
-	defer done()
 	secs := int64((ttl + time.Second - 1) / time.Second)
 	sent := time.Now()
-	resp, err := do(s, octx, func(ctx context.Context) (*clientv3.LeaseGrantResponse, error) {
+	resp, err := do(s, ctx, func(ctx context.Context) (*clientv3.LeaseGrantResponse, error) {
 		return s.cli.Grant(ctx, secs)
 	})
 	if err != nil {
@@ -83,13 +81,11 @@ func (l *lease) Deadline() time.Time {
 // knows fails with store.ErrNoNode: its node is gone.
 func (l *lease) Renew(ctx context.Context) error {
 	s := l.s
-	octx, done, err := s.begin(ctx)
-	if err != nil {
+	if err := s.enter(ctx); err != nil {
 		return fmt.Errorf("etcdstore: renew lease of %q: %w", l.path, err)
 	}
-	defer done()
 	sent := time.Now()
-	resp, err := do(s, octx, func(ctx context.Context) (*clientv3.LeaseKeepAliveResponse, error) {
+	resp, err := do(s, ctx, func(ctx context.Context) (*clientv3.LeaseKeepAliveResponse, error) {
 		return s.cli.KeepAliveOnce(ctx, l.id)
 	})
 	switch {
@@ -109,12 +105,10 @@ func (l *lease) Renew(ctx context.Context) error {
 // Revoke revokes the lease (one request), which deletes its node.
 func (l *lease) Revoke(ctx context.Context) error {
 	s := l.s
-	octx, done, err := s.begin(ctx)
-	if err != nil {
+	if err := s.enter(ctx); err != nil {
 		return fmt.Errorf("etcdstore: revoke lease of %q: %w", l.path, err)
 	}
-	defer done()
-	_, err = do(s, octx, func(ctx context.Context) (*clientv3.LeaseRevokeResponse, error) {
+	_, err := do(s, ctx, func(ctx context.Context) (*clientv3.LeaseRevokeResponse, error) {
 		return s.cli.Revoke(ctx, l.id)
 	})
 	if err != nil && !errors.Is(err, rpctypes.ErrLeaseNotFound) {

@@ -234,13 +234,20 @@ type watcher struct {
 // the outage. So until the watch is set up, its context also ends with the
 // attempt; once it is, only its cancel or the session's end stop it.
 func (s *Store) open(ctx context.Context, spec *watchSpec) (watcher, *clientv3.GetResponse, error) {
-	actx, acancel := context.WithTimeout(ctx, s.attempt)
-	defer acancel()
+	a, err := s.startAttempt(ctx) // ends with the session too (see call.go)
+	if err != nil {
+		return watcher{}, nil, err
+	}
+	defer a.end()
+	actx := a.ctx
 	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(s.ctx))
 	detach := context.AfterFunc(actx, cancel)
 	fail := func(err error) (watcher, *clientv3.GetResponse, error) {
 		cancel()
-		if ctx.Err() == nil && actx.Err() != nil {
+		if serr := s.sessionErr(); serr != nil {
+			return watcher{}, nil, serr
+		}
+		if ctx.Err() == nil && actx.Err() == context.DeadlineExceeded {
 			s.log.Debug("etcdstore: attempt given up", "op", spec.op, "path", spec.path, "timeout", s.attempt, "err", err)
 			err = fmt.Errorf("%w: watch not set up within the attempt timeout (%v): %w", store.ErrDisconnected, s.attempt, err)
 		}
@@ -292,12 +299,10 @@ func (s *Store) open(ctx context.Context, spec *watchSpec) (watcher, *clientv3.G
 // watch opens the watch of spec and serves it in a goroutine owned by the
 // Store. It returns the read, the event channel, or an error and no watch.
 func (s *Store) watch(ctx context.Context, spec *watchSpec) ([]*mvccpb.KeyValue, <-chan store.Event, error) {
-	octx, done, err := s.begin(ctx)
-	if err != nil {
+	if err := s.enter(ctx); err != nil {
 		return nil, nil, fmt.Errorf("etcdstore: %s %q: %w", spec.op, spec.path, err)
 	}
-	defer done()
-	w, resp, err := s.open(octx, spec)
+	w, resp, err := s.open(ctx, spec)
 	if err != nil {
 		return nil, nil, s.fail(ctx, spec.op, spec.path, err)
 	}
@@ -394,12 +399,10 @@ func (s *Store) serve(ctx context.Context, spec *watchSpec, w watcher, last *cli
 
 // reopen opens a watch again after its revision was compacted.
 func (s *Store) reopen(ctx context.Context, spec *watchSpec) (watcher, *clientv3.GetResponse, error) {
-	octx, done, err := s.begin(ctx)
-	if err != nil {
+	if err := s.enter(ctx); err != nil {
 		return watcher{}, nil, err
 	}
-	defer done()
-	w, resp, err := s.open(octx, spec)
+	w, resp, err := s.open(ctx, spec)
 	if err != nil {
 		if serr := s.sessionErr(); serr != nil {
 			return watcher{}, nil, serr
