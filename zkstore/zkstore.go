@@ -263,14 +263,17 @@ type Store struct {
 	log       *slog.Logger
 	requested time.Duration
 	nservers  int
-	over      atomic.Bool   // the session has ended
-	wires     wires         // frames awaited on the wire (see pipeline.go)
-	dirs      dirs          // the directories known as made by Create or not (see reclaim.go)
-	later     reclaim.Later // the directories this Store emptied, until their delay is up
-	rounds    atomic.Int64  // round trips waited for (see tracker.rounds)
-	zxids     zxids         // the zxids the client has seen, kept in its stead (see zxid.go)
-	syncs     atomic.Int64  // syncs the pacer has sent
-	workers   workers       // goroutines that run the client's requests (see workers.go)
+	over      atomic.Bool          // the session has ended
+	wires     wires                // frames awaited on the wire (see pipeline.go)
+	dirs      dirs                 // the directories known as made by Create or not (see reclaim.go)
+	later     reclaim.Later        // the directories this Store emptied, until their delay is up
+	rounds    atomic.Int64         // round trips waited for (see tracker.rounds)
+	zxids     zxids                // the zxids the client has seen, kept in its stead (see zxid.go)
+	syncs     atomic.Int64         // syncs the pacer has sent
+	workers   workers              // goroutines that run the client's requests (see workers.go)
+	nauth     int                  // the session's credentials (see direct.go)
+	live      atomic.Pointer[link] // the link direct requests go on, when one may
+	ownXids   atomic.Uint32        // direct requests sent (see ownXid)
 
 	// The session's clock. The deadline is in nanoseconds since base (0
 	// until the first connect response), read without s.mu.
@@ -352,6 +355,7 @@ func Open(ctx context.Context, servers []string, opts ...Option) (*Store, error)
 		nservers:    len(servers),
 		base:        time.Now(),
 		noTimer:     o.noTimer,
+		nauth:       len(o.auth),
 	}
 	s.later.Delay, s.later.Remove = o.reclaimDelay, s.reclaimAll
 	s.ctx, s.cancel = context.WithCancelCause(context.Background())
@@ -613,10 +617,21 @@ func (s *Store) list(ctx context.Context, path string) ([]string, *zk.Stat, erro
 		names []string
 		st    *zk.Stat
 	}
-	r, err := call(s, ctx, func(*caller) (result, error) {
-		names, st, err := s.conn.Children(path)
-		return result{names, st}, err
-	}, nil)
+	var r result
+	err := s.admit(ctx)
+	switch l := s.directLink(); {
+	case err != nil:
+	case l != nil:
+		// See direct.go.
+		r.names, r.st, err = s.listDirect(ctx, l, path)
+		s.calls.Done()
+		r, err = settle(s, r, err)
+	default:
+		r, err = admitted(s, ctx, func(*caller) (result, error) {
+			names, st, err := s.conn.Children(path)
+			return result{names, st}, err
+		}, nil)
+	}
 	if err != nil {
 		return nil, nil, s.fail("children", path, err)
 	}
