@@ -74,7 +74,7 @@ func (l *link) sendDirect(xid int32, frame []byte, d *direct) error {
 	}
 	l.own[xid] = d
 	l.mu.Unlock()
-	if _, err := l.Write(frame); err != nil {
+	if _, err := l.write(frame); err != nil {
 		l.mu.Lock()
 		delete(l.own, xid)
 		l.mu.Unlock()

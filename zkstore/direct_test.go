@@ -102,15 +102,12 @@ func TestLinkRoutesDirectAnswers(t *testing.T) {
 				}
 				got[i] = slices.Clone(body)
 			}}
-			if xids[i] <= 41 {
-				t.Fatalf("direct xid %d; want one far above the client's 41", xids[i])
+			if err := l.sendDirect(xids[i], request(xids[i], opGetChildren2, 5), d); err != nil {
+				t.Fatal(err)
 			}
-			l.mu.Lock()
-			if l.own == nil {
-				l.own = map[int32]*direct{}
+			if xids[i] < 41+1<<29 {
+				t.Fatalf("direct xid %d; want one far above the client's latest (41)", xids[i])
 			}
-			l.own[xids[i]] = d
-			l.mu.Unlock()
 		}
 		note := reply(-1, 30)
 		short := append(reply(xids[0], 0), 1, 2, 3)
@@ -118,7 +115,9 @@ func TestLinkRoutesDirectAnswers(t *testing.T) {
 		big := append(reply(xids[1], 0), long...)
 		binary.BigEndian.PutUint32(big, uint32(len(big)-4))
 		clientFrames := [][]byte{connectResponse(3000, 0x77), note, reply(41, 200), note, reply(-2, 0)}
-		stream := slices.Concat(clientFrames[0], clientFrames[1], short, clientFrames[2], big, clientFrames[3], clientFrames[4])
+		// In the order the server answers: the connect request, 41, then
+		// the directs, with notifications and a ping's answer between.
+		stream := slices.Concat(clientFrames[0], clientFrames[1], clientFrames[2], short, clientFrames[3], big, clientFrames[4])
 		serve(t, server, stream, splits(rng, len(stream), pattern))
 		for i, want := range clientFrames {
 			if f := clientReads(t, l); !bytes.Equal(f, want) {
