@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/corral-go/corral/store"
 	"github.com/go-zookeeper/zk"
 )
 
@@ -113,44 +114,95 @@ func (s *Store) directLink() *link { return s.live.Load() }
 // Reply headers: xid, zxid, err.
 const replyHeader = 16
 
-// listDirect lists path as list does, as a direct request on l. The call
-// has been admitted (see admit).
-func (s *Store) listDirect(ctx context.Context, l *link, path string) (names []string, st *zk.Stat, err error) {
-	abs := s.conn.abs(path)
-	xid := l.ownXid()
-	frame := make([]byte, 0, 4+8+4+len(abs)+1)
-	frame = binary.BigEndian.AppendUint32(frame, uint32(8+4+len(abs)+1))
-	frame = binary.BigEndian.AppendUint32(frame, uint32(xid))
-	frame = binary.BigEndian.AppendUint32(frame, uint32(opGetChildren2))
-	frame = binary.BigEndian.AppendUint32(frame, uint32(len(abs)))
-	frame = append(frame, abs...)
-	frame = append(frame, 0) // no watch
-
-	type result struct {
-		names []string
-		st    *zk.Stat
-		err   error
+// callDirect runs a call as direct does when a link can take a direct
+// request now, and as call does otherwise, with f.
+func callDirect[T any](s *Store, ctx context.Context, direct func(*link) (T, error), f func(*caller) (T, error)) (T, error) {
+	if err := s.admit(ctx); err != nil {
+		var zero T
+		return zero, err
 	}
-	done := make(chan result, 1)
+	if l := s.directLink(); l != nil {
+		v, err := direct(l)
+		s.calls.Done()
+		return settle(s, v, err)
+	}
+	return admitted(s, ctx, f, nil)
+}
+
+// requestFrame returns the frame of a request of opcode op under xid, for path,
+// with room for more of its body.
+func requestFrame(xid, op int32, path string, more int) []byte {
+	n := 8 + 4 + len(path) + more
+	b := make([]byte, 0, 4+n)
+	b = binary.BigEndian.AppendUint32(b, uint32(n))
+	b = binary.BigEndian.AppendUint32(b, uint32(xid))
+	b = binary.BigEndian.AppendUint32(b, uint32(op))
+	b = binary.BigEndian.AppendUint32(b, uint32(len(path)))
+	return append(b, path...)
+}
+
+// direct sends frame under xid on l and waits for its answer, which
+// answered handles on the link's reader (it must not block) and turns into
+// the call's error, whether or not the caller is still there for it.
+func (l *link) direct(ctx context.Context, xid int32, frame []byte, answered func(body []byte) error) error {
+	done := make(chan error, 1)
 	d := &direct{answer: func(body []byte, err error) {
-		var r result
 		if err == nil {
-			r.names, r.st, r.err = decodeChildren2(body)
-		} else {
-			r.err = err
+			err = answered(body)
 		}
-		done <- r
+		done <- err
 	}}
 	if err := l.sendDirect(xid, frame, d); err != nil {
-		return nil, nil, err
+		return err
 	}
 	select {
-	case r := <-done:
-		return r.names, r.st, r.err
+	case err := <-done:
+		return err
 	case <-ctx.Done():
 		// The answer, when it comes, goes to done and nobody reads it.
-		return nil, nil, ctx.Err()
+		return ctx.Err()
 	}
+}
+
+// listDirect lists path as list does, as a direct request on l.
+func (s *Store) listDirect(ctx context.Context, l *link, path string) (names []string, st *zk.Stat, err error) {
+	xid := l.ownXid()
+	frame := append(requestFrame(xid, opGetChildren2, s.conn.abs(path), 1), 0) // no watch
+	err = l.direct(ctx, xid, frame, func(body []byte) (err error) {
+		names, st, err = decodeChildren2(body)
+		return err
+	})
+	return names, st, err
+}
+
+// deleteDirect deletes path, of any version, as deleteNode does when it
+// does not reclaim the directory at once, as a direct request on l: it
+// tells the Store's reclaimer (see reclaim.go) that dir was emptied, which
+// must not block.
+func (s *Store) deleteDirect(ctx context.Context, l *link, path string) error {
+	xid := l.ownXid()
+	frame := requestFrame(xid, opDelete, s.conn.abs(path), 4)
+	frame = binary.BigEndian.AppendUint32(frame, math.MaxUint32) // version -1: any
+	return l.direct(ctx, xid, frame, func(body []byte) error {
+		if err := answerErr(body); err != nil {
+			return err
+		}
+		if dir := store.Parent(path); dir != "/" {
+			s.later.Emptied(dir)
+		}
+		return nil
+	})
+}
+
+// answerErr is the error an answer's header carries.
+func answerErr(b []byte) error {
+	if len(b) < replyHeader {
+		return errMalformed
+	}
+	if code := int32(binary.BigEndian.Uint32(b[12:])); code != 0 {
+		return codeErr(code)
+	}
+	return nil
 }
 
 // errMalformed is a direct answer that does not parse.
@@ -159,11 +211,8 @@ var errMalformed = errors.New("zkstore: malformed answer from the server")
 // decodeChildren2 parses a getChildren2 answer: the header, then the
 // children's names and the directory's Stat.
 func decodeChildren2(b []byte) ([]string, *zk.Stat, error) {
-	if len(b) < replyHeader {
-		return nil, nil, errMalformed
-	}
-	if code := int32(binary.BigEndian.Uint32(b[12:])); code != 0 {
-		return nil, nil, codeErr(code)
+	if err := answerErr(b); err != nil {
+		return nil, nil, err
 	}
 	b = b[replyHeader:]
 	if len(b) < 4 {

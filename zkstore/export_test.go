@@ -45,3 +45,5 @@ const MaxIdle = maxIdle
 
 // Directs returns how many direct requests s has sent (see direct.go).
 func Directs(s *Store) uint32 { return s.ownXids.Load() }
+
+func DirectUp(s *Store) bool { return s.live.Load() != nil }

@@ -429,9 +429,10 @@ func TestDirectListingInOutage(t *testing.T) {
 	}
 	list := func(ctx context.Context) ([]store.Child, error) {
 		before := zkstore.Directs(st)
+		up := zkstore.DirectUp(st)
 		kids, err := st.Children(ctx, dir)
 		if zkstore.Directs(st) == before {
-			t.Fatal("the listing did not go as a direct request")
+			t.Fatalf("the listing did not go as a direct request (up %v, now %v, err %v)", up, zkstore.DirectUp(st), err)
 		}
 		return kids, err
 	}

@@ -617,21 +617,13 @@ func (s *Store) list(ctx context.Context, path string) ([]string, *zk.Stat, erro
 		names []string
 		st    *zk.Stat
 	}
-	var r result
-	err := s.admit(ctx)
-	switch l := s.directLink(); {
-	case err != nil:
-	case l != nil:
-		// See direct.go.
+	r, err := callDirect(s, ctx, func(l *link) (r result, err error) {
 		r.names, r.st, err = s.listDirect(ctx, l, path)
-		s.calls.Done()
-		r, err = settle(s, r, err)
-	default:
-		r, err = admitted(s, ctx, func(*caller) (result, error) {
-			names, st, err := s.conn.Children(path)
-			return result{names, st}, err
-		}, nil)
-	}
+		return r, err
+	}, func(*caller) (result, error) {
+		names, st, err := s.conn.Children(path)
+		return result{names, st}, err
+	})
 	if err != nil {
 		return nil, nil, s.fail("children", path, err)
 	}
@@ -648,9 +640,13 @@ func (s *Store) Delete(ctx context.Context, path string) error {
 	if path == "/" {
 		return fmt.Errorf("zkstore: delete /: %w: the root cannot be deleted", store.ErrInvalidPath)
 	}
-	_, err := call(s, ctx, func(*caller) (struct{}, error) {
-		return struct{}{}, s.deleteNode(path)
-	}, nil)
+	del := func(*caller) (struct{}, error) { return struct{}{}, s.deleteNode(path) }
+	var err error
+	if s.plainDelete(path) {
+		_, err = callDirect(s, ctx, func(l *link) (struct{}, error) { return struct{}{}, s.deleteDirect(ctx, l, path) }, del)
+	} else {
+		_, err = call(s, ctx, del, nil)
+	}
 	if err != nil {
 		return s.fail("delete", path, err)
 	}
