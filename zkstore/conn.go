@@ -130,6 +130,12 @@ func (l *link) route() error {
 			l.left = 4 + size
 			return nil
 		}
+		if size > maxDirectAnswer {
+			err := fmt.Errorf("%w: an answer of %d bytes", errNotZooKeeper, size)
+			l.Conn.Close()
+			d.answer(nil, err)
+			return err
+		}
 		frame, err := l.take(4 + size)
 		if err != nil {
 			d.answer(nil, err)

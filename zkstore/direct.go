@@ -114,6 +114,11 @@ func (s *Store) directLink() *link { return s.live.Load() }
 // Reply headers: xid, zxid, err.
 const replyHeader = 16
 
+// maxDirectAnswer bounds the answers a link reads whole for a direct
+// request: far above what a server sends (its jute.maxbuffer, 1 MiB by
+// default), far below what would exhaust memory on a corrupt length.
+const maxDirectAnswer = 256 << 20
+
 // callDirect runs a call as direct does when a link can take a direct
 // request now, and as call does otherwise, with f.
 func callDirect[T any](s *Store, ctx context.Context, direct func(*link) (T, error), f func(*caller) (T, error)) (T, error) {
