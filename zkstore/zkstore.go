@@ -88,7 +88,12 @@
 //
 // Every method takes a ctx and returns when it ends, although the client
 // has no notion of one: the request goes on in a goroutine owned by the
-// Store, until it completes or the session ends (Close waits for it).
+// Store, until it completes or the session ends (Close waits for it). A
+// listing (Children) and a plain delete need no such goroutine: the Store
+// writes them on the connection itself, as direct requests, and the
+// connection hands their answers to their callers, or drops them once the
+// callers have left (see direct.go); a delete so given up still happens,
+// as it would through the client.
 //
 // A create whose caller left is undone: the node, if the server makes it,
 // is deleted as soon as the connection allows, retrying across lost
