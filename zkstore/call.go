@@ -82,10 +82,15 @@ func (s *Store) waitUp(ctx context.Context) error {
 // caller waits for that up to UndoWait, so that on a working connection
 // whatever the abandoned call made is gone when it returns.
 func call[T any](s *Store, ctx context.Context, f func(left *caller) (T, error), undo func(T, error)) (T, error) {
-	var zero T
 	if err := s.admit(ctx); err != nil {
+		var zero T
 		return zero, err
 	}
+	return admitted(s, ctx, f, undo)
+}
+
+// admitted is call once the call is admitted.
+func admitted[T any](s *Store, ctx context.Context, f func(left *caller) (T, error), undo func(T, error)) (T, error) {
 	if ctx.Done() == nil {
 		// Nothing can cancel the call: no goroutine needed.
 		defer s.calls.Done()

@@ -1,11 +1,13 @@
 package zkstore
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -26,14 +28,38 @@ type link struct {
 	rpos, rend int   // rbuf[rpos:rend] is read and not yet handed over
 	rerr       error // the read's error, once what came with it is handed over
 
+	// left is what the client is still to read of the frame it reads now,
+	// once the session is up (0: the next byte begins a frame, whose head
+	// the link reads first, to tell a direct answer; see direct.go).
+	left int
+	// lastXid is the xid of the client's latest request: direct requests
+	// take theirs far from it (see ownXid).
+	lastXid atomic.Int32
+
 	mu          sync.Mutex
 	t           tracker
 	handshook   bool      // the connect response has been read
 	session     bool      // and it accepted the Store's session
+	auths       int       // the session's credentials the server has answered on this link
 	handshakeBy time.Time // read deadline of the handshake
+	own         map[int32]*direct
+	closed      bool // no direct request may go on this link any more
 }
 
+// Write writes frames of the client.
 func (l *link) Write(p []byte) (int, error) {
+	if len(p) >= 8 {
+		// One frame per write (the client's, after the connect request,
+		// are requests: their length, then their xid).
+		if xid := int32(binary.BigEndian.Uint32(p[4:])); xid > 0 {
+			l.lastXid.Store(xid)
+		}
+	}
+	return l.write(p)
+}
+
+// write writes p, frames of the client's or direct requests.
+func (l *link) write(p []byte) (int, error) {
 	l.wmu.Lock()
 	defer l.wmu.Unlock()
 	// The caller's p must not change: the tracker edits a copy.
@@ -59,8 +85,123 @@ const readBuf = 16 << 10
 
 // Read serves the client from the link's buffer, refilled by one read from
 // the connection when empty, and follows what it hands over: the client
-// has read what the tracker has (see zxid.go).
+// has read what the tracker has (see zxid.go). Once the session is up it
+// serves one frame at a time and takes the answers to direct requests out
+// of the stream (see route).
 func (l *link) Read(p []byte) (int, error) {
+	if l.left == 0 && l.routing() {
+		if err := l.route(); err != nil {
+			return 0, err
+		}
+	}
+	if l.left > 0 && len(p) > l.left {
+		p = p[:l.left]
+	}
+	n, err := l.read(p)
+	if l.left > 0 {
+		l.left -= n
+	}
+	return n, err
+}
+
+// routing reports whether the link reads frame by frame: the session is
+// up, and the client has read whole frames so far.
+func (l *link) routing() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.session && l.t.down.pos == 0
+}
+
+// route reads the head of each frame that comes next: it takes the answers
+// to direct requests out of the stream, and stops at the first frame of
+// the client's, which it leaves for the client to read (left).
+func (l *link) route() error {
+	for {
+		if err := l.buffer(8); err != nil {
+			return err
+		}
+		size := int(binary.BigEndian.Uint32(l.rbuf[l.rpos:]))
+		xid := int32(binary.BigEndian.Uint32(l.rbuf[l.rpos+4:]))
+		var d *direct
+		if xid > 0 {
+			d = l.takeDirect(xid)
+		}
+		if d == nil {
+			l.left = 4 + size
+			return nil
+		}
+		if size > maxDirectAnswer {
+			err := fmt.Errorf("%w: an answer of %d bytes", errNotZooKeeper, size)
+			l.Conn.Close()
+			d.answer(nil, err)
+			return err
+		}
+		frame, err := l.take(4 + size)
+		if err != nil {
+			d.answer(nil, err)
+			return err
+		}
+		if _, err := l.deliver(frame, nil); err != nil {
+			d.answer(nil, err)
+			return err
+		}
+		d.answer(frame[4:], nil)
+	}
+}
+
+// buffer reads until the buffer holds n bytes not yet handed over.
+func (l *link) buffer(n int) error {
+	if l.rbuf == nil {
+		l.rbuf = make([]byte, readBuf)
+	}
+	if l.rpos+n > len(l.rbuf) {
+		l.rend = copy(l.rbuf, l.rbuf[l.rpos:l.rend])
+		l.rpos = 0
+	}
+	for l.rend-l.rpos < n {
+		if l.rerr != nil {
+			err := l.rerr
+			l.rerr = nil
+			return err
+		}
+		k, err := l.fill(l.rbuf[l.rend:])
+		l.rend += k
+		if err != nil && l.rend-l.rpos < n {
+			return err
+		}
+		l.rerr = err
+	}
+	return nil
+}
+
+// take returns the next n bytes of the stream, from the buffer and then
+// the connection; the result is valid until the next read.
+func (l *link) take(n int) ([]byte, error) {
+	if l.rend-l.rpos >= n {
+		b := l.rbuf[l.rpos : l.rpos+n]
+		l.rpos += n
+		return b, nil
+	}
+	b := make([]byte, n)
+	k := copy(b, l.rbuf[l.rpos:l.rend])
+	l.rpos, l.rend = 0, 0
+	if l.rerr != nil {
+		err := l.rerr
+		l.rerr = nil
+		return nil, err
+	}
+	for k < n {
+		m, err := l.fill(b[k:])
+		k += m
+		if err != nil && k < n {
+			return nil, err
+		}
+	}
+	return b, nil
+}
+
+// read serves p from the buffer, refilled when empty.
+func (l *link) read(p []byte) (int, error) {
 	if l.rpos == l.rend {
 		if l.rerr != nil {
 			err := l.rerr
@@ -122,15 +263,30 @@ func (l *link) deliver(p []byte, err error) (int, error) {
 	return len(p), err
 }
 
-// acked passes an acknowledgement on to the Store. l.mu is held.
+// acked passes an acknowledgement on to the Store, and makes the link the
+// one for direct requests once it has answered the session's credentials.
+// l.mu is held.
 func (l *link) acked(a ack) {
 	if a.connect {
 		l.handshook = true
 		l.session = l.s.connectAcked(a)
+		l.offerLocked()
 		return
 	}
 	if l.session {
 		l.s.heard(a)
+		if a.op == opSetAuth {
+			l.auths++
+			l.offerLocked()
+		}
+	}
+}
+
+// offerLocked makes l the link for direct requests once it may be. l.mu is
+// held.
+func (l *link) offerLocked() {
+	if l.session && !l.closed && l.auths >= l.s.nauth {
+		l.s.live.Store(l)
 	}
 }
 
@@ -156,5 +312,7 @@ func (l *link) SetDeadline(t time.Time) error {
 
 func (l *link) Close() error {
 	l.s.dropLink(l)
+	l.s.live.CompareAndSwap(l, nil)
+	l.failDirect()
 	return l.Conn.Close()
 }

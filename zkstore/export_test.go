@@ -42,3 +42,8 @@ func Workers(s *Store) (started int64, idle int) {
 
 // MaxIdle is how many goroutines a Store keeps waiting for a request.
 const MaxIdle = maxIdle
+
+// Directs returns how many direct requests s has sent (see direct.go).
+func Directs(s *Store) uint32 { return s.ownXids.Load() }
+
+func DirectUp(s *Store) bool { return s.live.Load() != nil }

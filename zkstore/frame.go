@@ -83,6 +83,7 @@ func (f *framer) feed(p []byte, start func(), check func(index, size int) error,
 // server accepted, with the timeout it granted.
 type ack struct {
 	sent    time.Time
+	op      int32 // of the request answered
 	connect bool
 	leader  bool          // the request passed through the leader (see quorum.go)
 	session int64         // of a connect response; 0: the session is refused as expired
@@ -205,7 +206,7 @@ func (t *tracker) read(p []byte, acked func(ack)) error {
 		if t.z != nil && t.sent[0].op == opSetWatches {
 			t.z.rearmed()
 		}
-		a.sent = t.sent[0].at
+		a.sent, a.op = t.sent[0].at, t.sent[0].op
 		if !a.connect && len(body) >= 16 {
 			a.leader = passedLeader(t.sent[0].op, int32(binary.BigEndian.Uint32(body[12:])))
 		}

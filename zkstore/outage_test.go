@@ -401,3 +401,121 @@ func (h *recorder) records() []slog.Record {
 	defer h.mu.Unlock()
 	return append([]slog.Record(nil), h.recs...)
 }
+
+// TestDirectListingInOutage: a listing goes on the link as a direct request
+// (see direct.go). On a frozen link it returns with its ctx, and its answer,
+// arriving once the link thaws, disturbs nothing: the client never sees it
+// (nothing in its log) and the next calls get their own answers. A listing
+// whose connection is cut returns ErrDisconnected at once, and the session
+// goes on.
+func TestDirectListingInOutage(t *testing.T) {
+	srv, _ := server(t)
+	ctx, dir := ctxFor(t), dirFor(t)
+	p, err := tcpproxy.New(srv.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	var logged bytes.Buffer
+	var logMu sync.Mutex
+	h := slog.NewTextHandler(lockedWriter{&logMu, &logged}, &slog.HandlerOptions{Level: slog.LevelDebug})
+	st, err := zkstore.Open(ctx, []string{p.Addr()}, zkstore.WithSessionTimeout(10*time.Second), zkstore.WithLogger(slog.New(h)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	for _, name := range []string{"a", "b", "c"} {
+		must[store.Node](t)(st.Create(ctx, dir+"/"+name, nil, store.Persistent))
+	}
+	list := func(ctx context.Context) ([]store.Child, error) {
+		before := zkstore.Directs(st)
+		up := zkstore.DirectUp(st)
+		kids, err := st.Children(ctx, dir)
+		if zkstore.Directs(st) == before {
+			t.Fatalf("the listing did not go as a direct request (a link for them: %v before, %v after; err %v)", up, zkstore.DirectUp(st), err)
+		}
+		return kids, err
+	}
+	if kids := must[[]store.Child](t)(list(ctx)); len(kids) != 3 {
+		t.Fatalf("Children = %v; want 3 children", kids)
+	}
+
+	const wait = 200 * time.Millisecond
+	p.Freeze()
+	cctx, cancel := context.WithTimeout(ctx, wait)
+	start := time.Now()
+	_, err = list(cctx)
+	took := time.Since(start)
+	cancel()
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Children on a frozen link = %v; want DeadlineExceeded", err)
+	}
+	if took > wait+500*time.Millisecond {
+		t.Errorf("Children on a frozen link returned after %v; want about its ctx (%v)", took, wait)
+	}
+	p.Restore()
+	must[store.Node](t)(st.Create(ctx, dir+"/d", nil, store.Persistent))
+	if kids := must[[]store.Child](t)(list(ctx)); len(kids) != 4 {
+		t.Fatalf("Children after the thaw = %v; want 4 children", kids)
+	}
+
+	// Drop the next direct answer, then cut the link under the listing
+	// that waits for it.
+	dropped := make(chan struct{})
+	var drop atomic.Bool
+	drop.Store(true)
+	p.SetHook(tcpproxy.LengthPrefixed, func(m tcpproxy.Message) tcpproxy.Action {
+		if xid, _, ok := zkserver.RequestHeader(m.Data); ok && m.Dir == tcpproxy.Downstream && xid >= 1<<29 && drop.CompareAndSwap(true, false) {
+			close(dropped)
+			return tcpproxy.Drop
+		}
+		return tcpproxy.Forward
+	})
+	res := make(chan error, 1)
+	before := zkstore.Directs(st)
+	go func() {
+		_, err := st.Children(ctx, dir)
+		res <- err
+	}()
+	select {
+	case <-dropped:
+	case <-ctx.Done():
+		t.Fatal("no direct answer came")
+	}
+	p.Cut()
+	if zkstore.Directs(st) == before {
+		t.Fatal("the listing did not go as a direct request")
+	}
+	select {
+	case err := <-res:
+		if !errors.Is(err, store.ErrDisconnected) {
+			t.Fatalf("Children on a cut link = %v; want ErrDisconnected", err)
+		}
+	case <-ctx.Done():
+		t.Fatal("Children on a cut link never returned")
+	}
+	// On the client's path or as a direct request: the client may not
+	// have noticed the cut yet, while the link is closed already.
+	if kids := must[[]store.Child](t)(st.Children(ctx, dir)); len(kids) != 4 {
+		t.Fatalf("Children after the cut = %v; want 4 children", kids)
+	}
+	if err := st.Context().Err(); err != nil {
+		t.Fatalf("session ended: %v", context.Cause(st.Context()))
+	}
+	logMu.Lock()
+	defer logMu.Unlock()
+	if strings.Contains(logged.String(), "unknown request") {
+		t.Fatalf("the client saw a direct answer:\n%s", logged.String())
+	}
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  *bytes.Buffer
+}
+
+func (w lockedWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.w.Write(p)
+}

@@ -174,9 +174,15 @@ func (s *Store) learn(p string, dataLen, version int32) {
 // last node there (s.later). With no reclaim delay and a directory this
 // Store knows as its own, the directory's delete goes out right behind the
 // node's; other directories are examined after the node's delete.
+// plainDelete reports whether deleteNode deletes path alone, and tells the
+// reclaimer later without blocking.
+func (s *Store) plainDelete(path string) bool {
+	return store.Parent(path) == "/" || s.later.Delay > 0
+}
+
 func (s *Store) deleteNode(path string) error {
 	dir := store.Parent(path)
-	if dir == "/" || s.later.Delay > 0 || s.dirs.get(dir) != dirOurs {
+	if s.plainDelete(path) || s.dirs.get(dir) != dirOurs {
 		err := s.conn.Delete(path, -1)
 		if err == nil && dir != "/" {
 			s.later.Emptied(dir)

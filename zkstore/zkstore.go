@@ -88,7 +88,12 @@
 //
 // Every method takes a ctx and returns when it ends, although the client
 // has no notion of one: the request goes on in a goroutine owned by the
-// Store, until it completes or the session ends (Close waits for it).
+// Store, until it completes or the session ends (Close waits for it). A
+// listing (Children) and a plain delete need no such goroutine: the Store
+// writes them on the connection itself, as direct requests, and the
+// connection hands their answers to their callers, or drops them once the
+// callers have left (see direct.go); a delete so given up still happens,
+// as it would through the client.
 //
 // A create whose caller left is undone: the node, if the server makes it,
 // is deleted as soon as the connection allows, retrying across lost
@@ -263,14 +268,17 @@ type Store struct {
 	log       *slog.Logger
 	requested time.Duration
 	nservers  int
-	over      atomic.Bool   // the session has ended
-	wires     wires         // frames awaited on the wire (see pipeline.go)
-	dirs      dirs          // the directories known as made by Create or not (see reclaim.go)
-	later     reclaim.Later // the directories this Store emptied, until their delay is up
-	rounds    atomic.Int64  // round trips waited for (see tracker.rounds)
-	zxids     zxids         // the zxids the client has seen, kept in its stead (see zxid.go)
-	syncs     atomic.Int64  // syncs the pacer has sent
-	workers   workers       // goroutines that run the client's requests (see workers.go)
+	over      atomic.Bool          // the session has ended
+	wires     wires                // frames awaited on the wire (see pipeline.go)
+	dirs      dirs                 // the directories known as made by Create or not (see reclaim.go)
+	later     reclaim.Later        // the directories this Store emptied, until their delay is up
+	rounds    atomic.Int64         // round trips waited for (see tracker.rounds)
+	zxids     zxids                // the zxids the client has seen, kept in its stead (see zxid.go)
+	syncs     atomic.Int64         // syncs the pacer has sent
+	workers   workers              // goroutines that run the client's requests (see workers.go)
+	nauth     int                  // the session's credentials (see direct.go)
+	live      atomic.Pointer[link] // the link direct requests go on, when one may
+	ownXids   atomic.Uint32        // direct requests sent (see ownXid)
 
 	// The session's clock. The deadline is in nanoseconds since base (0
 	// until the first connect response), read without s.mu.
@@ -352,6 +360,7 @@ func Open(ctx context.Context, servers []string, opts ...Option) (*Store, error)
 		nservers:    len(servers),
 		base:        time.Now(),
 		noTimer:     o.noTimer,
+		nauth:       len(o.auth),
 	}
 	s.later.Delay, s.later.Remove = o.reclaimDelay, s.reclaimAll
 	s.ctx, s.cancel = context.WithCancelCause(context.Background())
@@ -613,10 +622,13 @@ func (s *Store) list(ctx context.Context, path string) ([]string, *zk.Stat, erro
 		names []string
 		st    *zk.Stat
 	}
-	r, err := call(s, ctx, func(*caller) (result, error) {
+	r, err := callDirect(s, ctx, func(l *link) (r result, err error) {
+		r.names, r.st, err = s.listDirect(ctx, l, path)
+		return r, err
+	}, func(*caller) (result, error) {
 		names, st, err := s.conn.Children(path)
 		return result{names, st}, err
-	}, nil)
+	})
 	if err != nil {
 		return nil, nil, s.fail("children", path, err)
 	}
@@ -633,9 +645,13 @@ func (s *Store) Delete(ctx context.Context, path string) error {
 	if path == "/" {
 		return fmt.Errorf("zkstore: delete /: %w: the root cannot be deleted", store.ErrInvalidPath)
 	}
-	_, err := call(s, ctx, func(*caller) (struct{}, error) {
-		return struct{}{}, s.deleteNode(path)
-	}, nil)
+	del := func(*caller) (struct{}, error) { return struct{}{}, s.deleteNode(path) }
+	var err error
+	if s.plainDelete(path) {
+		_, err = callDirect(s, ctx, func(l *link) (struct{}, error) { return struct{}{}, s.deleteDirect(ctx, l, path) }, del)
+	} else {
+		_, err = call(s, ctx, del, nil)
+	}
 	if err != nil {
 		return s.fail("delete", path, err)
 	}

@@ -1,0 +1,282 @@
+package zkstore
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/corral-go/corral/store"
+	"github.com/go-zookeeper/zk"
+)
+
+// Direct requests: a listing the Store writes on the link itself and whose
+// answer the link takes out of the stream before the client sees it.
+//
+// go-zookeeper has only blocking calls, so a request that its caller may
+// give up (every call with a ctx that can end) runs on a goroutine of the
+// Store (see call.go): three goroutine hand-offs more than the client's own
+// request takes, each on the critical path of a lock's hand-off (the
+// waiter's listing after its predecessor's deletion). A listing changes
+// nothing on the server, so its caller may leave at any time with nothing
+// to undo: the Store writes the request frame on the link from the
+// caller's goroutine, under an xid the client never uses, and the link's
+// reader hands the answer to the caller directly, or drops it when the
+// caller has left. The client sees neither: ZooKeeper answers a session's
+// requests in the order it receives them, whatever their xids, and the link
+// follows the frames of the stream (see tracker), so it knows where each
+// answer begins and whose it is.
+//
+// The link still counts the answer as an acknowledgement and notes its zxid
+// (see zxid.go), as for any other answer. A direct request is only sent
+// on a link that carries the Store's session and has answered the
+// session's credentials (the client re-sends them on each new connection
+// before anything else); otherwise the call takes the client's path.
+
+// opGetChildren2 is ZooKeeper's opcode of a listing with the directory's
+// Stat.
+const (
+	opGetChildren2 int32 = 12
+	opSetAuth      int32 = 100
+)
+
+// errLinkClosed fails the direct requests of a link that closed before
+// their answers came: their outcome is that of a lost connection.
+var errLinkClosed = fmt.Errorf("zkstore: connection closed: %w", zk.ErrConnectionClosed)
+
+// A direct is one direct request: the link calls answer once, with the
+// answer's body (its header included) or the reason none will come, on its
+// reader's goroutine; answer must not block, nor keep body.
+type direct struct {
+	answer func(body []byte, err error)
+}
+
+// ownXid returns the xid of a new direct request. The client numbers its
+// requests upward from 1 and leaves the top bit clear; the Store's are far
+// ahead of the client's latest: the client would have to send 2^29 requests
+// while a direct request waits for its answer to reach one.
+func (l *link) ownXid() int32 {
+	n := l.s.ownXids.Add(1)
+	return int32((uint32(l.lastXid.Load()) + 1<<30 + uint32(n)%(1<<29)) & math.MaxInt32)
+}
+
+// sendDirect writes frame, a request under xid, and files d for its answer.
+// It fails when the link is closed or the write fails (the link is closed
+// then: part of a frame may have left).
+func (l *link) sendDirect(xid int32, frame []byte, d *direct) error {
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return errLinkClosed
+	}
+	if l.own == nil {
+		l.own = map[int32]*direct{}
+	}
+	l.own[xid] = d
+	l.mu.Unlock()
+	if _, err := l.write(frame); err != nil {
+		l.mu.Lock()
+		delete(l.own, xid)
+		l.mu.Unlock()
+		l.Close()
+		return err
+	}
+	return nil
+}
+
+// takeDirect removes and returns the direct request of xid, if there is one.
+func (l *link) takeDirect(xid int32) *direct {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	d := l.own[xid]
+	if d != nil {
+		delete(l.own, xid)
+	}
+	return d
+}
+
+// failDirect ends the link's direct requests, which will have no answer.
+func (l *link) failDirect() {
+	l.mu.Lock()
+	l.closed = true
+	own := l.own
+	l.own = nil
+	l.mu.Unlock()
+	for _, d := range own {
+		d.answer(nil, errLinkClosed)
+	}
+}
+
+// directLink returns the link direct requests may go on now, or nil.
+func (s *Store) directLink() *link { return s.live.Load() }
+
+// Reply headers: xid, zxid, err.
+const replyHeader = 16
+
+// maxDirectAnswer bounds the answers a link reads whole for a direct
+// request: far above what a server sends (its jute.maxbuffer, 1 MiB by
+// default), far below what would exhaust memory on a corrupt length.
+const maxDirectAnswer = 256 << 20
+
+// callDirect runs a call as direct does when a link can take a direct
+// request now, and as call does otherwise, with f.
+func callDirect[T any](s *Store, ctx context.Context, direct func(*link) (T, error), f func(*caller) (T, error)) (T, error) {
+	if err := s.admit(ctx); err != nil {
+		var zero T
+		return zero, err
+	}
+	if l := s.directLink(); l != nil {
+		v, err := direct(l)
+		s.calls.Done()
+		return settle(s, v, err)
+	}
+	return admitted(s, ctx, f, nil)
+}
+
+// requestFrame returns the frame of a request of opcode op under xid, for path,
+// with room for more of its body.
+func requestFrame(xid, op int32, path string, more int) []byte {
+	n := 8 + 4 + len(path) + more
+	b := make([]byte, 0, 4+n)
+	b = binary.BigEndian.AppendUint32(b, uint32(n))
+	b = binary.BigEndian.AppendUint32(b, uint32(xid))
+	b = binary.BigEndian.AppendUint32(b, uint32(op))
+	b = binary.BigEndian.AppendUint32(b, uint32(len(path)))
+	return append(b, path...)
+}
+
+// direct sends frame under xid on l and waits for its answer, which
+// answered handles on the link's reader (it must not block) and turns into
+// the call's error, whether or not the caller is still there for it.
+func (l *link) direct(ctx context.Context, xid int32, frame []byte, answered func(body []byte) error) error {
+	done := make(chan error, 1)
+	d := &direct{answer: func(body []byte, err error) {
+		if err == nil {
+			err = answered(body)
+		}
+		done <- err
+	}}
+	if err := l.sendDirect(xid, frame, d); err != nil {
+		return err
+	}
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		// The answer, when it comes, goes to done and nobody reads it.
+		return ctx.Err()
+	}
+}
+
+// listDirect lists path as list does, as a direct request on l.
+func (s *Store) listDirect(ctx context.Context, l *link, path string) (names []string, st *zk.Stat, err error) {
+	xid := l.ownXid()
+	frame := append(requestFrame(xid, opGetChildren2, s.conn.abs(path), 1), 0) // no watch
+	err = l.direct(ctx, xid, frame, func(body []byte) (err error) {
+		names, st, err = decodeChildren2(body)
+		return err
+	})
+	return names, st, err
+}
+
+// deleteDirect deletes path, of any version, as deleteNode does when it
+// does not reclaim the directory at once, as a direct request on l: it
+// tells the Store's reclaimer (see reclaim.go) that dir was emptied, which
+// must not block.
+func (s *Store) deleteDirect(ctx context.Context, l *link, path string) error {
+	xid := l.ownXid()
+	frame := requestFrame(xid, opDelete, s.conn.abs(path), 4)
+	frame = binary.BigEndian.AppendUint32(frame, math.MaxUint32) // version -1: any
+	return l.direct(ctx, xid, frame, func(body []byte) error {
+		if err := answerErr(body); err != nil {
+			return err
+		}
+		if dir := store.Parent(path); dir != "/" {
+			s.later.Emptied(dir)
+		}
+		return nil
+	})
+}
+
+// answerErr is the error an answer's header carries.
+func answerErr(b []byte) error {
+	if len(b) < replyHeader {
+		return errMalformed
+	}
+	if code := int32(binary.BigEndian.Uint32(b[12:])); code != 0 {
+		return codeErr(code)
+	}
+	return nil
+}
+
+// errMalformed is a direct answer that does not parse.
+var errMalformed = errors.New("zkstore: malformed answer from the server")
+
+// decodeChildren2 parses a getChildren2 answer: the header, then the
+// children's names and the directory's Stat.
+func decodeChildren2(b []byte) ([]string, *zk.Stat, error) {
+	if err := answerErr(b); err != nil {
+		return nil, nil, err
+	}
+	b = b[replyHeader:]
+	if len(b) < 4 {
+		return nil, nil, errMalformed
+	}
+	n := int32(binary.BigEndian.Uint32(b))
+	b = b[4:]
+	if n < 0 || int(n) > len(b)/4 {
+		return nil, nil, errMalformed
+	}
+	names := make([]string, n)
+	for i := range names {
+		if len(b) < 4 {
+			return nil, nil, errMalformed
+		}
+		k := int32(binary.BigEndian.Uint32(b))
+		if k < 0 || int(k) > len(b)-4 {
+			return nil, nil, errMalformed
+		}
+		names[i] = string(b[4 : 4+k])
+		b = b[4+k:]
+	}
+	const statLen = 8*4 + 4*3 + 8 + 4*2 + 8
+	if len(b) < statLen {
+		return nil, nil, errMalformed
+	}
+	u64 := func(i int) int64 { return int64(binary.BigEndian.Uint64(b[i:])) }
+	u32 := func(i int) int32 { return int32(binary.BigEndian.Uint32(b[i:])) }
+	st := &zk.Stat{
+		Czxid: u64(0), Mzxid: u64(8), Ctime: u64(16), Mtime: u64(24),
+		Version: u32(32), Cversion: u32(36), Aversion: u32(40),
+		EphemeralOwner: u64(44), DataLength: u32(52), NumChildren: u32(56), Pzxid: u64(60),
+	}
+	return names, st, nil
+}
+
+// codeErrs are the client's errors of ZooKeeper's error codes, as the
+// client maps them (fail maps them onto the store's sentinels).
+var codeErrs = map[int32]error{
+	-8:   zk.ErrBadArguments,
+	-100: zk.ErrAPIError,
+	-101: zk.ErrNoNode,
+	-102: zk.ErrNoAuth,
+	-103: zk.ErrBadVersion,
+	-108: zk.ErrNoChildrenForEphemerals,
+	-110: zk.ErrNodeExists,
+	-111: zk.ErrNotEmpty,
+	-112: zk.ErrSessionExpired,
+	-114: zk.ErrInvalidACL,
+	-115: zk.ErrAuthFailed,
+	-116: zk.ErrClosing,
+	-117: zk.ErrNothing,
+	-118: zk.ErrSessionMoved,
+	-123: zk.ErrReconfigDisabled,
+}
+
+func codeErr(code int32) error {
+	if err, ok := codeErrs[code]; ok {
+		return err
+	}
+	return fmt.Errorf("zkstore: the server answered with error code %d", code)
+}

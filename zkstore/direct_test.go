@@ -1,0 +1,222 @@
+package zkstore
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"io"
+	"math/rand/v2"
+	"net"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// linkPair is a link as the client gets it from the dialer, on one end of a
+// pipe whose other end plays the server, for a Store with nauth
+// credentials.
+func linkPair(t *testing.T, nauth int) (*link, net.Conn) {
+	t.Helper()
+	client, server := net.Pipe()
+	t.Cleanup(func() { client.Close(); server.Close() })
+	s := &Store{noTimer: true, base: time.Now(), nauth: nauth, links: map[*link]struct{}{}}
+	l := &link{Conn: client, s: s, handshakeBy: time.Now().Add(time.Minute)}
+	s.links[l] = struct{}{}
+	return l, server
+}
+
+// clientReads reads one frame from l as the client does: its length, then
+// its body.
+func clientReads(t *testing.T, l *link) []byte {
+	t.Helper()
+	var head [4]byte
+	if _, err := io.ReadFull(l, head[:]); err != nil {
+		t.Fatalf("client reads a frame's length: %v", err)
+	}
+	body := make([]byte, binary.BigEndian.Uint32(head[:]))
+	if _, err := io.ReadFull(l, body); err != nil {
+		t.Fatalf("client reads a frame's body: %v", err)
+	}
+	return append(head[:], body...)
+}
+
+// serve writes stream to conn in chunks of the sizes splits gives, from a
+// goroutine the test waits for.
+func serve(t *testing.T, conn net.Conn, stream []byte, sizes []int) {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() {
+		for _, n := range sizes {
+			if _, err := conn.Write(stream[:n]); err != nil {
+				done <- err
+				return
+			}
+			stream = stream[n:]
+		}
+		done <- nil
+	}()
+	t.Cleanup(func() {
+		if err := <-done; err != nil {
+			t.Errorf("server writes: %v", err)
+		}
+	})
+}
+
+// drain reads everything written to conn, as a server that answers later.
+func drain(t *testing.T, conn net.Conn) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		io.Copy(io.Discard, conn)
+	}()
+	t.Cleanup(func() { conn.Close(); <-done })
+}
+
+// TestLinkRoutesDirectAnswers plays a server that answers a direct request
+// among the client's frames, in chunks of many sizes, a long answer that
+// spans the link's buffer among them: the client reads each of its frames
+// whole and in order and never a byte of the direct answers, which reach
+// their directs whole.
+func TestLinkRoutesDirectAnswers(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	long := bytes.Repeat([]byte("x"), 3*readBuf+5)
+	for pattern := range 8 {
+		l, server := linkPair(t, 0)
+		drain(t, server)
+		if _, err := l.Write(connectRequest(3000, 0)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := l.Write(request(41, 12, 9)); err != nil {
+			t.Fatal(err)
+		}
+		// Two direct requests; their xids follow the client's.
+		var got [2][]byte
+		var xids [2]int32
+		for i := range got {
+			xids[i] = l.ownXid()
+			d := &direct{answer: func(body []byte, err error) {
+				if err != nil {
+					t.Errorf("direct %d: %v", i, err)
+				}
+				got[i] = slices.Clone(body)
+			}}
+			if err := l.sendDirect(xids[i], request(xids[i], opGetChildren2, 5), d); err != nil {
+				t.Fatal(err)
+			}
+			if xids[i] < 41+1<<29 {
+				t.Fatalf("direct xid %d; want one far above the client's latest (41)", xids[i])
+			}
+		}
+		note := reply(-1, 30)
+		short := append(reply(xids[0], 0), 1, 2, 3)
+		binary.BigEndian.PutUint32(short, uint32(len(short)-4))
+		big := append(reply(xids[1], 0), long...)
+		binary.BigEndian.PutUint32(big, uint32(len(big)-4))
+		clientFrames := [][]byte{connectResponse(3000, 0x77), note, reply(41, 200), note, reply(-2, 0)}
+		// In the order the server answers: the connect request, 41, then
+		// the directs, with notifications and a ping's answer between.
+		stream := slices.Concat(clientFrames[0], clientFrames[1], clientFrames[2], short, clientFrames[3], big, clientFrames[4])
+		serve(t, server, stream, splits(rng, len(stream), pattern))
+		for i, want := range clientFrames {
+			if f := clientReads(t, l); !bytes.Equal(f, want) {
+				t.Fatalf("pattern %d: client's frame %d = % x...; want % x...", pattern, i, f[:min(len(f), 16)], want[:min(len(want), 16)])
+			}
+		}
+		if !bytes.Equal(got[0], short[4:]) || !bytes.Equal(got[1], big[4:]) {
+			t.Fatalf("pattern %d: direct answers of %d and %d bytes; want %d and %d", pattern, len(got[0]), len(got[1]), len(short)-4, len(big)-4)
+		}
+		l.mu.Lock()
+		left := len(l.own)
+		l.mu.Unlock()
+		if left != 0 {
+			t.Fatalf("pattern %d: %d directs still filed after their answers", pattern, left)
+		}
+	}
+}
+
+// TestLinkOffersAfterCredentials: a link takes direct requests once its
+// connect response accepted the session and, for a session with
+// credentials, the server has answered as many setAuth requests (the
+// client sends them first on each connection); never once it is closed.
+func TestLinkOffersAfterCredentials(t *testing.T) {
+	for _, nauth := range []int{0, 2} {
+		l, server := linkPair(t, nauth)
+		drain(t, server)
+		if _, err := l.Write(connectRequest(3000, 0)); err != nil {
+			t.Fatal(err)
+		}
+		frames := [][]byte{connectResponse(3000, 0x77)}
+		for i := range nauth {
+			if _, err := l.Write(request(int32(i+1), opSetAuth, 20)); err != nil {
+				t.Fatal(err)
+			}
+			frames = append(frames, reply(int32(i+1), 0))
+		}
+		serve(t, server, slices.Concat(frames...), []int{len(slices.Concat(frames...))})
+		for i := range frames {
+			if live := l.s.directLink(); live != nil {
+				t.Fatalf("nauth %d: link offered after %d of its answers", nauth, i)
+			}
+			clientReads(t, l)
+		}
+		if l.s.directLink() != l {
+			t.Fatalf("nauth %d: link not offered after the session's credentials were answered", nauth)
+		}
+		var failed error
+		d := &direct{answer: func(_ []byte, err error) { failed = err }}
+		if err := l.sendDirect(l.ownXid(), request(0, opGetChildren2, 5), d); err != nil {
+			t.Fatal(err)
+		}
+		l.Close()
+		if l.s.directLink() != nil {
+			t.Fatal("a closed link is still offered")
+		}
+		if !errors.Is(failed, zk.ErrConnectionClosed) {
+			t.Fatalf("a direct pending when its link closed got %v; want ErrConnectionClosed", failed)
+		}
+		if err := l.sendDirect(l.ownXid(), request(0, opGetChildren2, 5), d); !errors.Is(err, zk.ErrConnectionClosed) {
+			t.Fatalf("sendDirect on a closed link = %v; want ErrConnectionClosed", err)
+		}
+	}
+}
+
+// TestDecodeChildren2 parses an answer as the server writes it, and fails
+// every truncation of it with errMalformed rather than panicking.
+func TestDecodeChildren2(t *testing.T) {
+	b := reply(9, 0)[4:]
+	b = binary.BigEndian.AppendUint32(b, 2)
+	for _, name := range []string{"lock-0000000001", "b"} {
+		b = binary.BigEndian.AppendUint32(b, uint32(len(name)))
+		b = append(b, name...)
+	}
+	for _, v := range []uint64{11, 12, 13, 14} { // czxid, mzxid, ctime, mtime
+		b = binary.BigEndian.AppendUint64(b, v)
+	}
+	for _, v := range []uint32{3, 4, 5} { // version, cversion, aversion
+		b = binary.BigEndian.AppendUint32(b, v)
+	}
+	b = binary.BigEndian.AppendUint64(b, 0x99) // ephemeralOwner
+	b = binary.BigEndian.AppendUint32(b, 6)    // dataLength
+	b = binary.BigEndian.AppendUint32(b, 2)    // numChildren
+	b = binary.BigEndian.AppendUint64(b, 15)   // pzxid
+	names, st, err := decodeChildren2(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := zk.Stat{Czxid: 11, Mzxid: 12, Ctime: 13, Mtime: 14, Version: 3, Cversion: 4, Aversion: 5, EphemeralOwner: 0x99, DataLength: 6, NumChildren: 2, Pzxid: 15}
+	if !slices.Equal(names, []string{"lock-0000000001", "b"}) || *st != want {
+		t.Fatalf("decodeChildren2 = %q, %+v; want the names and %+v", names, *st, want)
+	}
+	for n := range len(b) {
+		if _, _, err := decodeChildren2(b[:n]); !errors.Is(err, errMalformed) {
+			t.Fatalf("decodeChildren2 of %d of %d bytes = %v; want errMalformed", n, len(b), err)
+		}
+	}
+	noNode := slices.Clone(reply(9, 0)[4:])
+	binary.BigEndian.PutUint32(noNode[12:], uint32(0xffffff9b)) // -101
+	if _, _, err := decodeChildren2(noNode); !errors.Is(err, zk.ErrNoNode) {
+		t.Fatalf("decodeChildren2 of a NoNode answer = %v; want zk.ErrNoNode", err)
+	}
+}
