@@ -146,38 +146,52 @@ func requestFrame(xid, op int32, path string, more int) []byte {
 	return append(b, path...)
 }
 
-// direct sends frame under xid on l and waits for its answer, which
-// answered handles on the link's reader (it must not block) and turns into
-// the call's error, whether or not the caller is still there for it.
-func (l *link) direct(ctx context.Context, xid int32, frame []byte, answered func(body []byte) error) error {
-	done := make(chan error, 1)
+// roundTrip sends frame under xid on l and waits for its answer, which
+// answered turns into the call's result on the link's reader (it must not
+// block), whether or not the caller is still there for it. The result
+// reaches the caller through a channel only: a caller that left shares
+// nothing with the reader that answers later.
+func roundTrip[T any](ctx context.Context, l *link, xid int32, frame []byte, answered func(body []byte) (T, error)) (T, error) {
+	type result struct {
+		v   T
+		err error
+	}
+	done := make(chan result, 1)
 	d := &direct{answer: func(body []byte, err error) {
-		if err == nil {
-			err = answered(body)
+		var r result
+		if r.err = err; err == nil {
+			r.v, r.err = answered(body)
 		}
-		done <- err
+		done <- r
 	}}
 	if err := l.sendDirect(xid, frame, d); err != nil {
-		return err
+		var zero T
+		return zero, err
 	}
 	select {
-	case err := <-done:
-		return err
+	case r := <-done:
+		return r.v, r.err
 	case <-ctx.Done():
 		// The answer, when it comes, goes to done and nobody reads it.
-		return ctx.Err()
+		var zero T
+		return zero, ctx.Err()
 	}
 }
 
+// listing is a listing's names and the directory's Stat.
+type listing struct {
+	names []string
+	st    *zk.Stat
+}
+
 // listDirect lists path as list does, as a direct request on l.
-func (s *Store) listDirect(ctx context.Context, l *link, path string) (names []string, st *zk.Stat, err error) {
+func (s *Store) listDirect(ctx context.Context, l *link, path string) (listing, error) {
 	xid := l.ownXid()
 	frame := append(requestFrame(xid, opGetChildren2, s.conn.abs(path), 1), 0) // no watch
-	err = l.direct(ctx, xid, frame, func(body []byte) (err error) {
-		names, st, err = decodeChildren2(body)
-		return err
+	return roundTrip(ctx, l, xid, frame, func(body []byte) (listing, error) {
+		names, st, err := decodeChildren2(body)
+		return listing{names, st}, err
 	})
-	return names, st, err
 }
 
 // deleteDirect deletes path, of any version, as deleteNode does when it
@@ -188,15 +202,16 @@ func (s *Store) deleteDirect(ctx context.Context, l *link, path string) error {
 	xid := l.ownXid()
 	frame := requestFrame(xid, opDelete, s.conn.abs(path), 4)
 	frame = binary.BigEndian.AppendUint32(frame, math.MaxUint32) // version -1: any
-	return l.direct(ctx, xid, frame, func(body []byte) error {
+	_, err := roundTrip(ctx, l, xid, frame, func(body []byte) (struct{}, error) {
 		if err := answerErr(body); err != nil {
-			return err
+			return struct{}{}, err
 		}
 		if dir := store.Parent(path); dir != "/" {
 			s.later.Emptied(dir)
 		}
-		return nil
+		return struct{}{}, nil
 	})
+	return err
 }
 
 // answerErr is the error an answer's header carries.

@@ -618,16 +618,11 @@ func (s *Store) children(ctx context.Context, path string) ([]store.Child, int64
 // list lists path with the Stat the server sends with the listing, and
 // notes what that Stat says of path (see learn).
 func (s *Store) list(ctx context.Context, path string) ([]string, *zk.Stat, error) {
-	type result struct {
-		names []string
-		st    *zk.Stat
-	}
-	r, err := callDirect(s, ctx, func(l *link) (r result, err error) {
-		r.names, r.st, err = s.listDirect(ctx, l, path)
-		return r, err
-	}, func(*caller) (result, error) {
+	r, err := callDirect(s, ctx, func(l *link) (listing, error) {
+		return s.listDirect(ctx, l, path)
+	}, func(*caller) (listing, error) {
 		names, st, err := s.conn.Children(path)
-		return result{names, st}, err
+		return listing{names, st}, err
 	})
 	if err != nil {
 		return nil, nil, s.fail("children", path, err)
