@@ -170,16 +170,17 @@ func (s *Store) learn(p string, dataLen, version int32) {
 	}
 }
 
-// deleteNode deletes the node at path, and its directory when it was the
-// last node there (s.later). With no reclaim delay and a directory this
-// Store knows as its own, the directory's delete goes out right behind the
-// node's; other directories are examined after the node's delete.
-// plainDelete reports whether deleteNode deletes path alone, and tells the
-// reclaimer later without blocking.
+// plainDelete reports whether deleteNode deletes path alone and tells the
+// reclaimer later, without blocking: a node of the root, or any node with a
+// reclaim delay (Delete sends those as direct requests; see direct.go).
 func (s *Store) plainDelete(path string) bool {
 	return store.Parent(path) == "/" || s.later.Delay > 0
 }
 
+// deleteNode deletes the node at path, and its directory when it was the
+// last node there (s.later). With no reclaim delay and a directory this
+// Store knows as its own, the directory's delete goes out right behind the
+// node's; other directories are examined after the node's delete.
 func (s *Store) deleteNode(path string) error {
 	dir := store.Parent(path)
 	if s.plainDelete(path) || s.dirs.get(dir) != dirOurs {
