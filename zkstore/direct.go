@@ -11,16 +11,18 @@ import (
 	"github.com/go-zookeeper/zk"
 )
 
-// Direct requests: a listing the Store writes on the link itself and whose
-// answer the link takes out of the stream before the client sees it.
+// Direct requests: listings and plain deletes, which the Store writes on
+// the link itself and whose answers the link takes out of the stream before
+// the client sees them.
 //
 // go-zookeeper has only blocking calls, so a request that its caller may
 // give up (every call with a ctx that can end) runs on a goroutine of the
 // Store (see call.go): three goroutine hand-offs more than the client's own
 // request takes, each on the critical path of a lock's hand-off (the
-// waiter's listing after its predecessor's deletion). A listing changes
-// nothing on the server, so its caller may leave at any time with nothing
-// to undo: the Store writes the request frame on the link from the
+// holder's delete, the waiter's listing after it). Neither needs an undo
+// when its caller leaves (a listing changes nothing; a delete given up
+// still happens, as through the client), so the caller may simply stop
+// waiting: the Store writes the request frame on the link from the
 // caller's goroutine, under an xid the client never uses, and the link's
 // reader hands the answer to the caller directly, or drops it when the
 // caller has left. The client sees neither: ZooKeeper answers a session's
@@ -34,8 +36,8 @@ import (
 // session's credentials (the client re-sends them on each new connection
 // before anything else); otherwise the call takes the client's path.
 
-// opGetChildren2 is ZooKeeper's opcode of a listing with the directory's
-// Stat.
+// ZooKeeper's opcodes of a listing with the directory's Stat, and of the
+// request that adds credentials to a session.
 const (
 	opGetChildren2 int32 = 12
 	opSetAuth      int32 = 100
@@ -63,7 +65,10 @@ func (l *link) ownXid() int32 {
 
 // sendDirect writes frame, a request under xid, and files d for its answer.
 // It fails when the link is closed or the write fails (the link is closed
-// then: part of a frame may have left).
+// then: part of a frame may have left). The write is the client's own: it
+// waits only while the connection's send buffer is full, which a server
+// that stopped reading long ago can cause, and which ends the connection
+// soon after (the client's read timeout).
 func (l *link) sendDirect(xid int32, frame []byte, d *direct) error {
 	l.mu.Lock()
 	if l.closed {
@@ -119,8 +124,9 @@ const replyHeader = 16
 // default), far below what would exhaust memory on a corrupt length.
 const maxDirectAnswer = 256 << 20
 
-// callDirect runs a call as direct does when a link can take a direct
-// request now, and as call does otherwise, with f.
+// callDirect runs a call with direct, as a direct request, when a link can
+// take one now, and else with f, as call does (with no undo: neither kind
+// of direct request needs one).
 func callDirect[T any](s *Store, ctx context.Context, direct func(*link) (T, error), f func(*caller) (T, error)) (T, error) {
 	if err := s.admit(ctx); err != nil {
 		var zero T
