@@ -184,6 +184,11 @@ func (s *Store) send(ctx context.Context, r *createReq) (store.Node, []store.Chi
 			// Any other create's outcome is awaited after its caller
 			// left: only the reply tells whether the node found is one
 			// it made.
+			if err := ctx.Err(); err != nil {
+				// Nothing is sent on an ended ctx: the reply could
+				// otherwise win the select below over it.
+				return store.Node{}, nil, s.fail(ctx, "create", name, err)
+			}
 			res := s.attempt1(r)
 			select {
 			case out = <-res:
