@@ -49,12 +49,14 @@ func (s *Store) create1(ctx context.Context, path string, data []byte, mode stor
 // A creation is the request of a create, as call runs it, and what makes
 // of its outcome the node Create returns.
 type creation struct {
-	s    *Store
-	path string
-	data []byte
-	mode store.Mode
-	do   func(left *caller) (string, error)
-	undo func(created string, err error)
+	s      *Store
+	path   string
+	target string // the path asked of the server: a protected name's, or path
+	data   []byte
+	mode   store.Mode
+	flags  int32
+	do     func(left *caller) (string, error)
+	undo   func(created string, err error)
 }
 
 // creating returns the creation of create1's request.
@@ -76,7 +78,7 @@ func (s *Store) creating(path string, data []byte, mode store.Mode, guid string)
 		guid = ""
 	}
 	data = slices.Clone(data)
-	return creation{s: s, path: path, data: data, mode: mode,
+	return creation{s: s, path: path, target: target, data: data, mode: mode, flags: flags,
 		do:   func(left *caller) (string, error) { return s.create(left, target, data, flags, guid) },
 		undo: func(created string, err error) { s.undoCreate(target, mode, created, err) },
 	}

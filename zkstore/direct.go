@@ -64,8 +64,8 @@ func (l *link) ownXid() int32 {
 }
 
 // sendDirect writes frame, a request under xid, and files d for its answer.
-// It fails when the link is closed or the write fails (the link is closed
-// then: part of a frame may have left). The write is the client's own: it
+// It fails, and d is not answered, when the link is closed or the write
+// fails first (the link is closed then: part of a frame may have left). The write is the client's own: it
 // waits only while the connection's send buffer is full, which a server
 // that stopped reading long ago can cause, and which ends the connection
 // soon after (the client's read timeout).
@@ -82,10 +82,15 @@ func (l *link) sendDirect(xid int32, frame []byte, d *direct) error {
 	l.mu.Unlock()
 	if _, err := l.write(frame); err != nil {
 		l.mu.Lock()
+		_, unanswered := l.own[xid]
 		delete(l.own, xid)
 		l.mu.Unlock()
 		l.Close()
-		return err
+		if unanswered {
+			return err
+		}
+		// The frame left whole, and its answer came before the
+		// error: d has its outcome.
 	}
 	return nil
 }
@@ -152,33 +157,40 @@ func requestFrame(xid, op int32, path string, more int) []byte {
 	return append(b, path...)
 }
 
-// roundTrip sends frame under xid on l and waits for its answer, which
-// answered turns into the call's result on the link's reader (it must not
-// block), whether or not the caller is still there for it. The result
-// reaches the caller through a channel only: a caller that left shares
-// nothing with the reader that answers later.
-func roundTrip[T any](ctx context.Context, l *link, xid int32, frame []byte, answered func(body []byte) (T, error)) (T, error) {
-	type result struct {
-		v   T
-		err error
-	}
-	done := make(chan result, 1)
+// A result is what a direct request gives, as its caller receives it.
+type result[T any] struct {
+	v   T
+	err error
+}
+
+// ask sends frame under xid on l and returns the channel its result comes
+// on, once: answered turns the answer into the result on the link's reader
+// (it must not block), whether or not anyone is still there for it. The
+// result reaches the caller through the channel only: a caller that left
+// shares nothing with the reader that answers later. A request that could
+// not be sent has its error there at once.
+func ask[T any](l *link, xid int32, frame []byte, answered func(body []byte) (T, error)) <-chan result[T] {
+	done := make(chan result[T], 1)
 	d := &direct{answer: func(body []byte, err error) {
-		var r result
+		var r result[T]
 		if r.err = err; err == nil {
 			r.v, r.err = answered(body)
 		}
 		done <- r
 	}}
 	if err := l.sendDirect(xid, frame, d); err != nil {
-		var zero T
-		return zero, err
+		done <- result[T]{err: err}
 	}
+	return done
+}
+
+// wait waits for the result of a direct request, or for ctx to end: the
+// answer, when it comes, then goes to a channel nobody reads.
+func wait[T any](ctx context.Context, answer <-chan result[T]) (T, error) {
 	select {
-	case r := <-done:
+	case r := <-answer:
 		return r.v, r.err
 	case <-ctx.Done():
-		// The answer, when it comes, goes to done and nobody reads it.
 		var zero T
 		return zero, ctx.Err()
 	}
@@ -190,14 +202,70 @@ type listing struct {
 	st    *zk.Stat
 }
 
-// listDirect lists path as list does, as a direct request on l.
-func (s *Store) listDirect(ctx context.Context, l *link, path string) (listing, error) {
+// askList sends the listing of path, as list makes it, as a direct
+// request on l (see ask).
+func (s *Store) askList(l *link, path string) <-chan result[listing] {
 	xid := l.ownXid()
 	frame := append(requestFrame(xid, opGetChildren2, s.conn.abs(path), 1), 0) // no watch
-	return roundTrip(ctx, l, xid, frame, func(body []byte) (listing, error) {
+	return ask(l, xid, frame, func(body []byte) (listing, error) {
 		names, st, err := decodeChildren2(body)
 		return listing{names, st}, err
 	})
+}
+
+// askCreate sends the create of path, with data and flags and the Store's
+// ACL, as a direct request on l (see ask); its result is the path made,
+// as the server names it.
+func (s *Store) askCreate(l *link, path string, data []byte, flags int32) <-chan result[string] {
+	xid := l.ownXid()
+	abs := s.conn.abs(path)
+	more := 4 + len(data) + 4 + 4
+	for _, a := range s.acl {
+		more += 4 + 4 + len(a.Scheme) + 4 + len(a.ID)
+	}
+	frame := requestFrame(xid, opCreate, abs, more)
+	frame = appendBytes(frame, data)
+	frame = binary.BigEndian.AppendUint32(frame, uint32(len(s.acl)))
+	for _, a := range s.acl {
+		frame = binary.BigEndian.AppendUint32(frame, uint32(a.Perms))
+		frame = appendBytes(frame, []byte(a.Scheme))
+		frame = appendBytes(frame, []byte(a.ID))
+	}
+	frame = binary.BigEndian.AppendUint32(frame, uint32(flags))
+	return ask(l, xid, frame, func(body []byte) (string, error) {
+		made, err := decodeCreated(body)
+		if err != nil {
+			return "", err
+		}
+		return s.conn.rel(made), nil
+	})
+}
+
+// appendBytes appends b as ZooKeeper's buffers and strings go: its length,
+// then its bytes. A nil b goes as length -1 (no data), as the client
+// sends it.
+func appendBytes(frame, b []byte) []byte {
+	if b == nil {
+		return binary.BigEndian.AppendUint32(frame, math.MaxUint32)
+	}
+	frame = binary.BigEndian.AppendUint32(frame, uint32(len(b)))
+	return append(frame, b...)
+}
+
+// decodeCreated parses a create's answer: the header, then the path made.
+func decodeCreated(b []byte) (string, error) {
+	if err := answerErr(b); err != nil {
+		return "", err
+	}
+	b = b[replyHeader:]
+	if len(b) < 4 {
+		return "", errMalformed
+	}
+	k := int32(binary.BigEndian.Uint32(b))
+	if k < 0 || int(k) > len(b)-4 {
+		return "", errMalformed
+	}
+	return string(b[4 : 4+k]), nil
 }
 
 // deleteDirect deletes path, of any version, as deleteNode does when it
@@ -208,7 +276,7 @@ func (s *Store) deleteDirect(ctx context.Context, l *link, path string) error {
 	xid := l.ownXid()
 	frame := requestFrame(xid, opDelete, s.conn.abs(path), 4)
 	frame = binary.BigEndian.AppendUint32(frame, math.MaxUint32) // version -1: any
-	_, err := roundTrip(ctx, l, xid, frame, func(body []byte) (struct{}, error) {
+	_, err := wait(ctx, ask(l, xid, frame, func(body []byte) (struct{}, error) {
 		if err := answerErr(body); err != nil {
 			return struct{}{}, err
 		}
@@ -216,7 +284,7 @@ func (s *Store) deleteDirect(ctx context.Context, l *link, path string) error {
 			s.later.Emptied(dir)
 		}
 		return struct{}{}, nil
-	})
+	}))
 	return err
 }
 
@@ -296,8 +364,17 @@ var codeErrs = map[int32]error{
 }
 
 func codeErr(code int32) error {
-	if err, ok := codeErrs[code]; ok {
-		return err
+	err, ok := codeErrs[code]
+	if !ok {
+		err = fmt.Errorf("zkstore: the server answered with error code %d", code)
 	}
-	return fmt.Errorf("zkstore: the server answered with error code %d", code)
+	return &answeredErr{err}
 }
+
+// An answeredErr is an error a server answered a direct request with: the
+// request's outcome is known (it failed), unlike that of a request whose
+// answer was lost.
+type answeredErr struct{ err error }
+
+func (e *answeredErr) Error() string { return e.err.Error() }
+func (e *answeredErr) Unwrap() error { return e.err }

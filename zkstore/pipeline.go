@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/corral-go/corral/store"
+	"github.com/go-zookeeper/zk"
 )
 
 // A lock's first step is a create and then a listing of the directory, to
@@ -97,23 +98,20 @@ func (s *Store) CreateAndList(ctx context.Context, path string, data []byte, mod
 		return store.Node{}, nil, s.fail("create", path, err)
 	}
 	guid := newUUID()
-	written, stop := s.wires.expect(guid)
-	defer stop()
-	// The create runs on a goroutine of the Store while this one lists.
 	c := s.creating(path, data, mode, guid)
-	j := start(s, c.do, c.undo)
+	dir := store.Parent(path)
 	var (
+		n     store.Node
 		kids  []store.Child
 		czxid int64
 		kerr  error
-		dir   = store.Parent(path)
+		err   error
 	)
-	select {
-	case <-written:
-		kids, czxid, kerr = s.children(ctx, dir)
-	case <-j.done: // answered before it was seen on the wire: list below
+	if l := s.directLink(); l != nil && s.dirs.get(dir) != dirRemoved {
+		n, kids, czxid, kerr, err = s.createListDirect(ctx, l, c, dir, guid)
+	} else {
+		n, kids, czxid, kerr, err = s.createList(ctx, c, dir, guid)
 	}
-	n, err := c.made(j.wait(ctx))
 	if err != nil {
 		return store.Node{}, nil, err
 	}
@@ -136,6 +134,98 @@ func (s *Store) CreateAndList(ctx context.Context, path string, data []byte, mod
 		return store.Node{}, nil, kerr
 	}
 	return fenced(n, kids, czxid), kids, nil
+}
+
+// errUnlisted stands for a listing not made: CreateAndList lists then.
+var errUnlisted = errors.New("zkstore: not listed")
+
+// createList runs c, CreateAndList's create (admitted), on a goroutine of
+// the Store and lists dir as soon as the create is on the wire; kerr is
+// the listing's error. The node's protected name holds guid.
+func (s *Store) createList(ctx context.Context, c creation, dir, guid string) (n store.Node, kids []store.Child, czxid int64, kerr, err error) {
+	written, stop := s.wires.expect(guid)
+	defer stop()
+	j := start(s, c.do, c.undo)
+	kerr = errUnlisted
+	select {
+	case <-written:
+		kids, czxid, kerr = s.children(ctx, dir)
+	case <-j.done: // answered before it was seen on the wire: list later
+	}
+	n, err = c.made(j.wait(ctx))
+	return n, kids, czxid, kerr, err
+}
+
+// createListDirect is createList with the create and the listing written
+// back to back on l as direct requests: no goroutine of the Store takes
+// part while the create succeeds and its caller waits for it. Otherwise a
+// goroutine of the Store finishes the create as the client's path would
+// (finishCreate) and CreateAndList lists after it: when the create failed
+// or its answer was lost, and when the caller leaves before the answer,
+// whose node is then deleted as any abandoned create's.
+func (s *Store) createListDirect(ctx context.Context, l *link, c creation, dir, guid string) (n store.Node, kids []store.Child, czxid int64, kerr, err error) {
+	s.later.Keep(dir)
+	made := s.askCreate(l, c.target, c.data, c.flags)
+	listed := s.askList(l, dir)
+	var j *job[string]
+	select {
+	case r := <-made:
+		if r.err == nil {
+			s.calls.Done()
+			if n, err = c.made(settle(s, r.v, nil)); err != nil {
+				return store.Node{}, nil, 0, nil, err
+			}
+			select {
+			case r := <-listed:
+				kids, czxid, kerr = s.listed(dir, r)
+			case <-ctx.Done():
+				kerr = ctx.Err()
+			}
+			return n, kids, czxid, kerr, nil
+		}
+		j = start(s, func(left *caller) (string, error) { return s.finishCreate(left, c, guid, r.err) }, c.undo)
+	case <-ctx.Done():
+		j = start(s, func(left *caller) (string, error) {
+			select {
+			case r := <-made:
+				if r.err == nil {
+					return r.v, nil
+				}
+				return s.finishCreate(left, c, guid, r.err)
+			case <-s.ctx.Done():
+				return "", s.endErr()
+			}
+		}, c.undo)
+	}
+	n, err = c.made(j.wait(ctx))
+	return n, nil, 0, errUnlisted, err
+}
+
+// finishCreate finishes the protected create c, sent as a direct request,
+// which failed with err, as the client's path (create) would: a node whose
+// answer was lost is looked for by its guid, and the create is made again
+// (on the client's path) when it is not found, or when the server answered
+// that the directory is missing, unless the caller has left.
+func (s *Store) finishCreate(left *caller, c creation, guid string, err error) (string, error) {
+	var answered *answeredErr
+	switch {
+	case errors.Is(err, zk.ErrNoNode):
+		// The directory is missing: made here, as create would after its
+		// own create failed, rather than after one more. An error is
+		// create's to meet again, and report.
+		_ = s.makeParents(store.Parent(c.target))
+	case errors.As(err, &answered):
+		return "", err // not made
+	default:
+		found, err := s.findProtected(store.Parent(c.target), guid)
+		if err != nil || found != "" {
+			return found, err
+		}
+	}
+	if left.gone() {
+		return "", errAbandoned
+	}
+	return c.do(left)
 }
 
 // fenced returns n with its fencing token (store.Node.Token), given a

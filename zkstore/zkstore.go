@@ -619,7 +619,7 @@ func (s *Store) children(ctx context.Context, path string) ([]store.Child, int64
 // notes what that Stat says of path (see learn).
 func (s *Store) list(ctx context.Context, path string) ([]string, *zk.Stat, error) {
 	r, err := callDirect(s, ctx, func(l *link) (listing, error) {
-		return s.listDirect(ctx, l, path)
+		return wait(ctx, s.askList(l, path))
 	}, func(*caller) (listing, error) {
 		names, st, err := s.conn.Children(path)
 		return listing{names, st}, err
@@ -629,6 +629,16 @@ func (s *Store) list(ctx context.Context, path string) ([]string, *zk.Stat, erro
 	}
 	s.learn(path, r.st.DataLength, r.st.Version)
 	return r.names, r.st, nil
+}
+
+// listed is children's result of a listing of path made as a direct
+// request (askList).
+func (s *Store) listed(path string, r result[listing]) ([]store.Child, int64, error) {
+	if r.err != nil {
+		return nil, 0, s.fail("children", path, r.err)
+	}
+	s.learn(path, r.v.st.DataLength, r.v.st.Version)
+	return children(r.v.names), r.v.st.Czxid, nil
 }
 
 // Delete deletes the node at path; see [store.Store]. The root cannot be

@@ -1,0 +1,176 @@
+package zkstore_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/corral-go/corral/internal/testing/tcpproxy"
+	"github.com/corral-go/corral/internal/testing/zkserver"
+	"github.com/corral-go/corral/store"
+	"github.com/corral-go/corral/zkstore"
+)
+
+// directHook is a proxy hook that acts on the Store's direct requests
+// (xids from 2^29 up) on demand: it cuts the link right after the next
+// direct create reaches the server (its answer is lost), or drops every
+// direct answer until told otherwise.
+type directHook struct {
+	cutCreate atomic.Bool
+	drop      atomic.Bool
+	dropped   chan struct{} // closed at the first answer dropped
+	once      atomic.Bool
+}
+
+func (h *directHook) hook(m tcpproxy.Message) tcpproxy.Action {
+	if m.Index == 0 {
+		return tcpproxy.Forward
+	}
+	xid, op, ok := zkserver.RequestHeader(m.Data)
+	if !ok || xid < 1<<29 {
+		return tcpproxy.Forward
+	}
+	switch {
+	case m.Dir == tcpproxy.Upstream && op == 1 && h.cutCreate.CompareAndSwap(true, false):
+		return tcpproxy.ForwardThenCut
+	case m.Dir == tcpproxy.Downstream && h.drop.Load():
+		if h.once.CompareAndSwap(false, true) {
+			close(h.dropped)
+		}
+		return tcpproxy.Drop
+	}
+	return tcpproxy.Forward
+}
+
+// TestDirectCreate: CreateAndList writes its create and its listing as
+// direct requests, and keeps the client's promises when they fail: a
+// create whose answer is lost is found again (one node, listed, fenced);
+// one whose caller leaves first is deleted once its outcome is known; one
+// the server refuses fails with the server's reason; one in a missing
+// directory makes the directory.
+func TestDirectCreate(t *testing.T) {
+	srv, b := server(t)
+	other := b.Open(t)
+	ctx, dir := ctxFor(t), dirFor(t)
+	h := &directHook{dropped: make(chan struct{})}
+	p, err := tcpproxy.New(srv.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	p.SetHook(tcpproxy.LengthPrefixed, h.hook)
+	st, err := zkstore.Open(ctx, []string{p.Addr()}, zkstore.WithSessionTimeout(10*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	must[store.Node](t)(st.Create(ctx, dir, nil, store.Persistent))
+	// createList runs CreateAndList once a link takes direct requests,
+	// and checks that it sent at least one.
+	createList := func(ctx context.Context, path string) (store.Node, []store.Child, error) {
+		t.Helper()
+		waitDirectUp(t, st)
+		before := zkstore.Directs(st)
+		n, kids, err := st.CreateAndList(ctx, path, []byte("x"), store.EphemeralSequential)
+		if zkstore.Directs(st) == before {
+			t.Fatalf("CreateAndList(%s) sent no direct request", path)
+		}
+		return n, kids, err
+	}
+
+	// The plain case: one round trip's worth of requests, both direct.
+	before := zkstore.Directs(st)
+	waitDirectUp(t, st)
+	n, kids, err := st.CreateAndList(ctx, dir+"/lock-", []byte("x"), store.EphemeralSequential)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := zkstore.Directs(st) - before; got != 2 {
+		t.Errorf("CreateAndList sent %d direct requests; want 2 (the create and the listing)", got)
+	}
+	if !protected.MatchString(n.Name()) || len(kids) != 1 || kids[0].Name != n.Name() || n.Token == 0 || n.Owner != st.SessionID() {
+		t.Fatalf("CreateAndList = %+v, %v; want a protected node of this session, listed, with a token", n, kids)
+	}
+	if got := must[store.Node](t)(other.Get(ctx, n.Path)); string(got.Data) != "x" || got.Owner != st.SessionID() {
+		t.Fatalf("the node as another session reads it: %+v; want data %q, owned by %#x", got, "x", st.SessionID())
+	}
+	if err := st.Delete(ctx, n.Path); err != nil {
+		t.Fatal(err)
+	}
+
+	// The answer is lost (the link is cut right behind the create): the
+	// node is found by its name, once, and listed.
+	h.cutCreate.Store(true)
+	n, kids, err = createList(ctx, dir+"/lock-")
+	if err != nil {
+		t.Fatalf("CreateAndList with its answer lost = %v", err)
+	}
+	if h.cutCreate.Load() {
+		t.Fatal("the create was not cut off")
+	}
+	all := must[[]store.Child](t)(other.Children(ctx, dir))
+	if len(all) != 1 || all[0].Name != n.Name() || len(kids) != 1 || kids[0].Name != n.Name() || n.Token == 0 {
+		t.Fatalf("after a lost answer: CreateAndList = %+v, %v; the directory holds %v; want that one node, listed, with a token", n, kids, all)
+	}
+	if err := st.Delete(ctx, n.Path); err != nil {
+		t.Fatal(err)
+	}
+
+	// The caller leaves while the answer is held back: the call returns
+	// at its ctx (and UndoWait), and the node the server made is deleted
+	// once the link's end tells that the answer will not come.
+	const wait = 200 * time.Millisecond
+	h.drop.Store(true)
+	cctx, cancel := context.WithTimeout(ctx, wait)
+	start := time.Now()
+	_, _, err = createList(cctx, dir+"/lock-")
+	took := time.Since(start)
+	cancel()
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("CreateAndList with its answer held back = %v; want DeadlineExceeded", err)
+	}
+	if took > wait+zkstore.UndoWait+500*time.Millisecond {
+		t.Errorf("CreateAndList returned after %v; want at most its ctx (%v) + UndoWait (%v)", took, wait, zkstore.UndoWait)
+	}
+	<-h.dropped
+	waitChildren(t, other, dir, 1) // the server made it
+	h.drop.Store(false)
+	p.Cut()
+	waitChildren(t, other, dir, 0)
+	if err := st.Context().Err(); err != nil {
+		t.Fatalf("session ended: %v", context.Cause(st.Context()))
+	}
+
+	// The server refuses: its reason, and nothing else.
+	eph := must[store.Node](t)(st.Create(ctx, dir+"/eph", nil, store.Ephemeral))
+	if _, _, err := createList(ctx, eph.Path+"/lock-"); !errors.Is(err, store.ErrEphemeralParent) {
+		t.Fatalf("CreateAndList under an ephemeral node = %v; want ErrEphemeralParent", err)
+	}
+
+	// A missing directory is made, and the node in it.
+	n, kids, err = createList(ctx, dir+"/new/deeper/lock-")
+	if err != nil {
+		t.Fatalf("CreateAndList in a missing directory = %v", err)
+	}
+	if len(kids) != 1 || kids[0].Name != n.Name() || !strings.HasPrefix(n.Path, dir+"/new/deeper/") {
+		t.Fatalf("CreateAndList in a missing directory = %+v, %v; want the node, listed", n, kids)
+	}
+}
+
+// waitDirectUp waits until st has a link that takes direct requests: the
+// client re-sends its credentials on a new connection first.
+func waitDirectUp(t *testing.T, st *zkstore.Store) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !zkstore.DirectUp(st) {
+		if time.Now().After(deadline) {
+			t.Fatal("no link takes direct requests")
+		}
+		if _, err := st.Get(t.Context(), "/"); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
