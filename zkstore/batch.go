@@ -32,8 +32,7 @@ func (s *Store) CreateBatch(ctx context.Context, parent string, batch []store.Ba
 	for i, b := range batch {
 		paths[i], data[i] = store.Join(parent, b.Name), slices.Clone(b.Data)
 	}
-	created, err := call(s, ctx,
-		func(*caller) ([]string, error) { return s.createMany(parent, paths, data, flags) }, nil)
+	created, err := s.createBatch(ctx, parent, paths, data, flags)
 	if err != nil {
 		return nil, s.fail("create", parent, err)
 	}
@@ -42,6 +41,30 @@ func (s *Store) CreateBatch(ctx context.Context, parent string, batch []store.Ba
 		nodes[i] = node(p, data[i], &zk.Stat{})
 	}
 	return nodes, nil
+}
+
+// createBatch sends the multi as a direct request (see direct.go) when a
+// link takes one, and else, or when parent is missing, on the client's
+// path (createMany), which makes parent first.
+func (s *Store) createBatch(ctx context.Context, parent string, paths []string, data [][]byte, flags int32) ([]string, error) {
+	client := func(*caller) ([]string, error) { return s.createMany(parent, paths, data, flags) }
+	if s.dirs.get(parent) == dirRemoved {
+		return call(s, ctx, client, nil)
+	}
+	created, err := callDirect(s, ctx, func(l *link) ([]string, error) {
+		s.later.Keep(parent)
+		if len(paths) == 1 { // a plain create, as CreateMany sends it
+			made, err := wait(ctx, s.askCreate(l, paths[0], data[0], flags))
+			return []string{made}, err
+		}
+		return wait(ctx, s.askCreateMany(l, paths, data, flags))
+	}, client)
+	var answered *answeredErr
+	if errors.As(err, &answered) && errors.Is(err, zk.ErrNoNode) {
+		// The server answered the direct request: parent is missing.
+		return call(s, ctx, client, nil)
+	}
+	return created, err
 }
 
 // createMany sends the multi, making parent first when it is missing, and

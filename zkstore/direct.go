@@ -63,7 +63,8 @@ func (l *link) ownXid() int32 {
 	return int32((uint32(l.lastXid.Load()) + 1<<30 + uint32(n)%(1<<29)) & math.MaxInt32)
 }
 
-// sendDirect writes frame, a request under xid, and files d for its answer.
+// sendDirect writes frame, a request under xid (see startFrame), and files
+// d for its answer.
 // It fails, and d is not answered, when the link is closed or the write
 // fails first (the link is closed then: part of a frame may have left). The write is the client's own: it
 // waits only while the connection's send buffer is full, which a server
@@ -80,6 +81,7 @@ func (l *link) sendDirect(xid int32, frame []byte, d *direct) error {
 	}
 	l.own[xid] = d
 	l.mu.Unlock()
+	binary.BigEndian.PutUint32(frame, uint32(len(frame)-4))
 	if _, err := l.write(frame); err != nil {
 		l.mu.Lock()
 		_, unanswered := l.own[xid]
@@ -145,16 +147,30 @@ func callDirect[T any](s *Store, ctx context.Context, direct func(*link) (T, err
 	return admitted(s, ctx, f, nil)
 }
 
-// requestFrame returns the frame of a request of opcode op under xid, for path,
-// with room for more of its body.
-func requestFrame(xid, op int32, path string, more int) []byte {
-	n := 8 + 4 + len(path) + more
-	b := make([]byte, 0, 4+n)
-	b = binary.BigEndian.AppendUint32(b, uint32(n))
-	b = binary.BigEndian.AppendUint32(b, uint32(xid))
-	b = binary.BigEndian.AppendUint32(b, uint32(op))
-	b = binary.BigEndian.AppendUint32(b, uint32(len(path)))
-	return append(b, path...)
+// startFrame starts the frame of a request of opcode op under xid, with
+// room for n bytes of body; sendDirect writes its length.
+func startFrame(xid, op int32, n int) []byte {
+	b := make([]byte, 12, 12+n)
+	binary.BigEndian.PutUint32(b[4:], uint32(xid))
+	binary.BigEndian.PutUint32(b[8:], uint32(op))
+	return b
+}
+
+// appendString appends v as ZooKeeper's strings go: its length, then its
+// bytes.
+func appendString(b []byte, v string) []byte {
+	b = binary.BigEndian.AppendUint32(b, uint32(len(v)))
+	return append(b, v...)
+}
+
+// appendBytes appends v as ZooKeeper's buffers go, a nil v as length -1
+// (no data), as the client sends it.
+func appendBytes(b, v []byte) []byte {
+	if v == nil {
+		return binary.BigEndian.AppendUint32(b, math.MaxUint32)
+	}
+	b = binary.BigEndian.AppendUint32(b, uint32(len(v)))
+	return append(b, v...)
 }
 
 // A result is what a direct request gives, as its caller receives it.
@@ -206,7 +222,9 @@ type listing struct {
 // request on l (see ask).
 func (s *Store) askList(l *link, path string) <-chan result[listing] {
 	xid := l.ownXid()
-	frame := append(requestFrame(xid, opGetChildren2, s.conn.abs(path), 1), 0) // no watch
+	abs := s.conn.abs(path)
+	frame := appendString(startFrame(xid, opGetChildren2, 4+len(abs)+1), abs)
+	frame = append(frame, 0) // no watch
 	return ask(l, xid, frame, func(body []byte) (listing, error) {
 		names, st, err := decodeChildren2(body)
 		return listing{names, st}, err
@@ -219,19 +237,7 @@ func (s *Store) askList(l *link, path string) <-chan result[listing] {
 func (s *Store) askCreate(l *link, path string, data []byte, flags int32) <-chan result[string] {
 	xid := l.ownXid()
 	abs := s.conn.abs(path)
-	more := 4 + len(data) + 4 + 4
-	for _, a := range s.acl {
-		more += 4 + 4 + len(a.Scheme) + 4 + len(a.ID)
-	}
-	frame := requestFrame(xid, opCreate, abs, more)
-	frame = appendBytes(frame, data)
-	frame = binary.BigEndian.AppendUint32(frame, uint32(len(s.acl)))
-	for _, a := range s.acl {
-		frame = binary.BigEndian.AppendUint32(frame, uint32(a.Perms))
-		frame = appendBytes(frame, []byte(a.Scheme))
-		frame = appendBytes(frame, []byte(a.ID))
-	}
-	frame = binary.BigEndian.AppendUint32(frame, uint32(flags))
+	frame := s.appendCreate(startFrame(xid, opCreate, s.createSize(abs, data)), abs, data, flags)
 	return ask(l, xid, frame, func(body []byte) (string, error) {
 		made, err := decodeCreated(body)
 		if err != nil {
@@ -241,15 +247,71 @@ func (s *Store) askCreate(l *link, path string, data []byte, flags int32) <-chan
 	})
 }
 
-// appendBytes appends b as ZooKeeper's buffers and strings go: its length,
-// then its bytes. A nil b goes as length -1 (no data), as the client
-// sends it.
-func appendBytes(frame, b []byte) []byte {
-	if b == nil {
-		return binary.BigEndian.AppendUint32(frame, math.MaxUint32)
+// askCreateMany sends the creates of paths, with data and flags and the
+// Store's ACL, in one multi request, as a direct request on l (see ask);
+// its result is the paths made, as the server names them. A multi request
+// is all or none: its error is that of the create that failed.
+func (s *Store) askCreateMany(l *link, paths []string, data [][]byte, flags int32) <-chan result[[]string] {
+	xid := l.ownXid()
+	abs := make([]string, len(paths))
+	n := multiHeader
+	for i, p := range paths {
+		abs[i] = s.conn.abs(p)
+		n += multiHeader + s.createSize(abs[i], data[i])
 	}
-	frame = binary.BigEndian.AppendUint32(frame, uint32(len(b)))
-	return append(frame, b...)
+	frame := startFrame(xid, opMulti, n)
+	for i := range abs {
+		frame = appendMultiHeader(frame, opCreate, false)
+		frame = s.appendCreate(frame, abs[i], data[i], flags)
+	}
+	frame = appendMultiHeader(frame, -1, true)
+	return ask(l, xid, frame, func(body []byte) ([]string, error) {
+		made, err := decodeMulti(body)
+		for i := range made {
+			made[i] = s.conn.rel(made[i])
+		}
+		return made, err
+	})
+}
+
+// createSize is the size of the body of a create of abs, a server's path,
+// with data.
+func (s *Store) createSize(abs string, data []byte) int {
+	n := 4 + len(abs) + 4 + len(data) + 4 + 4
+	for _, a := range s.acl {
+		n += 4 + 4 + len(a.Scheme) + 4 + len(a.ID)
+	}
+	return n
+}
+
+// appendCreate appends the body of a create of abs, a server's path, with
+// data, flags and the Store's ACL.
+func (s *Store) appendCreate(b []byte, abs string, data []byte, flags int32) []byte {
+	b = appendString(b, abs)
+	b = appendBytes(b, data)
+	b = binary.BigEndian.AppendUint32(b, uint32(len(s.acl)))
+	for _, a := range s.acl {
+		b = binary.BigEndian.AppendUint32(b, uint32(a.Perms))
+		b = appendString(b, a.Scheme)
+		b = appendString(b, a.ID)
+	}
+	return binary.BigEndian.AppendUint32(b, uint32(flags))
+}
+
+// multiHeader is the size of the header of each operation of a multi
+// request, and of each result in its answer: type, done, err.
+const multiHeader = 4 + 1 + 4
+
+// appendMultiHeader appends the header of an operation of a multi request,
+// or, done, of its end.
+func appendMultiHeader(b []byte, op int32, done bool) []byte {
+	b = binary.BigEndian.AppendUint32(b, uint32(op))
+	if done {
+		b = append(b, 1)
+	} else {
+		b = append(b, 0)
+	}
+	return binary.BigEndian.AppendUint32(b, math.MaxUint32) // err: -1
 }
 
 // decodeCreated parses a create's answer: the header, then the path made.
@@ -274,7 +336,8 @@ func decodeCreated(b []byte) (string, error) {
 // must not block.
 func (s *Store) deleteDirect(ctx context.Context, l *link, path string) error {
 	xid := l.ownXid()
-	frame := requestFrame(xid, opDelete, s.conn.abs(path), 4)
+	abs := s.conn.abs(path)
+	frame := appendString(startFrame(xid, opDelete, 4+len(abs)+4), abs)
 	frame = binary.BigEndian.AppendUint32(frame, math.MaxUint32) // version -1: any
 	_, err := wait(ctx, ask(l, xid, frame, func(body []byte) (struct{}, error) {
 		if err := answerErr(body); err != nil {
@@ -287,6 +350,62 @@ func (s *Store) deleteDirect(ctx context.Context, l *link, path string) error {
 	}))
 	return err
 }
+
+// decodeMulti parses a multi request's answer: the header, then each
+// operation's result (a create's path made, or an error) up to the end's
+// header. Its error is that of the operation that failed the request: the
+// first whose error is not a runtime inconsistency, the error the server
+// gives the others.
+func decodeMulti(b []byte) ([]string, error) {
+	if err := answerErr(b); err != nil {
+		return nil, err
+	}
+	b = b[replyHeader:]
+	var (
+		made []string
+		code int32
+	)
+	for {
+		if len(b) < multiHeader {
+			return nil, errMalformed
+		}
+		op, done := int32(binary.BigEndian.Uint32(b)), b[4] != 0
+		b = b[multiHeader:]
+		if done {
+			break
+		}
+		switch op {
+		case opCreate:
+			if len(b) < 4 {
+				return nil, errMalformed
+			}
+			k := int32(binary.BigEndian.Uint32(b))
+			if k < 0 || int(k) > len(b)-4 {
+				return nil, errMalformed
+			}
+			made = append(made, string(b[4:4+k]))
+			b = b[4+k:]
+		case -1: // an error
+			if len(b) < 4 {
+				return nil, errMalformed
+			}
+			if c := int32(binary.BigEndian.Uint32(b)); code == 0 || code == errRuntimeInconsistency {
+				code = c
+			}
+			b = b[4:]
+		default:
+			return nil, errMalformed
+		}
+	}
+	if code != 0 {
+		return nil, codeErr(code)
+	}
+	return made, nil
+}
+
+// errRuntimeInconsistency is the error of the operations of a failed multi
+// request that did not fail it.
+const errRuntimeInconsistency = -2
 
 // answerErr is the error an answer's header carries.
 func answerErr(b []byte) error {

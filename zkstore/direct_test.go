@@ -220,3 +220,58 @@ func TestDecodeChildren2(t *testing.T) {
 		t.Fatalf("decodeChildren2 of a NoNode answer = %v; want zk.ErrNoNode", err)
 	}
 }
+
+// TestDecodeCreates parses the answers of a create and of a multi request
+// of creates as the server writes them, fails every truncation of them
+// with errMalformed rather than panicking, and gives a failed multi the
+// error of the operation that failed it.
+func TestDecodeCreates(t *testing.T) {
+	str := func(b []byte, v string) []byte {
+		b = binary.BigEndian.AppendUint32(b, uint32(len(v)))
+		return append(b, v...)
+	}
+	head := func(b []byte, op int32, done bool, err int32) []byte {
+		b = binary.BigEndian.AppendUint32(b, uint32(op))
+		if done {
+			b = append(b, 1)
+		} else {
+			b = append(b, 0)
+		}
+		return binary.BigEndian.AppendUint32(b, uint32(err))
+	}
+	created := str(slices.Clone(reply(9, 0)[4:]), "/d/a-0000000001")
+	if p, err := decodeCreated(created); err != nil || p != "/d/a-0000000001" {
+		t.Fatalf("decodeCreated = %q, %v; want the path", p, err)
+	}
+	multi := slices.Clone(reply(9, 0)[4:])
+	for _, p := range []string{"/d/a-0000000001", "/d/b-0000000002"} {
+		multi = str(head(multi, opCreate, false, 0), p)
+	}
+	multi = head(multi, -1, true, -1)
+	if ps, err := decodeMulti(multi); err != nil || !slices.Equal(ps, []string{"/d/a-0000000001", "/d/b-0000000002"}) {
+		t.Fatalf("decodeMulti = %q, %v; want the two paths", ps, err)
+	}
+	for name, b := range map[string][]byte{"create": created, "multi": multi} {
+		decode := func(b []byte) error { _, err := decodeCreated(b); return err }
+		if name == "multi" {
+			decode = func(b []byte) error { _, err := decodeMulti(b); return err }
+		}
+		for n := range len(b) {
+			if err := decode(b[:n]); !errors.Is(err, errMalformed) {
+				t.Fatalf("%s: decode of %d of %d bytes = %v; want errMalformed", name, n, len(b), err)
+			}
+		}
+	}
+	failed := slices.Clone(reply(9, 0)[4:])
+	for _, code := range []int32{errRuntimeInconsistency, -110, errRuntimeInconsistency} { // the second exists
+		failed = binary.BigEndian.AppendUint32(head(failed, -1, false, code), uint32(code))
+	}
+	failed = head(failed, -1, true, -1)
+	var answered *answeredErr
+	if _, err := decodeMulti(failed); !errors.Is(err, zk.ErrNodeExists) || !errors.As(err, &answered) {
+		t.Fatalf("decodeMulti of a failed multi = %v; want the server's ErrNodeExists", err)
+	}
+	if _, err := decodeMulti(head(slices.Clone(reply(9, 0)[4:]), 5, false, 0)); !errors.Is(err, errMalformed) {
+		t.Fatalf("decodeMulti of an unknown operation = %v; want errMalformed", err)
+	}
+}

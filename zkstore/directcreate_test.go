@@ -3,6 +3,7 @@ package zkstore_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -157,6 +158,58 @@ func TestDirectCreate(t *testing.T) {
 	}
 	if len(kids) != 1 || kids[0].Name != n.Name() || !strings.HasPrefix(n.Path, dir+"/new/deeper/") {
 		t.Fatalf("CreateAndList in a missing directory = %+v, %v; want the node, listed", n, kids)
+	}
+}
+
+// TestDirectBatch: CreateBatch sends its creates, one as a plain create and
+// more as a multi request, as direct requests, and meets a missing parent
+// and a refused batch as on the client's path.
+func TestDirectBatch(t *testing.T) {
+	_, b := server(t)
+	st, other := b.Open(t).(*zkstore.Store), b.Open(t)
+	ctx, dir := ctxFor(t), dirFor(t)
+	batch := func(parent string, nodes []store.BatchNode, mode store.Mode) ([]store.Node, error) {
+		t.Helper()
+		waitDirectUp(t, st)
+		before := zkstore.Directs(st)
+		made, err := st.CreateBatch(ctx, parent, nodes, mode)
+		if zkstore.Directs(st) == before {
+			t.Fatalf("CreateBatch(%s, %d nodes) sent no direct request", parent, len(nodes))
+		}
+		return made, err
+	}
+	for _, n := range []int{1, 3} {
+		parent := fmt.Sprintf("%s/b%d", dir, n)
+		var nodes []store.BatchNode
+		for i := range n {
+			nodes = append(nodes, store.BatchNode{Name: fmt.Sprintf("i%d-", i), Data: []byte{byte('a' + i)}})
+		}
+		for round := range 2 { // the parent is missing, then there
+			made, err := batch(parent, nodes, store.Sequential)
+			if err != nil || len(made) != n {
+				t.Fatalf("CreateBatch(%d nodes), round %d = %v, %v", n, round, made, err)
+			}
+			for i, m := range made {
+				got := must[store.Node](t)(other.Get(ctx, m.Path))
+				if string(got.Data) != string(nodes[i].Data) || got.Seq != m.Seq || m.Seq != int64(round*n+i) {
+					t.Fatalf("node %d of round %d: made %+v, read %+v; want data %q, Seq %d", i, round, m, got, nodes[i].Data, round*n+i)
+				}
+			}
+		}
+	}
+	fixed := dir + "/fixed"
+	must[store.Node](t)(other.Create(ctx, fixed+"/y", nil, store.Persistent))
+	for _, names := range [][]string{{"y"}, {"x", "y", "z"}} {
+		var nodes []store.BatchNode
+		for _, name := range names {
+			nodes = append(nodes, store.BatchNode{Name: name})
+		}
+		if _, err := batch(fixed, nodes, store.Persistent); !errors.Is(err, store.ErrNodeExists) {
+			t.Fatalf("CreateBatch(%q) with y there = %v; want ErrNodeExists", names, err)
+		}
+	}
+	if kids := must[[]store.Child](t)(other.Children(ctx, fixed)); len(kids) != 1 {
+		t.Fatalf("after refused batches %s holds %v; want y alone", fixed, kids)
 	}
 }
 
