@@ -11,24 +11,30 @@ import (
 	"github.com/go-zookeeper/zk"
 )
 
-// Direct requests: listings and plain deletes, which the Store writes on
-// the link itself and whose answers the link takes out of the stream before
-// the client sees them.
+// Direct requests: listings, plain deletes and creates, which the Store
+// writes on the link itself and whose answers the link takes out of the
+// stream before the client sees them.
 //
 // go-zookeeper has only blocking calls, so a request that its caller may
 // give up (every call with a ctx that can end) runs on a goroutine of the
 // Store (see call.go): three goroutine hand-offs more than the client's own
 // request takes, each on the critical path of a lock's hand-off (the
-// holder's delete, the waiter's listing after it). Neither needs an undo
-// when its caller leaves (a listing changes nothing; a delete given up
-// still happens, as through the client), so the caller may simply stop
-// waiting: the Store writes the request frame on the link from the
-// caller's goroutine, under an xid the client never uses, and the link's
-// reader hands the answer to the caller directly, or drops it when the
-// caller has left. The client sees neither: ZooKeeper answers a session's
-// requests in the order it receives them, whatever their xids, and the link
-// follows the frames of the stream (see tracker), so it knows where each
-// answer begins and whose it is.
+// holder's delete, the waiter's listing after it) or of its acquisition
+// (the create). Instead the Store writes the request frame on the link
+// from the caller's goroutine, under an xid the client never uses, and the
+// link's reader hands the answer to the caller directly, or drops it when
+// the caller has left. The client sees neither: ZooKeeper answers a
+// session's requests in the order it receives them, whatever their xids,
+// and the link follows the frames of the stream (see tracker), so it knows
+// where each answer begins and whose it is.
+//
+// A caller may simply stop waiting for a listing (it changes nothing) or a
+// delete (one given up still happens, as through the client). A create
+// needs more: CreateAndList's is protected, and what the client's path
+// does when its answer is lost or its caller leaves (create, undoCreate)
+// is done on a goroutine of the Store then, and only then (see
+// createListDirect); CreateBatch's is neither sent again nor undone, on
+// either path.
 //
 // The link still counts the answer as an acknowledgement and notes its zxid
 // (see zxid.go), as for any other answer. A direct request is only sent
@@ -37,7 +43,7 @@ import (
 // before anything else); otherwise the call takes the client's path.
 
 // ZooKeeper's opcodes of a listing with the directory's Stat, and of the
-// request that adds credentials to a session.
+// request that adds credentials to a session (the others are in quorum.go).
 const (
 	opGetChildren2 int32 = 12
 	opSetAuth      int32 = 100
@@ -64,10 +70,9 @@ func (l *link) ownXid() int32 {
 }
 
 // sendDirect writes frame, a request under xid (see startFrame), and files
-// d for its answer.
-// It fails, and d is not answered, when the link is closed or the write
-// fails first (the link is closed then: part of a frame may have left). The write is the client's own: it
-// waits only while the connection's send buffer is full, which a server
+// d for its answer. It fails, and d is not answered, when the link is
+// closed or the write fails first (the link is closed then: part of a
+// frame may have left). The write is the client's own: it waits only while the connection's send buffer is full, which a server
 // that stopped reading long ago can cause, and which ends the connection
 // soon after (the client's read timeout).
 func (l *link) sendDirect(xid int32, frame []byte, d *direct) error {
@@ -319,15 +324,21 @@ func decodeCreated(b []byte) (string, error) {
 	if err := answerErr(b); err != nil {
 		return "", err
 	}
-	b = b[replyHeader:]
+	made, _, err := readString(b[replyHeader:])
+	return made, err
+}
+
+// readString reads a string as ZooKeeper writes one (its length, then its
+// bytes) from the head of b, and returns it with the rest of b.
+func readString(b []byte) (string, []byte, error) {
 	if len(b) < 4 {
-		return "", errMalformed
+		return "", nil, errMalformed
 	}
 	k := int32(binary.BigEndian.Uint32(b))
 	if k < 0 || int(k) > len(b)-4 {
-		return "", errMalformed
+		return "", nil, errMalformed
 	}
-	return string(b[4 : 4+k]), nil
+	return string(b[4 : 4+k]), b[4+k:], nil
 }
 
 // deleteDirect deletes path, of any version, as deleteNode does when it
@@ -376,15 +387,11 @@ func decodeMulti(b []byte) ([]string, error) {
 		}
 		switch op {
 		case opCreate:
-			if len(b) < 4 {
-				return nil, errMalformed
+			p, rest, err := readString(b)
+			if err != nil {
+				return nil, err
 			}
-			k := int32(binary.BigEndian.Uint32(b))
-			if k < 0 || int(k) > len(b)-4 {
-				return nil, errMalformed
-			}
-			made = append(made, string(b[4:4+k]))
-			b = b[4+k:]
+			made, b = append(made, p), rest
 		case -1: // an error
 			if len(b) < 4 {
 				return nil, errMalformed
@@ -438,15 +445,10 @@ func decodeChildren2(b []byte) ([]string, *zk.Stat, error) {
 	}
 	names := make([]string, n)
 	for i := range names {
-		if len(b) < 4 {
-			return nil, nil, errMalformed
+		var err error
+		if names[i], b, err = readString(b); err != nil {
+			return nil, nil, err
 		}
-		k := int32(binary.BigEndian.Uint32(b))
-		if k < 0 || int(k) > len(b)-4 {
-			return nil, nil, errMalformed
-		}
-		names[i] = string(b[4 : 4+k])
-		b = b[4+k:]
 	}
 	const statLen = 8*4 + 4*3 + 8 + 4*2 + 8
 	if len(b) < statLen {
