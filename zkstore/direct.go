@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/corral-go/corral/store"
 	"github.com/go-zookeeper/zk"
@@ -53,10 +54,11 @@ const (
 // their answers came: their outcome is that of a lost connection.
 var errLinkClosed = fmt.Errorf("zkstore: connection closed: %w", zk.ErrConnectionClosed)
 
-// A direct is one direct request: the link calls answer once, with the
-// answer's body (its header included) or the reason none will come, on its
-// reader's goroutine; answer must not block, nor keep body.
+// A direct is one direct request: its xid, and what the link calls once,
+// with the answer's body (its header included) or the reason none will
+// come, on its reader's goroutine; answer must not block, nor keep body.
 type direct struct {
+	xid    int32
 	answer func(body []byte, err error)
 }
 
@@ -69,37 +71,47 @@ func (l *link) ownXid() int32 {
 	return int32((uint32(l.lastXid.Load()) + 1<<30 + uint32(n)%(1<<29)) & math.MaxInt32)
 }
 
-// sendDirect writes frame, a request under xid (see startFrame), and files
-// d for its answer. It fails, and d is not answered, when the link is
-// closed or the write fails first (the link is closed then: part of a
-// frame may have left). The write is the client's own: it waits only while the connection's send buffer is full, which a server
-// that stopped reading long ago can cause, and which ends the connection
-// soon after (the client's read timeout).
-func (l *link) sendDirect(xid int32, frame []byte, d *direct) error {
+// send writes frames, those of the direct requests out in their order, on
+// l in one write, and files the requests for their answers. A request that
+// cannot be sent is answered with the error at once: the link is closed,
+// or the write fails before its answer came (the link is closed then:
+// part of a frame may have left). The write is the client's own: it waits
+// only while the connection's send buffer is full, which a server that
+// stopped reading long ago can cause, and which ends the connection soon
+// after (the client's read timeout).
+func (l *link) send(frames []byte, out ...*direct) {
 	l.mu.Lock()
 	if l.closed {
 		l.mu.Unlock()
-		return errLinkClosed
+		for _, d := range out {
+			d.answer(nil, errLinkClosed)
+		}
+		return
 	}
 	if l.own == nil {
 		l.own = map[int32]*direct{}
 	}
-	l.own[xid] = d
-	l.mu.Unlock()
-	binary.BigEndian.PutUint32(frame, uint32(len(frame)-4))
-	if _, err := l.write(frame); err != nil {
-		l.mu.Lock()
-		_, unanswered := l.own[xid]
-		delete(l.own, xid)
-		l.mu.Unlock()
-		l.Close()
-		if unanswered {
-			return err
-		}
-		// The frame left whole, and its answer came before the
-		// error: d has its outcome.
+	for _, d := range out {
+		l.own[d.xid] = d
 	}
-	return nil
+	l.mu.Unlock()
+	_, err := l.write(frames)
+	if err == nil {
+		return
+	}
+	var failed []*direct
+	l.mu.Lock()
+	for _, d := range out {
+		if l.own[d.xid] == d {
+			delete(l.own, d.xid)
+			failed = append(failed, d)
+		}
+	}
+	l.mu.Unlock()
+	l.Close()
+	for _, d := range failed {
+		d.answer(nil, err)
+	}
 }
 
 // takeDirect removes and returns the direct request of xid, if there is one.
@@ -152,14 +164,22 @@ func callDirect[T any](s *Store, ctx context.Context, direct func(*link) (T, err
 	return admitted(s, ctx, f, nil)
 }
 
-// startFrame starts the frame of a request of opcode op under xid, with
-// room for n bytes of body; sendDirect writes its length.
-func startFrame(xid, op int32, n int) []byte {
-	b := make([]byte, 12, 12+n)
-	binary.BigEndian.PutUint32(b[4:], uint32(xid))
-	binary.BigEndian.PutUint32(b[8:], uint32(op))
+// beginFrame appends to b the head of the frame of a request of opcode op
+// under xid; endFrame writes its length once its body follows.
+func beginFrame(b []byte, xid, op int32) []byte {
+	b = binary.BigEndian.AppendUint32(b, 0)
+	b = binary.BigEndian.AppendUint32(b, uint32(xid))
+	return binary.BigEndian.AppendUint32(b, uint32(op))
+}
+
+// endFrame writes the length of the frame that begins at b[start:].
+func endFrame(b []byte, start int) []byte {
+	binary.BigEndian.PutUint32(b[start:], uint32(len(b)-start-4))
 	return b
 }
+
+// frameHead is the size of a request frame's head: length, xid, opcode.
+const frameHead = 12
 
 // appendString appends v as ZooKeeper's strings go: its length, then its
 // bytes.
@@ -184,25 +204,20 @@ type result[T any] struct {
 	err error
 }
 
-// ask sends frame under xid on l and returns the channel its result comes
-// on, once: answered turns the answer into the result on the link's reader
-// (it must not block), whether or not anyone is still there for it. The
-// result reaches the caller through the channel only: a caller that left
-// shares nothing with the reader that answers later. A request that could
-// not be sent has its error there at once.
-func ask[T any](l *link, xid int32, frame []byte, answered func(body []byte) (T, error)) <-chan result[T] {
+// prepare returns a direct request under a new xid of l, and the channel
+// its result comes on, once: answered turns the answer into the result on
+// the link's reader (it must not block), whether or not anyone is still
+// there for it. The result reaches the caller through the channel only: a
+// caller that left shares nothing with the reader that answers later.
+func prepare[T any](l *link, answered func(body []byte) (T, error)) (*direct, <-chan result[T]) {
 	done := make(chan result[T], 1)
-	d := &direct{answer: func(body []byte, err error) {
+	return &direct{xid: l.ownXid(), answer: func(body []byte, err error) {
 		var r result[T]
 		if r.err = err; err == nil {
 			r.v, r.err = answered(body)
 		}
 		done <- r
-	}}
-	if err := l.sendDirect(xid, frame, d); err != nil {
-		done <- result[T]{err: err}
-	}
-	return done
+	}}, done
 }
 
 // wait waits for the result of a direct request, or for ctx to end: the
@@ -224,75 +239,94 @@ type listing struct {
 }
 
 // askList sends the listing of path, as list makes it, as a direct
-// request on l (see ask).
+// request on l, and returns the channel of its result.
 func (s *Store) askList(l *link, path string) <-chan result[listing] {
-	xid := l.ownXid()
+	o, listed := prepare(l, decodeListing)
+	l.send(s.appendList(nil, o.xid, path), o)
+	return listed
+}
+
+func decodeListing(body []byte) (listing, error) {
+	names, st, err := decodeChildren2(body)
+	return listing{names, st}, err
+}
+
+// appendList appends to b the frame of a listing of path under xid.
+func (s *Store) appendList(b []byte, xid int32, path string) []byte {
 	abs := s.conn.abs(path)
-	frame := appendString(startFrame(xid, opGetChildren2, 4+len(abs)+1), abs)
-	frame = append(frame, 0) // no watch
-	return ask(l, xid, frame, func(body []byte) (listing, error) {
-		names, st, err := decodeChildren2(body)
-		return listing{names, st}, err
-	})
+	b = slices.Grow(b, frameHead+4+len(abs)+1)
+	start := len(b)
+	b = appendString(beginFrame(b, xid, opGetChildren2), abs)
+	return endFrame(append(b, 0), start) // no watch
 }
 
 // askCreate sends the create of path, with data and flags and the Store's
-// ACL, as a direct request on l (see ask); its result is the path made,
-// as the server names it.
+// ACL, as a direct request on l, and returns the channel of its result:
+// the path made (see created).
 func (s *Store) askCreate(l *link, path string, data []byte, flags int32) <-chan result[string] {
-	xid := l.ownXid()
-	abs := s.conn.abs(path)
-	frame := s.appendCreate(startFrame(xid, opCreate, s.createSize(abs, data)), abs, data, flags)
-	return ask(l, xid, frame, func(body []byte) (string, error) {
-		made, err := decodeCreated(body)
-		if err != nil {
-			return "", err
-		}
-		return s.conn.rel(made), nil
-	})
+	o, made := prepare(l, s.created)
+	l.send(s.appendCreate(nil, o.xid, path, data, flags), o)
+	return made
+}
+
+// created is the path a create's answer says was made, as the Store names
+// it.
+func (s *Store) created(body []byte) (string, error) {
+	made, err := decodeCreated(body)
+	if err != nil {
+		return "", err
+	}
+	return s.conn.rel(made), nil
 }
 
 // askCreateMany sends the creates of paths, with data and flags and the
-// Store's ACL, in one multi request, as a direct request on l (see ask);
-// its result is the paths made, as the server names them. A multi request
-// is all or none: its error is that of the create that failed.
+// Store's ACL, in one multi request, as a direct request on l, and returns
+// the channel of its result: the paths made, as the Store names them. A
+// multi request is all or none: its error is that of the create that
+// failed.
 func (s *Store) askCreateMany(l *link, paths []string, data [][]byte, flags int32) <-chan result[[]string] {
-	xid := l.ownXid()
-	abs := make([]string, len(paths))
-	n := multiHeader
-	for i, p := range paths {
-		abs[i] = s.conn.abs(p)
-		n += multiHeader + s.createSize(abs[i], data[i])
-	}
-	frame := startFrame(xid, opMulti, n)
-	for i := range abs {
-		frame = appendMultiHeader(frame, opCreate, false)
-		frame = s.appendCreate(frame, abs[i], data[i], flags)
-	}
-	frame = appendMultiHeader(frame, -1, true)
-	return ask(l, xid, frame, func(body []byte) ([]string, error) {
+	o, made := prepare(l, func(body []byte) ([]string, error) {
 		made, err := decodeMulti(body)
 		for i := range made {
 			made[i] = s.conn.rel(made[i])
 		}
 		return made, err
 	})
+	n := frameHead + multiHeader
+	for i, p := range paths {
+		n += multiHeader + s.createSize(p, data[i])
+	}
+	b := make([]byte, 0, n)
+	b = beginFrame(b, o.xid, opMulti)
+	for i, p := range paths {
+		b = appendMultiHeader(b, opCreate, false)
+		b = s.appendCreateBody(b, p, data[i], flags)
+	}
+	l.send(endFrame(appendMultiHeader(b, -1, true), 0), o)
+	return made
 }
 
-// createSize is the size of the body of a create of abs, a server's path,
-// with data.
-func (s *Store) createSize(abs string, data []byte) int {
-	n := 4 + len(abs) + 4 + len(data) + 4 + 4
+// createSize is the size of the body of a create of path with data.
+func (s *Store) createSize(path string, data []byte) int {
+	n := 4 + len(s.conn.abs(path)) + 4 + len(data) + 4 + 4
 	for _, a := range s.acl {
 		n += 4 + 4 + len(a.Scheme) + 4 + len(a.ID)
 	}
 	return n
 }
 
-// appendCreate appends the body of a create of abs, a server's path, with
+// appendCreate appends to b the frame of a create of path under xid, with
 // data, flags and the Store's ACL.
-func (s *Store) appendCreate(b []byte, abs string, data []byte, flags int32) []byte {
-	b = appendString(b, abs)
+func (s *Store) appendCreate(b []byte, xid int32, path string, data []byte, flags int32) []byte {
+	b = slices.Grow(b, frameHead+s.createSize(path, data))
+	start := len(b)
+	return endFrame(s.appendCreateBody(beginFrame(b, xid, opCreate), path, data, flags), start)
+}
+
+// appendCreateBody appends the body of a create of path, with data, flags
+// and the Store's ACL.
+func (s *Store) appendCreateBody(b []byte, path string, data []byte, flags int32) []byte {
+	b = appendString(b, s.conn.abs(path))
 	b = appendBytes(b, data)
 	b = binary.BigEndian.AppendUint32(b, uint32(len(s.acl)))
 	for _, a := range s.acl {
@@ -346,11 +380,7 @@ func readString(b []byte) (string, []byte, error) {
 // tells the Store's reclaimer (see reclaim.go) that dir was emptied, which
 // must not block.
 func (s *Store) deleteDirect(ctx context.Context, l *link, path string) error {
-	xid := l.ownXid()
-	abs := s.conn.abs(path)
-	frame := appendString(startFrame(xid, opDelete, 4+len(abs)+4), abs)
-	frame = binary.BigEndian.AppendUint32(frame, math.MaxUint32) // version -1: any
-	_, err := wait(ctx, ask(l, xid, frame, func(body []byte) (struct{}, error) {
+	o, deleted := prepare(l, func(body []byte) (struct{}, error) {
 		if err := answerErr(body); err != nil {
 			return struct{}{}, err
 		}
@@ -358,7 +388,12 @@ func (s *Store) deleteDirect(ctx context.Context, l *link, path string) error {
 			s.later.Emptied(dir)
 		}
 		return struct{}{}, nil
-	}))
+	})
+	abs := s.conn.abs(path)
+	b := appendString(beginFrame(make([]byte, 0, frameHead+4+len(abs)+4), o.xid, opDelete), abs)
+	b = binary.BigEndian.AppendUint32(b, math.MaxUint32) // version -1: any
+	l.send(endFrame(b, 0), o)
+	_, err := wait(ctx, deleted)
 	return err
 }
 

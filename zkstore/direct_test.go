@@ -96,15 +96,13 @@ func TestLinkRoutesDirectAnswers(t *testing.T) {
 		var xids [2]int32
 		for i := range got {
 			xids[i] = l.ownXid()
-			d := &direct{answer: func(body []byte, err error) {
+			d := &direct{xid: xids[i], answer: func(body []byte, err error) {
 				if err != nil {
 					t.Errorf("direct %d: %v", i, err)
 				}
 				got[i] = slices.Clone(body)
 			}}
-			if err := l.sendDirect(xids[i], request(xids[i], opGetChildren2, 5), d); err != nil {
-				t.Fatal(err)
-			}
+			l.send(request(xids[i], opGetChildren2, 5), d)
 			if xids[i] < 41+1<<29 {
 				t.Fatalf("direct xid %d; want one far above the client's latest (41)", xids[i])
 			}
@@ -165,9 +163,10 @@ func TestLinkOffersAfterCredentials(t *testing.T) {
 			t.Fatalf("nauth %d: link not offered after the session's credentials were answered", nauth)
 		}
 		var failed error
-		d := &direct{answer: func(_ []byte, err error) { failed = err }}
-		if err := l.sendDirect(l.ownXid(), request(0, opGetChildren2, 5), d); err != nil {
-			t.Fatal(err)
+		d := &direct{xid: l.ownXid(), answer: func(_ []byte, err error) { failed = err }}
+		l.send(request(d.xid, opGetChildren2, 5), d)
+		if failed != nil {
+			t.Fatal(failed)
 		}
 		l.Close()
 		if l.s.directLink() != nil {
@@ -176,8 +175,11 @@ func TestLinkOffersAfterCredentials(t *testing.T) {
 		if !errors.Is(failed, zk.ErrConnectionClosed) {
 			t.Fatalf("a direct pending when its link closed got %v; want ErrConnectionClosed", failed)
 		}
-		if err := l.sendDirect(l.ownXid(), request(0, opGetChildren2, 5), d); !errors.Is(err, zk.ErrConnectionClosed) {
-			t.Fatalf("sendDirect on a closed link = %v; want ErrConnectionClosed", err)
+		failed = nil
+		d.xid = l.ownXid()
+		l.send(request(d.xid, opGetChildren2, 5), d)
+		if !errors.Is(failed, zk.ErrConnectionClosed) {
+			t.Fatalf("a direct sent on a closed link got %v; want ErrConnectionClosed", failed)
 		}
 	}
 }

@@ -157,7 +157,7 @@ func (s *Store) createList(ctx context.Context, c creation, dir, guid string) (n
 }
 
 // createListDirect is createList with the create and the listing written
-// back to back on l as direct requests: no goroutine of the Store takes
+// on l in one write as direct requests: no goroutine of the Store takes
 // part while the create succeeds and its caller waits for it. Otherwise a
 // goroutine of the Store finishes the create as the client's path would
 // (finishCreate) and CreateAndList lists after it: when the create failed
@@ -165,8 +165,10 @@ func (s *Store) createList(ctx context.Context, c creation, dir, guid string) (n
 // whose node is then deleted as any abandoned create's.
 func (s *Store) createListDirect(ctx context.Context, l *link, c creation, dir, guid string) (n store.Node, kids []store.Child, czxid int64, kerr, err error) {
 	s.later.Keep(dir)
-	made := s.askCreate(l, c.target, c.data, c.flags)
-	listed := s.askList(l, dir)
+	dc, made := prepare(l, s.created)
+	dl, listed := prepare(l, decodeListing)
+	frames := make([]byte, 0, 2*frameHead+s.createSize(c.target, c.data)+4+len(s.conn.abs(dir))+1)
+	l.send(s.appendList(s.appendCreate(frames, dc.xid, c.target, c.data, c.flags), dl.xid, dir), dc, dl)
 	var j *job[string]
 	select {
 	case r := <-made:
