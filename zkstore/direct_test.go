@@ -277,3 +277,36 @@ func TestDecodeCreates(t *testing.T) {
 		t.Fatalf("decodeMulti of an unknown operation = %v; want errMalformed", err)
 	}
 }
+
+// TestLinkSendFails: a write that fails answers every direct request it
+// carried with its error, at once, and closes the link.
+func TestLinkSendFails(t *testing.T) {
+	l, server := linkPair(t, 0)
+	drain(t, server)
+	if _, err := l.Write(connectRequest(3000, 0)); err != nil {
+		t.Fatal(err)
+	}
+	serve(t, server, connectResponse(3000, 0x77), []int{len(connectResponse(3000, 0x77))})
+	clientReads(t, l)
+	if l.s.directLink() != l {
+		t.Fatal("link not offered once the session is up")
+	}
+	server.Close()
+	var failed [2]error
+	var ds []*direct
+	var frames []byte
+	for i := range failed {
+		d := &direct{xid: l.ownXid(), answer: func(_ []byte, err error) { failed[i] = err }}
+		ds = append(ds, d)
+		frames = append(frames, request(d.xid, opGetChildren2, 5)...)
+	}
+	l.send(frames, ds...)
+	for i, err := range failed {
+		if !errors.Is(err, io.ErrClosedPipe) {
+			t.Fatalf("direct %d of a failed write got %v; want the write's error", i, err)
+		}
+	}
+	if l.s.directLink() != nil {
+		t.Fatal("a link whose write failed is still offered")
+	}
+}
