@@ -213,6 +213,38 @@ func TestDirectBatch(t *testing.T) {
 	}
 }
 
+// TestDirectChroot: a Store with a chroot sends its direct creates and
+// listings under the chroot and names what they made below it.
+func TestDirectChroot(t *testing.T) {
+	srv, b := server(t)
+	other := b.Open(t)
+	ctx, dir := ctxFor(t), dirFor(t)
+	must[store.Node](t)(other.Create(ctx, dir+"/app", nil, store.Persistent))
+	st, err := zkstore.Open(ctx, []string{srv.Addr()}, zkstore.WithChroot(dir+"/app"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	waitDirectUp(t, st)
+	before := zkstore.Directs(st)
+	n, kids, err := st.CreateAndList(ctx, "/locks/x/lock-", nil, store.EphemeralSequential)
+	if err != nil || store.Parent(n.Path) != "/locks/x" || len(kids) != 1 || kids[0].Name != n.Name() {
+		t.Fatalf("CreateAndList under a chroot = %+v, %v, %v; want a node of /locks/x, listed", n, kids, err)
+	}
+	made, err := st.CreateBatch(ctx, "/q", []store.BatchNode{{Name: "a-"}, {Name: "b-"}}, store.Sequential)
+	if err != nil || len(made) != 2 || store.Parent(made[1].Path) != "/q" {
+		t.Fatalf("CreateBatch under a chroot = %+v, %v; want two nodes of /q", made, err)
+	}
+	if zkstore.Directs(st) == before {
+		t.Fatal("no direct request under a chroot")
+	}
+	for _, p := range []string{n.Path, made[0].Path, made[1].Path} {
+		if _, err := other.Get(ctx, dir+"/app"+p); err != nil {
+			t.Fatalf("%s, made under the chroot %s/app: %v", p, dir, err)
+		}
+	}
+}
+
 // waitDirectUp waits until st has a link that takes direct requests: the
 // client re-sends its credentials on a new connection first.
 func waitDirectUp(t *testing.T, st *zkstore.Store) {
