@@ -43,7 +43,8 @@ type link struct {
 	auths       int       // the session's credentials the server has answered on this link
 	handshakeBy time.Time // read deadline of the handshake
 	own         map[int32]*direct
-	closed      bool // no direct request may go on this link any more
+	watches     map[*pending]struct{} // the direct watches set on this link that have not fired
+	closed      bool                  // no direct request may go on this link any more
 }
 
 // Write writes frames of the client.

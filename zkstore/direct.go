@@ -125,16 +125,22 @@ func (l *link) takeDirect(xid int32) *direct {
 	return d
 }
 
-// failDirect ends the link's direct requests, which will have no answer.
+// failDirect ends the link's direct requests, which will have no answer,
+// and has its direct watches set again (see directwatch.go).
 func (l *link) failDirect() {
 	l.mu.Lock()
 	l.closed = true
-	own := l.own
-	l.own = nil
+	own, watches := l.own, l.watches
+	l.own, l.watches = nil, nil
 	l.mu.Unlock()
 	for _, d := range own {
 		d.answer(nil, errLinkClosed)
 	}
+	ps := make([]*pending, 0, len(watches))
+	for p := range watches {
+		ps = append(ps, p)
+	}
+	l.s.rearm(ps)
 }
 
 // directLink returns the link direct requests may go on now, or nil.
@@ -485,18 +491,26 @@ func decodeChildren2(b []byte) ([]string, *zk.Stat, error) {
 			return nil, nil, err
 		}
 	}
+	st, err := decodeStat(b)
+	if err != nil {
+		return nil, nil, err
+	}
+	return names, st, nil
+}
+
+// decodeStat parses a node's Stat at the head of b.
+func decodeStat(b []byte) (*zk.Stat, error) {
 	const statLen = 8*4 + 4*3 + 8 + 4*2 + 8
 	if len(b) < statLen {
-		return nil, nil, errMalformed
+		return nil, errMalformed
 	}
 	u64 := func(i int) int64 { return int64(binary.BigEndian.Uint64(b[i:])) }
 	u32 := func(i int) int32 { return int32(binary.BigEndian.Uint32(b[i:])) }
-	st := &zk.Stat{
+	return &zk.Stat{
 		Czxid: u64(0), Mzxid: u64(8), Ctime: u64(16), Mtime: u64(24),
 		Version: u32(32), Cversion: u32(36), Aversion: u32(40),
 		EphemeralOwner: u64(44), DataLength: u32(52), NumChildren: u32(56), Pzxid: u64(60),
-	}
-	return names, st, nil
+	}, nil
 }
 
 // codeErrs are the client's errors of ZooKeeper's error codes, as the

@@ -74,11 +74,18 @@ type watchTable struct {
 // are guarded by the table's mu.
 type pending struct {
 	key   watchKey
-	zch   <-chan zk.Event
-	subs  []*waiter  // the Store watches on it, in room while they fit
-	room  [1]*waiter // most client watches serve one Store watch
-	fired bool       // its event has come, or can no longer come
-	ev    zk.Event   // its event, once taken from zch
+	zch   <-chan zk.Event // nil for a direct watch (see directwatch.go)
+	subs  []*waiter       // the Store watches on it, in room while they fit
+	room  [1]*waiter      // most client watches serve one Store watch
+	fired bool            // its event has come, or can no longer come
+	ev    zk.Event        // its event, once taken from zch
+	// set: the server holds the watch. Only a direct watch whose read is
+	// unanswered is not: no caller joins it (the no-gap argument above
+	// needs the watch set before the joiner's read).
+	set bool
+	// A direct watch's link, and the Mzxid of its node when it was set.
+	link  *link
+	mzxid int64
 }
 
 // waiter is one Store watch: its channel and the stop of the AfterFunc
@@ -98,7 +105,10 @@ func (w *waiter) send(ev store.Event) {
 func (t *watchTable) lookup(key watchKey) *pending {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return t.m[key]
+	if p := t.m[key]; p != nil && p.set {
+		return p
+	}
+	return nil
 }
 
 // firedLocked reports whether p's event has come, taking it from its
@@ -175,7 +185,7 @@ func (s *Store) file(ctx context.Context, key watchKey, zch <-chan zk.Event, sub
 		close(out)
 		return out
 	}
-	p := &pending{key: key, zch: zch}
+	p := &pending{key: key, zch: zch, set: true}
 	p.subs = p.room[:0]
 	t := &s.watches
 	t.mu.Lock()
@@ -262,15 +272,30 @@ func (s *Store) fire(ev zk.Event) {
 			t.mu.Unlock()
 			continue
 		}
+		direct := p.zch == nil
 		if !t.firedLocked(p) {
-			// Its event is this one, on its way to p.zch.
+			// Its event is this one, on its way to p.zch (or, for a
+			// direct watch, only here).
 			p.ev, p.fired = ev, true
 			t.firedLocked(p)
+		} else {
+			direct = false // fired before: ended by whoever fired it
 		}
-		subs := p.subs
-		p.subs = nil
+		var (
+			subs []*waiter
+			l    *link
+		)
+		if direct {
+			subs, l = t.endLocked(p)
+		} else {
+			subs = p.subs
+			p.subs = nil
+		}
 		fired := p.ev
 		t.mu.Unlock()
+		if l != nil {
+			l.dropWatch(p)
+		}
 		s.deliver(path, fired, subs)
 	}
 }
@@ -367,6 +392,11 @@ func (s *Store) NodeW(ctx context.Context, path string) (store.Stat, <-chan stor
 		return store.Stat{}, nil, err
 	}
 	key := watchKey{path, dataWatch}
+	if l := s.directLink(); l != nil && s.watches.lookup(key) == nil {
+		if st, ch, ok, err := s.nodeWDirect(ctx, l, key); ok {
+			return st, ch, err
+		}
+	}
 	if p := s.watches.lookup(key); p != nil {
 		st, err := call(s, ctx, func(*caller) (*zk.Stat, error) {
 			ok, st, err := s.conn.Exists(path)
