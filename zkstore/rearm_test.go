@@ -30,15 +30,19 @@ func TestReconnectRearmsWatchesRaceFree(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		opts []zkstore.Option
+		node bool
 	}{
-		{"plain", nil},
-		{"digest", []zkstore.Option{zkstore.WithDigestAuth("rearm", "secret")}},
+		{"plain", nil, false},
+		{"digest", []zkstore.Option{zkstore.WithDigestAuth("rearm", "secret")}, false},
+		// NodeW's watches are direct requests, which the Store itself
+		// sets again after the first reconnection (see directwatch.go).
+		{"node watches", nil, true},
 	} {
-		t.Run(tc.name, func(t *testing.T) { rearmRounds(t, tc.opts) })
+		t.Run(tc.name, func(t *testing.T) { rearmRounds(t, tc.opts, tc.node) })
 	}
 }
 
-func rearmRounds(t *testing.T, opts []zkstore.Option) {
+func rearmRounds(t *testing.T, opts []zkstore.Option, node bool) {
 	const (
 		watches = 40
 		callers = 48
@@ -52,6 +56,14 @@ func rearmRounds(t *testing.T, opts []zkstore.Option) {
 	evs := make([]<-chan store.Event, watches)
 	for i := range evs {
 		p := must[store.Node](t)(st.Create(ctx, fmt.Sprintf("%s/w%d", dir, i), nil, store.Persistent)).Path
+		if node {
+			_, ev, err := st.NodeW(ctx, p)
+			if err != nil {
+				t.Fatalf("NodeW(%s) = %v", p, err)
+			}
+			evs[i] = ev
+			continue
+		}
 		ok, _, ev, err := st.ExistsW(ctx, p)
 		if err != nil || !ok {
 			t.Fatalf("ExistsW(%s) = %v, %v; want true", p, ok, err)
