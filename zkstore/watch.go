@@ -25,7 +25,8 @@ import (
 // would grow the client's map without bound.
 //
 // So the Store keeps, per path and kind, the client watch that has not
-// fired yet (watchTable), and a watch call that finds one reads without a
+// fired yet (watchTable; a NodeW's watch set as a direct request is filed
+// the same way, see directwatch.go), and a watch call that finds one reads without a
 // watch and joins it instead of setting another: every Store watch is one
 // subscriber of a client watch, and a caller that leaves only unsubscribes.
 // The client then holds at most one watch per path and kind that has not
@@ -386,7 +387,9 @@ func stat(path string, ok bool, st *zk.Stat) store.Stat {
 // node is missing, where an exists request would leave a watch on the
 // node's creation: a watch on a sequential node's name, never made again,
 // stays in the server's watch table and in go-zookeeper's map until the
-// session ends. The node's data comes back with the answer, unused.
+// session ends. The node's data comes back with the answer, unused. A
+// watch set anew goes as a direct request (see directwatch.go), which the
+// Store sets again itself after a reconnection.
 func (s *Store) NodeW(ctx context.Context, path string) (store.Stat, <-chan store.Event, error) {
 	if err := store.ValidatePath(path); err != nil {
 		return store.Stat{}, nil, err
