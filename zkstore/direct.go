@@ -12,8 +12,8 @@ import (
 	"github.com/go-zookeeper/zk"
 )
 
-// Direct requests: listings, plain deletes and creates, which the Store
-// writes on the link itself and whose answers the link takes out of the
+// Direct requests: listings, plain deletes, creates and NodeW's reads with
+// a watch (see directwatch.go), which the Store writes on the link itself and whose answers the link takes out of the
 // stream before the client sees them.
 //
 // go-zookeeper has only blocking calls, so a request that its caller may
