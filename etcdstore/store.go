@@ -133,7 +133,7 @@ type Store struct {
 	attempt    time.Duration // bound of one request
 	log        *slog.Logger
 	fenceKey   string
-	fenceGet   clientv3.Op // the read of fenceKey in a create's Else branch
+	fenceGet   clientv3.Op // the read of fenceKey after a create's refusal
 	expiryHook func()
 
 	// closeClient, when Dial made the client, frees the context it
