@@ -223,3 +223,48 @@ func TestCreateRefusedThenChanged(t *testing.T) {
 		}
 	}
 }
+
+// TestDeleteSeqReadsOnlyWhenRefused: DeleteSeq's transaction reads nothing
+// in its Else branch; a refused one reads why in a read-only transaction of
+// its own, and tells ErrNotEmpty (the node with that Seq has children) from
+// ErrNoNode (no node with that Seq). Delete by name keeps its read in the
+// transaction: a node may be made at the name in between.
+func TestDeleteSeqReadsOnlyWhenRefused(t *testing.T) {
+	c := etcdserver.Start(t, 1)
+	spy := new(txnSpy)
+	st := openSpied(t, c, spy)
+	ctx := ctxFor(t)
+	parent := must[store.Node](t)(st.Create(ctx, "/delseq/p", nil, store.Persistent))
+	must[store.Node](t)(st.Create(ctx, "/delseq/p/child", nil, store.Persistent))
+	leaf := must[store.Node](t)(st.Create(ctx, "/delseq/c-", nil, store.EphemeralSequential))
+	cases := []struct {
+		name   string
+		delete func() error
+		want   error
+		reads  int // operations of the Else branch
+		txns   int
+	}{
+		{"deleted", func() error { return st.DeleteSeq(ctx, leaf.Path, leaf.Seq) }, nil, 0, 1},
+		{"gone", func() error { return st.DeleteSeq(ctx, leaf.Path, leaf.Seq) }, store.ErrNoNode, 0, 2},
+		{"other Seq", func() error { return st.DeleteSeq(ctx, parent.Path, parent.Seq+1) }, store.ErrNoNode, 0, 2},
+		{"children", func() error { return st.DeleteSeq(ctx, parent.Path, parent.Seq) }, store.ErrNotEmpty, 0, 2},
+		{"by name, children", func() error { return st.Delete(ctx, parent.Path) }, store.ErrNotEmpty, 1, 1},
+	}
+	for _, tc := range cases {
+		from := spy.count()
+		if err := tc.delete(); !errors.Is(err, tc.want) {
+			t.Errorf("%s: delete = %v; want %v", tc.name, err, tc.want)
+		}
+		txns := spy.since(from)
+		if len(txns) != tc.txns {
+			t.Errorf("%s: %d transactions; want %d", tc.name, len(txns), tc.txns)
+			continue
+		}
+		if n := len(txns[0].Failure); n != tc.reads {
+			t.Errorf("%s: Else branch of %d operations; want %d", tc.name, n, tc.reads)
+		}
+		if tc.txns == 2 && (len(txns[1].Compare) != 0 || len(txns[1].Success) != 1 || txns[1].Success[0].GetRequestRange() == nil) {
+			t.Errorf("%s: second transaction %v; want one read", tc.name, txns[1])
+		}
+	}
+}
