@@ -165,9 +165,14 @@ func (as *attempts) cancelAll() {
 	}
 }
 
-// sleep waits for d, ctx's end (and returns its cause) or the session's
-// end (and returns its error).
+// sleep waits for d, ctx's end (and returns its cause) or, once the
+// session is open, the session's end (and returns its error). Open's own
+// retries, made before there is a session, wait on ctx alone.
 func (s *Store) sleep(ctx context.Context, d time.Duration) error {
+	var ended <-chan struct{} // nil, which never delivers, before the session opens
+	if s.ctx != nil {
+		ended = s.ctx.Done()
+	}
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
@@ -175,7 +180,7 @@ func (s *Store) sleep(ctx context.Context, d time.Duration) error {
 		return nil
 	case <-ctx.Done():
 		return context.Cause(ctx)
-	case <-s.ctx.Done():
+	case <-ended:
 		return s.sessionErr()
 	}
 }

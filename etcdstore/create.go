@@ -399,7 +399,7 @@ func (s *Store) undo(r *createReq, inflight <-chan txnResult, unknown bool) {
 		}
 		s.log.Debug("etcdstore: undo of an abandoned create failed; retrying", "node", r.name, "attempt", i, "err", err)
 		s.probe()
-		if sleep(s.ctx, backoff(i)) != nil {
+		if s.sleep(s.ctx, backoff(i)) != nil {
 			return
 		}
 	}

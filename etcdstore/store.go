@@ -231,7 +231,7 @@ func (s *Store) establish(ctx context.Context, secs int64, diag *dialDiag) error
 	var last error
 	for i := 0; ; i++ {
 		if i > 0 {
-			if err := sleep(ctx, backoff(i)); err != nil {
+			if err := s.sleep(ctx, backoff(i)); err != nil {
 				return unreachable(ctx, s.cli, diag, last)
 			}
 		}
@@ -287,18 +287,6 @@ func (s *Store) establish(ctx context.Context, secs int64, diag *dialDiag) error
 // up: 10 ms, doubling, at most 1 s.
 func backoff(i int) time.Duration {
 	return min(10*time.Millisecond<<min(i-1, 7), time.Second)
-}
-
-// sleep waits for d or ctx's end, and returns ctx's cause then.
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return context.Cause(ctx)
-	}
 }
 
 // Client returns the etcd client the Store uses. It is not confined to the
