@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
+
 	"github.com/corral-go/corral/store"
 )
 
@@ -183,4 +185,15 @@ func (s *Store) sleep(ctx context.Context, d time.Duration) error {
 	case <-ended:
 		return s.sessionErr()
 	}
+}
+
+// txn sends one transaction as KV.Do does, which builds its request's
+// slices at their size: the Txn builder grows them one operation at a
+// time, and allocates itself besides.
+func (s *Store) txn(ctx context.Context, cmps []clientv3.Cmp, then, els []clientv3.Op) (*clientv3.TxnResponse, error) {
+	resp, err := s.kv.Do(ctx, clientv3.OpTxn(cmps, then, els))
+	if err != nil {
+		return nil, err
+	}
+	return resp.Txn(), nil
 }

@@ -273,7 +273,7 @@ func (s *Store) attempt1(r *createReq) <-chan txnResult {
 	started := s.goWatch(func() {
 		actx, cancel := context.WithTimeout(s.ctx, s.attempt)
 		defer cancel()
-		resp, err := s.kv.Txn(actx).If(cmps...).Then(then...).Else(els...).Commit()
+		resp, err := s.txn(actx, cmps, then, els)
 		if err != nil && s.ctx.Err() == nil && actx.Err() != nil {
 			s.log.Debug("etcdstore: attempt given up", "op", "create", "node", r.name, "timeout", s.attempt, "err", err)
 			err = fmt.Errorf("%w: no reply within the attempt timeout (%v): %w", store.ErrDisconnected, s.attempt, err)
@@ -291,7 +291,7 @@ func (s *Store) attemptHere(ctx context.Context, r *createReq) txnResult {
 	r.fence = s.fenceRev()
 	cmps, then, els := r.txn(s)
 	resp, err := do(s, ctx, func(ctx context.Context) (*clientv3.TxnResponse, error) {
-		return s.kv.Txn(ctx).If(cmps...).Then(then...).Else(els...).Commit()
+		return s.txn(ctx, cmps, then, els)
 	})
 	return txnResult{resp, err}
 }
@@ -379,7 +379,7 @@ func (s *Store) undo(r *createReq, inflight <-chan txnResult, unknown bool) {
 	}
 	for i := 1; ; i++ {
 		ctx, cancel := context.WithTimeout(s.ctx, s.attempt)
-		resp, err := s.kv.Txn(ctx).If(cmps...).Then(then...).Else(els...).Commit()
+		resp, err := s.txn(ctx, cmps, then, els)
 		cancel()
 		switch {
 		case err == nil:
@@ -684,7 +684,7 @@ func (r *createReq) reads(s *Store) []clientv3.Op {
 func (s *Store) readRefused(ctx context.Context, r *createReq) (*clientv3.TxnResponse, error) {
 	ops := r.reads(s)
 	return do(s, ctx, func(ctx context.Context) (*clientv3.TxnResponse, error) {
-		return s.kv.Txn(ctx).Then(ops...).Commit()
+		return s.txn(ctx, nil, ops, nil)
 	})
 }
 
@@ -757,7 +757,7 @@ func (s *Store) makeParents(ctx context.Context, name string) error {
 		then = append(then, s.makeDir(a))
 	}
 	resp, err := do(s, ctx, func(actx context.Context) (*clientv3.TxnResponse, error) {
-		return s.kv.Txn(actx).If(cmps...).Then(then...).Commit()
+		return s.txn(actx, cmps, then, nil)
 	})
 	if err != nil {
 		return err

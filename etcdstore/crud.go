@@ -202,7 +202,7 @@ func (s *Store) delete(ctx context.Context, p string, seq int64, how int) error 
 		els = []clientv3.Op{keys}
 	}
 	resp, err := do(s, ctx, func(ctx context.Context) (*clientv3.TxnResponse, error) {
-		return s.kv.Txn(ctx).If(cmps...).Then(then...).Else(els...).Commit()
+		return s.txn(ctx, cmps, then, els)
 	})
 	if err == nil && resp.Succeeded {
 		s.deleted(ctx, p, resp, ok, dirs)
@@ -211,7 +211,7 @@ func (s *Store) delete(ctx context.Context, p string, seq int64, how int) error 
 	switch {
 	case err == nil && !resp.Succeeded && bySeq:
 		why, err = do(s, ctx, func(ctx context.Context) (*clientv3.TxnResponse, error) {
-			return s.kv.Txn(ctx).Then(keys).Commit()
+			return s.txn(ctx, nil, []clientv3.Op{keys}, nil)
 		})
 	case err == nil && !resp.Succeeded:
 		why = resp
