@@ -143,6 +143,9 @@ type Store struct {
 	// ctx is the session's lifetime; its cause says how it ended.
 	ctx    context.Context
 	cancel context.CancelCauseFunc
+	// watchCtx is ctx with the metadata that makes a watch fail when its
+	// member has no leader: built once, as each build allocates.
+	watchCtx context.Context
 
 	// kick asks the keepalive loop for an early renewal, when an RPC or
 	// the connection state suggests the connection broke.
@@ -216,6 +219,7 @@ func open(ctx context.Context, cli *clientv3.Client, o options, diag *dialDiag) 
 	s.fenceKey = fmt.Sprintf("%sfence/%x", s.ownKeys, int64(s.lease))
 	s.fenceGet = clientv3.OpGet(s.fenceKey, clientv3.WithKeysOnly())
 	s.ctx, s.cancel = context.WithCancelCause(context.Background())
+	s.watchCtx = clientv3.WithRequireLeader(s.ctx)
 	// Read before the keepalive loop can move it.
 	s.log.Debug("etcdstore: session opened", "lease", s.leaseHex(), "ttl", s.ttl, "deadline_in", time.Until(s.deadline))
 	s.wg.Add(3)
