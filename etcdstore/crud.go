@@ -116,7 +116,7 @@ func (s *Store) FollowsFront(ctx context.Context, p string, seq, prev int64) (bo
 		return false, fmt.Errorf("etcdstore: read %q: %w", p, err)
 	}
 	resp, err := do(s, ctx, func(ctx context.Context) (*clientv3.TxnResponse, error) {
-		return s.kv.Txn(ctx).Then(clientv3.OpGet(p, clientv3.WithKeysOnly()), clientv3.OpGet(s.frontKey(p))).Commit()
+		return s.txn(ctx, nil, []clientv3.Op{clientv3.OpGet(p, clientv3.WithKeysOnly()), clientv3.OpGet(s.frontKey(p))}, nil)
 	})
 	if err != nil {
 		return false, s.fail(ctx, "read", p, err)
