@@ -228,6 +228,9 @@ func (s *Store) send(ctx context.Context, r *createReq) (store.Node, []store.Chi
 					if ctx.Err() != nil {
 						s.abandon(r, nil, unknown)
 					}
+					if errors.Is(err, store.ErrEphemeralParent) {
+						return store.Node{}, nil, err // its own answer, no client error to classify
+					}
 					return store.Node{}, nil, s.fail(ctx, "create", name, err)
 				}
 				continue
