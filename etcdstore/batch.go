@@ -90,6 +90,6 @@ func (s *Store) CreateBatch(ctx context.Context, parent string, batch []store.Ba
 // timeout (ErrDisconnected: its outcome is unknown).
 func (s *Store) txn1(ctx context.Context, cmps []clientv3.Cmp, then, els []clientv3.Op) (*clientv3.TxnResponse, error) {
 	return do(s, ctx, func(actx context.Context) (*clientv3.TxnResponse, error) {
-		return s.kv.Txn(actx).If(cmps...).Then(then...).Else(els...).Commit()
+		return s.txn(actx, cmps, then, els)
 	})
 }

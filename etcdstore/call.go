@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
+
 	"github.com/corral-go/corral/store"
 )
 
@@ -165,9 +167,14 @@ func (as *attempts) cancelAll() {
 	}
 }
 
-// sleep waits for d, ctx's end (and returns its cause) or the session's
-// end (and returns its error).
+// sleep waits for d, ctx's end (and returns its cause) or, once the
+// session is open, the session's end (and returns its error). Open's own
+// retries, made before there is a session, wait on ctx alone.
 func (s *Store) sleep(ctx context.Context, d time.Duration) error {
+	var ended <-chan struct{} // nil, which never delivers, before the session opens
+	if s.ctx != nil {
+		ended = s.ctx.Done()
+	}
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
@@ -175,7 +182,18 @@ func (s *Store) sleep(ctx context.Context, d time.Duration) error {
 		return nil
 	case <-ctx.Done():
 		return context.Cause(ctx)
-	case <-s.ctx.Done():
+	case <-ended:
 		return s.sessionErr()
 	}
+}
+
+// txn sends one transaction as KV.Do does, which builds its request's
+// slices at their size: the Txn builder grows them one operation at a
+// time, and allocates itself besides.
+func (s *Store) txn(ctx context.Context, cmps []clientv3.Cmp, then, els []clientv3.Op) (*clientv3.TxnResponse, error) {
+	resp, err := s.kv.Do(ctx, clientv3.OpTxn(cmps, then, els))
+	if err != nil {
+		return nil, err
+	}
+	return resp.Txn(), nil
 }

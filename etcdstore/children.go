@@ -78,14 +78,16 @@ func window(p string, resp *etcdserverpb.RangeResponse, n int) ([]store.Child, b
 
 // childName returns the name of the child of p that key is, if it is one.
 func childName(p string, key []byte) (string, bool) {
-	prefix := p + "/"
+	// p and the slash compared apart: p + "/" would cost a listing an
+	// allocation per key for a path past 32 bytes.
+	n := len(p) + 1
 	if p == "/" {
-		prefix = "/"
+		n = 1
 	}
-	if len(key) <= len(prefix) || string(key[:len(prefix)]) != prefix {
+	if len(key) <= n || key[n-1] != '/' || string(key[:n-1]) != p[:n-1] {
 		return "", false
 	}
-	name := key[len(prefix):]
+	name := key[n:]
 	if bytes.IndexByte(name, '/') >= 0 {
 		return "", false
 	}

@@ -39,7 +39,8 @@ import (
 // create transaction therefore requires the fence key's ModRevision to be
 // the one its sender last saw; once the undo has moved it, no earlier
 // attempt can apply. A create that meets a moved fence learns the new
-// revision from its Else branch and is sent again.
+// revision from the read that follows a refusal (see createReq) and is sent
+// again.
 
 // Create creates the node at p; see [store.Store]. A sequential node's name
 // is p followed by 16 hexadecimal digits: random, or those of a node of this
@@ -199,12 +200,27 @@ func (s *Store) send(ctx context.Context, r *createReq) (store.Node, []store.Chi
 				return store.Node{}, nil, s.fail(ctx, "create", name, s.sessionErr())
 			}
 		}
+		var (
+			n    store.Node
+			kids []store.Child
+			err  error
+		)
 		if out.err == nil {
 			// A reply after the deadline proves nothing.
 			if serr := s.sessionErr(); serr != nil {
 				return store.Node{}, nil, fmt.Errorf("etcdstore: create %q: %w", name, serr)
 			}
-			n, kids, err := r.result(out.resp, unknown)
+			n, kids, err = r.result(out.resp)
+			if errors.Is(err, errRefused) {
+				// Rare: what tells why is read apart (see
+				// createReq); a failed read is a failed attempt.
+				var why *clientv3.TxnResponse
+				if why, out.err = s.readRefused(ctx, r); out.err == nil {
+					n, kids, err = r.explain(why.Responses, unknown)
+				}
+			}
+		}
+		if out.err == nil {
 			switch {
 			case errors.Is(err, errNoParent):
 				s.dirs.drop(r.parent)
@@ -212,17 +228,25 @@ func (s *Store) send(ctx context.Context, r *createReq) (store.Node, []store.Chi
 					if ctx.Err() != nil {
 						s.abandon(r, nil, unknown)
 					}
+					if errors.Is(err, store.ErrEphemeralParent) {
+						return store.Node{}, nil, err // its own answer, no client error to classify
+					}
 					return store.Node{}, nil, s.fail(ctx, "create", name, err)
 				}
 				continue
 			case errors.Is(err, errFenced):
 				s.raiseFence(r.seenFence)
 				continue
+			case errors.Is(err, errChanged):
+				continue
 			}
 			return n, kids, err
 		}
-		err := s.fail(ctx, "create", name, out.err)
+		err = s.fail(ctx, "create", name, out.err)
 		if r.mode&store.Sequential == 0 || !errors.Is(err, store.ErrDisconnected) {
+			if ctx.Err() != nil {
+				s.abandon(r, nil, unknown) // an earlier attempt may have made it
+			}
 			return store.Node{}, nil, err
 		}
 		unknown = true
@@ -252,7 +276,7 @@ func (s *Store) attempt1(r *createReq) <-chan txnResult {
 	started := s.goWatch(func() {
 		actx, cancel := context.WithTimeout(s.ctx, s.attempt)
 		defer cancel()
-		resp, err := s.kv.Txn(actx).If(cmps...).Then(then...).Else(els...).Commit()
+		resp, err := s.txn(actx, cmps, then, els)
 		if err != nil && s.ctx.Err() == nil && actx.Err() != nil {
 			s.log.Debug("etcdstore: attempt given up", "op", "create", "node", r.name, "timeout", s.attempt, "err", err)
 			err = fmt.Errorf("%w: no reply within the attempt timeout (%v): %w", store.ErrDisconnected, s.attempt, err)
@@ -270,7 +294,7 @@ func (s *Store) attemptHere(ctx context.Context, r *createReq) txnResult {
 	r.fence = s.fenceRev()
 	cmps, then, els := r.txn(s)
 	resp, err := do(s, ctx, func(ctx context.Context) (*clientv3.TxnResponse, error) {
-		return s.kv.Txn(ctx).If(cmps...).Then(then...).Else(els...).Commit()
+		return s.txn(ctx, cmps, then, els)
 	})
 	return txnResult{resp, err}
 }
@@ -326,7 +350,7 @@ func (s *Store) undo(r *createReq, inflight <-chan txnResult, unknown bool) {
 		out := <-inflight
 		if out.err != nil {
 			unknown = true
-		} else if n, _, err := r.result(out.resp, unknown); err == nil {
+		} else if n, _, err := r.result(out.resp); err == nil {
 			made = n.Seq
 		}
 	}
@@ -358,7 +382,7 @@ func (s *Store) undo(r *createReq, inflight <-chan txnResult, unknown bool) {
 	}
 	for i := 1; ; i++ {
 		ctx, cancel := context.WithTimeout(s.ctx, s.attempt)
-		resp, err := s.kv.Txn(ctx).If(cmps...).Then(then...).Else(els...).Commit()
+		resp, err := s.txn(ctx, cmps, then, els)
 		cancel()
 		switch {
 		case err == nil:
@@ -378,7 +402,7 @@ func (s *Store) undo(r *createReq, inflight <-chan txnResult, unknown bool) {
 		}
 		s.log.Debug("etcdstore: undo of an abandoned create failed; retrying", "node", r.name, "attempt", i, "err", err)
 		s.probe()
-		if sleep(s.ctx, backoff(i)) != nil {
+		if s.sleep(s.ctx, backoff(i)) != nil {
 			return
 		}
 	}
@@ -392,18 +416,37 @@ var errNoParent = errors.New("etcdstore: parent missing")
 // revision: send it again with the new one.
 var errFenced = errors.New("etcdstore: create fence moved")
 
+// errRefused says that a create's transaction made no node: read why
+// (createReq.reads).
+var errRefused = errors.New("etcdstore: create refused")
+
+// errChanged says that the read after a refused create found nothing that
+// refuses it any more (what did was changed in between): send it again.
+var errChanged = errors.New("etcdstore: create refused, then unrefused")
+
 // createReq is one create, sent as one transaction: if the node is absent,
 // the fence unmoved and the parent exists with no lease (below the root),
 // put the node. Else, nested, when the parent is missing and no ancestor is
 // attached to a lease: make every missing ancestor as a directory (with its
 // marker, see reclaim.go) and put the node; so a name whose directories
-// were reclaimed is made again in one round trip. Else read the node, the
-// fence and the parent, to tell ErrNodeExists, a moved fence and
-// ErrEphemeralParent apart. It lists the parent's subtree after the put
-// when list is set. The nested branch names every ancestor and the node's
-// data a second time: past inlineMax of data, or inlineDepth ancestors or
-// inlineBytes of their paths (etcd bounds a request's size and operations),
-// it is left out, and a missing parent is made first by makeParents, apart.
+// were reclaimed is made again in one round trip. It lists the parent's
+// subtree after the put when list is set. The nested branch names every
+// ancestor and the node's data a second time: past inlineMax of data, or
+// inlineDepth ancestors or inlineBytes of their paths (etcd bounds a
+// request's size and operations), it is left out, and a missing parent is
+// made first by makeParents, apart.
+//
+// A transaction that makes no node reads nothing: a second request (reads)
+// then reads the node, the fence and the parent, to tell ErrNodeExists (or
+// the node an earlier attempt made), a moved fence, a missing parent and
+// ErrEphemeralParent apart. Refusals are rare, and an Else branch that read
+// them would cost every create its requests' building, encoding and
+// parsing. The read comes after the refusal, so what it finds held at a
+// moment within the call, when the create would have been refused too: the
+// answer is the one a create sent then would get. What the read finds
+// changed in between (nothing refuses the create any more) sends the
+// create again; a parent found missing is made by makeParents, whose own
+// transaction refuses an ancestor attached to a lease.
 type createReq struct {
 	name, parent string
 	// nops, when not nil, are the operations of a reused name (see
@@ -421,7 +464,7 @@ type createReq struct {
 	// first child.
 	complete bool
 	// fence is the fence revision the transaction is sent with;
-	// seenFence the one its Else branch found.
+	// seenFence the one the read after a refusal found.
 	fence, seenFence int64
 }
 
@@ -433,13 +476,12 @@ const (
 	inlineBytes = 64 << 10
 )
 
-// The Else branch of the transaction (the nested transaction's, when the
-// ancestors may be made inline): the node, the fence, then the parent
-// (below the root only), then the listing (list only).
+// The reads after a refused create (see createReq): the node, the fence,
+// then the parent (below the root only), then the listing (listAll only).
 const (
-	elseNode = iota
-	elseFence
-	elseParent
+	readNode = iota
+	readFence
+	readParent
 )
 
 // inline returns the ancestors that r's transaction makes when they are
@@ -483,7 +525,7 @@ type opKey struct {
 // dirOps are the parts of a create that depend on its parent alone.
 type dirOps struct {
 	exists, noLease clientv3.Cmp // the parent exists, attached to no lease
-	get             clientv3.Op  // its key-only read (the Else branch)
+	get             clientv3.Op  // its key-only read (after a refusal)
 }
 
 const maxOps = 1024
@@ -534,6 +576,8 @@ func (c *ops) fence(key string, rev int64) clientv3.Cmp {
 	return c.fenceAt
 }
 
+// txn returns r's transaction; els is the nested branch that makes the
+// missing ancestors, or nil (see createReq).
 func (r *createReq) txn(s *Store) (cmps []clientv3.Cmp, then, els []clientv3.Op) {
 	// Sized for the usual case (a parent below the root, a listing), so
 	// that building a create allocates each slice once.
@@ -545,46 +589,39 @@ func (r *createReq) txn(s *Store) (cmps []clientv3.Cmp, then, els []clientv3.Op)
 			if r.list == listWindow {
 				then = append(then, s.ops.window(opKey{r.parent, r.window}))
 			}
-			cmps, els = o.guards(s, r.parent, r.fence)
-			return cmps, then, els
+			return o.guards(s, r.parent, r.fence), then, nil
 		}
 	}
 	cmps = make([]clientv3.Cmp, 2, 4)
-	els = make([]clientv3.Op, 2, 4)
 	if o := r.nops; o != nil {
-		cmps[0], els[0] = o.absent, o.get
+		cmps[0] = o.absent
 	} else {
-		cmps[0], els[0] = clientv3.Compare(clientv3.CreateRevision(r.name), "=", 0), clientv3.OpGet(r.name)
+		cmps[0] = clientv3.Compare(clientv3.CreateRevision(r.name), "=", 0)
 		if r.lease != 0 {
 			then[0] = clientv3.OpPut(r.name, string(r.data), clientv3.WithLease(r.lease))
 		} else {
 			then[0] = clientv3.OpPut(r.name, string(r.data))
 		}
 	}
-	cmps[1], els[1] = s.ops.fence(s.fenceKey, r.fence), s.fenceGet
+	cmps[1] = s.ops.fence(s.fenceKey, r.fence)
 	switch r.list {
 	case listAll:
 		key, opts := listRange(r.parent)
 		then = append(then, clientv3.OpGet(key, opts...))
 	case listWindow:
 		// The new key has the highest CreateRevision of all: the
-		// window's first key. Its Else branch reads no window: a node
-		// found again after a lost reply is followed by a read of its
-		// own (see CreateAndWindow).
+		// window's first key. A node found again after a lost reply
+		// comes with no window: it is read apart (see
+		// CreateAndWindow).
 		then = append(then, s.ops.window(opKey{r.parent, r.window}))
 	}
 	if r.parent != "/" {
 		d := s.ops.dir(r.parent)
 		cmps = append(cmps, d.exists, d.noLease)
-		els = append(els, d.get)
-	}
-	if r.list == listAll {
-		key, opts := listRange(r.parent)
-		els = append(els, clientv3.OpGet(key, opts...))
 	}
 	as := r.inline()
 	if as == nil {
-		return cmps, then, els
+		return cmps, then, nil
 	}
 	// The nested branch is evaluated against the state before the
 	// transaction, as the outer compares are: it applies exactly when
@@ -596,40 +633,26 @@ func (r *createReq) txn(s *Store) (cmps []clientv3.Cmp, then, els []clientv3.Op)
 		mk = append(mk, clientv3.Compare(clientv3.LeaseValue(a), "=", 0))
 		made = append(made, s.makeDir(a))
 	}
-	return cmps, then, []clientv3.Op{clientv3.OpTxn(mk, append(made, then...), els)}
+	return cmps, then, []clientv3.Op{clientv3.OpTxn(mk, append(made, then...), nil)}
 }
 
-// result interprets the reply of r.txn. retried says that an earlier
-// attempt may have made the node.
-func (r *createReq) result(resp *clientv3.TxnResponse, retried bool) (store.Node, []store.Child, error) {
+// result interprets the reply of r.txn: errRefused when it made no node.
+func (r *createReq) result(resp *clientv3.TxnResponse) (store.Node, []store.Child, error) {
 	made, rs := resp.Succeeded, resp.Responses
 	if !made && r.inline() != nil {
 		nested := rs[0].GetResponseTxn()
 		made, rs = nested.Succeeded, nested.Responses
 	}
-	var n store.Node
-	if made {
-		n = store.Node{Path: r.name, Data: r.data, Seq: resp.Header.Revision, Owner: int64(r.lease)}
-	} else {
-		kvs := rs[elseNode].GetResponseRange().Kvs
-		if len(kvs) == 0 {
-			return store.Node{}, nil, r.refused(rs)
-		}
-		kv := kvs[0]
-		// Only a sequential name is ours alone; finding it after a lost
-		// reply, with our lease (or none, as we asked), means we made it.
-		ours := retried && r.mode&store.Sequential != 0 && kv.Lease == int64(r.lease) && bytes.Equal(kv.Value, r.data)
-		if !ours {
-			return store.Node{}, nil, fmt.Errorf("etcdstore: create %q: %w", r.name, store.ErrNodeExists)
-		}
-		n = node(kv)
+	if !made {
+		return store.Node{}, nil, errRefused
 	}
-	switch {
-	case r.list == listAll:
+	n := store.Node{Path: r.name, Data: r.data, Seq: resp.Header.Revision, Owner: int64(r.lease)}
+	switch r.list {
+	case listAll:
 		listResp := rs[len(rs)-1].GetResponseRange()
 		_, kids := children(r.parent, listResp.Kvs)
 		return n, kids, nil
-	case r.list == listWindow && made:
+	case listWindow:
 		listResp := rs[len(rs)-1].GetResponseRange()
 		kids, complete := window(r.parent, listResp, r.window)
 		r.complete = complete
@@ -638,24 +661,79 @@ func (r *createReq) result(resp *clientv3.TxnResponse, retried bool) (store.Node
 	return n, nil, nil
 }
 
-// refused tells why r's transaction, whose Else branch read rs, made no
-// node though there is none: a moved fence, missing ancestors, or an
-// ancestor attached to a lease.
+// reads returns what is read after r's transaction made no node (see
+// createReq): the node, the fence, the parent below the root, and the
+// listing with listAll.
+func (r *createReq) reads(s *Store) []clientv3.Op {
+	ops := make([]clientv3.Op, 2, 4)
+	if o := r.nops; o != nil {
+		ops[readNode] = o.get
+	} else {
+		ops[readNode] = clientv3.OpGet(r.name)
+	}
+	ops[readFence] = s.fenceGet
+	if r.parent != "/" {
+		ops = append(ops, s.ops.dir(r.parent).get)
+	}
+	if r.list == listAll {
+		key, opts := listRange(r.parent)
+		ops = append(ops, clientv3.OpGet(key, opts...))
+	}
+	return ops
+}
+
+// readRefused reads what tells why r's transaction made no node, in one
+// attempt of a call made with ctx.
+func (s *Store) readRefused(ctx context.Context, r *createReq) (*clientv3.TxnResponse, error) {
+	ops := r.reads(s)
+	return do(s, ctx, func(ctx context.Context) (*clientv3.TxnResponse, error) {
+		return s.txn(ctx, nil, ops, nil)
+	})
+}
+
+// explain interprets rs, the reads after r's transaction made no node.
+// retried says that an earlier attempt may have made the node.
+func (r *createReq) explain(rs []*pb.ResponseOp, retried bool) (store.Node, []store.Child, error) {
+	kvs := rs[readNode].GetResponseRange().Kvs
+	if len(kvs) == 0 {
+		return store.Node{}, nil, r.refused(rs)
+	}
+	kv := kvs[0]
+	// Only a sequential name is ours alone; finding it after a lost
+	// reply, with our lease (or none, as we asked), means we made it.
+	ours := retried && r.mode&store.Sequential != 0 && kv.Lease == int64(r.lease) && bytes.Equal(kv.Value, r.data)
+	if !ours {
+		return store.Node{}, nil, fmt.Errorf("etcdstore: create %q: %w", r.name, store.ErrNodeExists)
+	}
+	if r.list == listAll {
+		_, kids := children(r.parent, rs[len(rs)-1].GetResponseRange().Kvs)
+		return node(kv), kids, nil
+	}
+	return node(kv), nil, nil
+}
+
+// refused tells why r's transaction made no node, from the reads rs that
+// found none: a moved fence, a missing parent, a parent attached to a
+// lease, or nothing any more (errChanged).
 func (r *createReq) refused(rs []*pb.ResponseOp) error {
 	var fence int64
-	if f := rs[elseFence].GetResponseRange().Kvs; len(f) > 0 {
+	if f := rs[readFence].GetResponseRange().Kvs; len(f) > 0 {
 		fence = f[0].ModRevision
 	}
-	switch {
-	case fence != r.fence:
+	if fence != r.fence {
 		r.seenFence = fence
 		return errFenced
-	case r.parent != "/" && len(rs[elseParent].GetResponseRange().Kvs) == 0 && r.inline() == nil:
-		return errNoParent
 	}
-	// The parent is attached to a lease; or it is missing and the
-	// nested branch found an ancestor that is.
-	return fmt.Errorf("etcdstore: create %q: %w", r.name, store.ErrEphemeralParent)
+	if r.parent == "/" {
+		return errChanged
+	}
+	switch p := rs[readParent].GetResponseRange().Kvs; {
+	case len(p) == 0:
+		return errNoParent
+	case p[0].Lease != 0:
+		return fmt.Errorf("etcdstore: create %q: %w", r.name, store.ErrEphemeralParent)
+	}
+	return errChanged
 }
 
 // ancestors returns the ancestors of p below the root, outermost first.
@@ -682,7 +760,7 @@ func (s *Store) makeParents(ctx context.Context, name string) error {
 		then = append(then, s.makeDir(a))
 	}
 	resp, err := do(s, ctx, func(actx context.Context) (*clientv3.TxnResponse, error) {
-		return s.kv.Txn(actx).If(cmps...).Then(then...).Commit()
+		return s.txn(actx, cmps, then, nil)
 	})
 	if err != nil {
 		return err

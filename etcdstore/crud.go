@@ -116,7 +116,7 @@ func (s *Store) FollowsFront(ctx context.Context, p string, seq, prev int64) (bo
 		return false, fmt.Errorf("etcdstore: read %q: %w", p, err)
 	}
 	resp, err := do(s, ctx, func(ctx context.Context) (*clientv3.TxnResponse, error) {
-		return s.kv.Txn(ctx).Then(clientv3.OpGet(p, clientv3.WithKeysOnly()), clientv3.OpGet(s.frontKey(p))).Commit()
+		return s.txn(ctx, nil, []clientv3.Op{clientv3.OpGet(p, clientv3.WithKeysOnly()), clientv3.OpGet(s.frontKey(p))}, nil)
 	})
 	if err != nil {
 		return false, s.fail(ctx, "read", p, err)
@@ -142,7 +142,8 @@ const (
 
 // delete is Delete, DeleteSeq or DeleteFront, as how says: one transaction
 // that deletes p if it has no children (and, but for byName, if its
-// CreateRevision is seq), else reads p to tell why not.
+// CreateRevision is seq), else reads p to tell why not (but for byName, in
+// a second request).
 func (s *Store) delete(ctx context.Context, p string, seq int64, how int) error {
 	if err := store.ValidatePath(p); err != nil {
 		return err
@@ -192,11 +193,28 @@ func (s *Store) delete(ctx context.Context, p string, seq int64, how int) error 
 	} else {
 		then = append(then, rec...)
 	}
+	// A delete by Seq reads why it was refused apart, in the rare case:
+	// the node with that Seq, once gone, never comes back, so a later
+	// read tells as well as the transaction's own. One by name needs the
+	// read in the transaction: a node at its name may be made in between.
+	var els []clientv3.Op
+	if !bySeq {
+		els = []clientv3.Op{keys}
+	}
 	resp, err := do(s, ctx, func(ctx context.Context) (*clientv3.TxnResponse, error) {
-		return s.kv.Txn(ctx).If(cmps...).Then(then...).Else(keys).Commit()
+		return s.txn(ctx, cmps, then, els)
 	})
 	if err == nil && resp.Succeeded {
 		s.deleted(ctx, p, resp, ok, dirs)
+	}
+	var why *clientv3.TxnResponse // what tells why it was refused
+	switch {
+	case err == nil && !resp.Succeeded && bySeq:
+		why, err = do(s, ctx, func(ctx context.Context) (*clientv3.TxnResponse, error) {
+			return s.txn(ctx, nil, []clientv3.Op{keys}, nil)
+		})
+	case err == nil && !resp.Succeeded:
+		why = resp
 	}
 	// A name whose node is gone is free again (see names) when the node is
 	// known to be the one this session made; a delete by name cannot tell
@@ -221,7 +239,7 @@ func (s *Store) delete(ctx context.Context, p string, seq int64, how int) error 
 		gone()
 		return fmt.Errorf("etcdstore: delete %q: %w", p, store.ErrNoNode)
 	}
-	if kvs := resp.Responses[0].GetResponseRange().Kvs; len(kvs) > 0 && (!bySeq || kvs[0].CreateRevision == seq) {
+	if kvs := why.Responses[0].GetResponseRange().Kvs; len(kvs) > 0 && (!bySeq || kvs[0].CreateRevision == seq) {
 		return fmt.Errorf("etcdstore: delete %q: %w", p, store.ErrNotEmpty)
 	}
 	gone()

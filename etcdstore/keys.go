@@ -72,7 +72,7 @@ func (s *Store) check(ctx context.Context, diag *dialDiag) error {
 	var last error
 	for i := 0; ; i++ {
 		if i > 0 {
-			if err := sleep(ctx, backoff(i)); err != nil {
+			if err := s.sleep(ctx, backoff(i)); err != nil {
 				return unreachable(ctx, s.cli, diag, last)
 			}
 		}

@@ -130,7 +130,7 @@ func (l *lease) revokeSoon(ctx context.Context) {
 	}
 	l.s.goWatch(func() {
 		for i := 1; time.Now().Before(l.Deadline().Add(l.ttl)); i++ {
-			if l.Revoke(l.s.ctx) == nil || sleep(l.s.ctx, backoff(i)) != nil {
+			if l.Revoke(l.s.ctx) == nil || l.s.sleep(l.s.ctx, backoff(i)) != nil {
 				return
 			}
 		}

@@ -56,34 +56,32 @@ type freeName struct {
 // use of the name.
 type nameOps struct {
 	absent clientv3.Cmp  // no node at the name
-	get    clientv3.Op   // the node's read (a create's Else branch)
+	get    clientv3.Op   // the node's read (after a create's refusal)
 	put    clientv3.Op   // its put with the session's lease, data left out
 	seq    clientv3.Cmp  // CreateRevision(name), to compare with a Seq
 	leaf   clientv3.Cmp  // no node below the name
 	del    []clientv3.Op // the node's delete alone
 	keys   clientv3.Op   // the node's key-only read (a delete's Else branch)
 
-	// The compares and the Else branch of the name's create under its
-	// parent (below the root) with the fence at fence, built again
-	// when the fence moves: a name has one create in flight at a time
-	// (the one that took it from the pool), and the slices are
-	// replaced, never written to, as a create in flight may read them.
+	// The compares of the name's create under its parent (below the
+	// root) with the fence at fence, built again when the fence moves:
+	// a name has one create in flight at a time (the one that took it
+	// from the pool), and the slice is replaced, never written to, as a
+	// create in flight may read it.
 	parent string
 	fence  int64
 	cmps   []clientv3.Cmp
-	els    []clientv3.Op
 }
 
-// guards returns the compares and the Else branch of a create of the name
-// under parent, below the root, with the fence at fence (see createReq).
-func (o *nameOps) guards(s *Store, parent string, fence int64) ([]clientv3.Cmp, []clientv3.Op) {
+// guards returns the compares of a create of the name under parent, below
+// the root, with the fence at fence (see createReq).
+func (o *nameOps) guards(s *Store, parent string, fence int64) []clientv3.Cmp {
 	if o.cmps == nil || o.parent != parent || o.fence != fence {
 		d := s.ops.dir(parent)
 		o.cmps = []clientv3.Cmp{o.absent, s.ops.fence(s.fenceKey, fence), d.exists, d.noLease}
-		o.els = []clientv3.Op{o.get, s.fenceGet, d.get}
 		o.parent, o.fence = parent, fence
 	}
-	return o.cmps, o.els
+	return o.cmps
 }
 
 func newNameOps(name string, lease clientv3.LeaseID) *nameOps {

@@ -133,7 +133,7 @@ type Store struct {
 	attempt    time.Duration // bound of one request
 	log        *slog.Logger
 	fenceKey   string
-	fenceGet   clientv3.Op // the read of fenceKey in a create's Else branch
+	fenceGet   clientv3.Op // the read of fenceKey after a create's refusal
 	expiryHook func()
 
 	// closeClient, when Dial made the client, frees the context it
@@ -143,6 +143,9 @@ type Store struct {
 	// ctx is the session's lifetime; its cause says how it ended.
 	ctx    context.Context
 	cancel context.CancelCauseFunc
+	// watchCtx is ctx with the metadata that makes a watch fail when its
+	// member has no leader: built once, as each build allocates.
+	watchCtx context.Context
 
 	// kick asks the keepalive loop for an early renewal, when an RPC or
 	// the connection state suggests the connection broke.
@@ -216,6 +219,7 @@ func open(ctx context.Context, cli *clientv3.Client, o options, diag *dialDiag) 
 	s.fenceKey = fmt.Sprintf("%sfence/%x", s.ownKeys, int64(s.lease))
 	s.fenceGet = clientv3.OpGet(s.fenceKey, clientv3.WithKeysOnly())
 	s.ctx, s.cancel = context.WithCancelCause(context.Background())
+	s.watchCtx = clientv3.WithRequireLeader(s.ctx)
 	// Read before the keepalive loop can move it.
 	s.log.Debug("etcdstore: session opened", "lease", s.leaseHex(), "ttl", s.ttl, "deadline_in", time.Until(s.deadline))
 	s.wg.Add(3)
@@ -231,7 +235,7 @@ func (s *Store) establish(ctx context.Context, secs int64, diag *dialDiag) error
 	var last error
 	for i := 0; ; i++ {
 		if i > 0 {
-			if err := sleep(ctx, backoff(i)); err != nil {
+			if err := s.sleep(ctx, backoff(i)); err != nil {
 				return unreachable(ctx, s.cli, diag, last)
 			}
 		}
@@ -287,18 +291,6 @@ func (s *Store) establish(ctx context.Context, secs int64, diag *dialDiag) error
 // up: 10 ms, doubling, at most 1 s.
 func backoff(i int) time.Duration {
 	return min(10*time.Millisecond<<min(i-1, 7), time.Second)
-}
-
-// sleep waits for d or ctx's end, and returns ctx's cause then.
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return context.Cause(ctx)
-	}
 }
 
 // Client returns the etcd client the Store uses. It is not confined to the

@@ -240,7 +240,7 @@ func (s *Store) open(ctx context.Context, spec *watchSpec) (watcher, *clientv3.G
 	}
 	defer a.end()
 	actx := a.ctx
-	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(s.ctx))
+	wctx, cancel := context.WithCancel(s.watchCtx)
 	detach := context.AfterFunc(actx, cancel)
 	fail := func(err error) (watcher, *clientv3.GetResponse, error) {
 		cancel()
@@ -435,7 +435,7 @@ func (s *Store) idle(ctx context.Context, op, p string, out chan<- store.Event) 
 func (s *Store) anchor() {
 	defer s.wg.Done()
 	for {
-		ctx, cancel := context.WithCancel(clientv3.WithRequireLeader(s.ctx))
+		ctx, cancel := context.WithCancel(s.watchCtx)
 		for range s.watcher.Watch(ctx, s.anchorKey) {
 			// Nobody writes the key; drain whatever comes.
 		}
