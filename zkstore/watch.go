@@ -26,9 +26,10 @@ import (
 //
 // So the Store keeps, per path and kind, the client watch that has not
 // fired yet (watchTable; a NodeW's watch set as a direct request is filed
-// the same way, see directwatch.go), and a watch call that finds one reads without a
-// watch and joins it instead of setting another: every Store watch is one
-// subscriber of a client watch, and a caller that leaves only unsubscribes.
+// the same way, see directwatch.go), and a watch call that finds one reads
+// without a watch and joins it instead of setting another: every Store
+// watch is one subscriber of a client watch, and a caller that leaves only
+// unsubscribes.
 // The client then holds at most one watch per path and kind that has not
 // fired, and the server the same: a watch on a node that exists (a data or
 // children watch, which fires at the latest when the node goes), or on the
