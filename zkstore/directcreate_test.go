@@ -46,6 +46,25 @@ func (h *directHook) hook(m tcpproxy.Message) tcpproxy.Action {
 	return tcpproxy.Forward
 }
 
+// openHooked opens a Store through a proxy of its own to the server at
+// addr, with a directHook on its traffic; both are closed when t ends.
+func openHooked(t *testing.T, ctx context.Context, addr string) (*zkstore.Store, *tcpproxy.Proxy, *directHook) {
+	t.Helper()
+	h := &directHook{dropped: make(chan struct{})}
+	p, err := tcpproxy.New(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	p.SetHook(tcpproxy.LengthPrefixed, h.hook)
+	st, err := zkstore.Open(ctx, []string{p.Addr()}, zkstore.WithSessionTimeout(10*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st, p, h
+}
+
 // TestDirectCreate: CreateAndList writes its create and its listing as
 // direct requests, and keeps the client's promises when they fail: a
 // create whose answer is lost is found again (one node, listed, fenced);
@@ -56,18 +75,7 @@ func TestDirectCreate(t *testing.T) {
 	srv, b := server(t)
 	other := b.Open(t)
 	ctx, dir := ctxFor(t), dirFor(t)
-	h := &directHook{dropped: make(chan struct{})}
-	p, err := tcpproxy.New(srv.Addr())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
-	p.SetHook(tcpproxy.LengthPrefixed, h.hook)
-	st, err := zkstore.Open(ctx, []string{p.Addr()}, zkstore.WithSessionTimeout(10*time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st, p, h := openHooked(t, ctx, srv.Addr())
 	must[store.Node](t)(st.Create(ctx, dir, nil, store.Persistent))
 	// createList runs CreateAndList once a link takes direct requests,
 	// and checks that it sent at least one.
@@ -136,7 +144,11 @@ func TestDirectCreate(t *testing.T) {
 	if took > wait+zkstore.UndoWait+500*time.Millisecond {
 		t.Errorf("CreateAndList returned after %v; want at most its ctx (%v) + UndoWait (%v)", took, wait, zkstore.UndoWait)
 	}
-	<-h.dropped
+	select {
+	case <-h.dropped:
+	case <-ctx.Done():
+		t.Fatal("no direct answer was dropped")
+	}
 	waitChildren(t, other, dir, 1) // the server made it
 	h.drop.Store(false)
 	p.Cut()

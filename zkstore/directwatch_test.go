@@ -4,9 +4,7 @@ import (
 	"errors"
 	"slices"
 	"testing"
-	"time"
 
-	"github.com/corral-go/corral/internal/testing/tcpproxy"
 	"github.com/corral-go/corral/internal/testing/zkbackend"
 	"github.com/corral-go/corral/internal/testing/zkserver"
 	"github.com/corral-go/corral/store"
@@ -23,18 +21,7 @@ func TestDirectWatch(t *testing.T) {
 	srv, b := server(t)
 	other := b.Open(t)
 	ctx, dir := ctxFor(t), dirFor(t)
-	h := &directHook{dropped: make(chan struct{})}
-	p, err := tcpproxy.New(srv.Addr())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
-	p.SetHook(tcpproxy.LengthPrefixed, h.hook)
-	st, err := zkstore.Open(ctx, []string{p.Addr()}, zkstore.WithSessionTimeout(10*time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st, p, h := openHooked(t, ctx, srv.Addr())
 	watch := func(path string) <-chan store.Event {
 		t.Helper()
 		waitDirectUp(t, st)
