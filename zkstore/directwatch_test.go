@@ -4,6 +4,7 @@ import (
 	"errors"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/corral-go/corral/internal/testing/zkbackend"
 	"github.com/corral-go/corral/internal/testing/zkserver"
@@ -151,5 +152,34 @@ func TestDirectWatch(t *testing.T) {
 		}
 	case <-ctx.Done():
 		t.Fatal("a direct watch never reported Close")
+	}
+}
+
+// TestDirectWatchSessionExpires: a direct watch whose connection stays
+// down past the session timeout reports the session's expiry (the outages
+// shorter than the timeout are TestDirectWatch's).
+func TestDirectWatchSessionExpires(t *testing.T) {
+	_, b := server(t)
+	st, proxies := b.OpenWithProxies(t, zkstore.WithSessionTimeout(time.Second))
+	other := b.Open(t)
+	ctx, dir := ctxFor(t), dirFor(t)
+	path := must[store.Node](t)(other.Create(ctx, dir+"/n", nil, store.Persistent)).Path
+	waitDirectUp(t, st)
+	before := zkstore.Directs(st)
+	_, ch, err := st.NodeW(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if zkstore.Directs(st) == before {
+		t.Fatal("NodeW sent no direct request")
+	}
+	proxies[0].Refuse()
+	select {
+	case ev := <-ch:
+		if !errors.Is(ev.Err, store.ErrSessionExpired) {
+			t.Fatalf("a direct watch past the session timeout: %+v; want ErrSessionExpired", ev)
+		}
+	case <-ctx.Done():
+		t.Fatal("a direct watch never reported the session's expiry")
 	}
 }
