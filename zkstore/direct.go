@@ -371,14 +371,21 @@ func decodeCreated(b []byte) (string, error) {
 // readString reads a string as ZooKeeper writes one (its length, then its
 // bytes) from the head of b, and returns it with the rest of b.
 func readString(b []byte) (string, []byte, error) {
+	v, rest, err := readBytes(b)
+	return string(v), rest, err
+}
+
+// readBytes reads a length-prefixed run of bytes at the head of b, and
+// returns it and the rest of b.
+func readBytes(b []byte) ([]byte, []byte, error) {
 	if len(b) < 4 {
-		return "", nil, errMalformed
+		return nil, nil, errMalformed
 	}
 	k := int32(binary.BigEndian.Uint32(b))
 	if k < 0 || int(k) > len(b)-4 {
-		return "", nil, errMalformed
+		return nil, nil, errMalformed
 	}
-	return string(b[4 : 4+k]), b[4+k:], nil
+	return b[4 : 4+k], b[4+k:], nil
 }
 
 // deleteDirect deletes path, of any version, as deleteNode does when it
@@ -470,7 +477,9 @@ func answerErr(b []byte) error {
 var errMalformed = errors.New("zkstore: malformed answer from the server")
 
 // decodeChildren2 parses a getChildren2 answer: the header, then the
-// children's names and the directory's Stat.
+// children's names and the directory's Stat. The names are cut from one
+// string, one allocation for them all: a listing is read at every check of
+// a recipe's directory.
 func decodeChildren2(b []byte) ([]string, *zk.Stat, error) {
 	if err := answerErr(b); err != nil {
 		return nil, nil, err
@@ -484,16 +493,22 @@ func decodeChildren2(b []byte) ([]string, *zk.Stat, error) {
 	if n < 0 || int(n) > len(b)/4 {
 		return nil, nil, errMalformed
 	}
-	names := make([]string, n)
-	for i := range names {
+	rest := b // past the names, each a length and its bytes
+	for range n {
 		var err error
-		if names[i], b, err = readString(b); err != nil {
+		if _, rest, err = readBytes(rest); err != nil {
 			return nil, nil, err
 		}
 	}
-	st, err := decodeStat(b)
+	st, err := decodeStat(rest)
 	if err != nil {
 		return nil, nil, err
+	}
+	all, names := string(b[:len(b)-len(rest)]), make([]string, n)
+	for i, off := 0, 0; i < len(names); i++ {
+		k := int(binary.BigEndian.Uint32(b[off:]))
+		names[i] = all[off+4 : off+4+k]
+		off += 4 + k
 	}
 	return names, st, nil
 }

@@ -203,6 +203,7 @@ func TestDecodeChildren2(t *testing.T) {
 	b = binary.BigEndian.AppendUint32(b, 6)    // dataLength
 	b = binary.BigEndian.AppendUint32(b, 2)    // numChildren
 	b = binary.BigEndian.AppendUint64(b, 15)   // pzxid
+	answer := slices.Clone(b)
 	names, st, err := decodeChildren2(b)
 	if err != nil {
 		t.Fatal(err)
@@ -211,6 +212,11 @@ func TestDecodeChildren2(t *testing.T) {
 	if !slices.Equal(names, []string{"lock-0000000001", "b"}) || *st != want {
 		t.Fatalf("decodeChildren2 = %q, %+v; want the names and %+v", names, *st, want)
 	}
+	clear(b) // the link reads the next answer into the same buffer
+	if !slices.Equal(names, []string{"lock-0000000001", "b"}) {
+		t.Fatalf("decodeChildren2's names = %q after the answer's buffer was reused; want copies", names)
+	}
+	b = slices.Clone(answer)
 	for n := range len(b) {
 		if _, _, err := decodeChildren2(b[:n]); !errors.Is(err, errMalformed) {
 			t.Fatalf("decodeChildren2 of %d of %d bytes = %v; want errMalformed", n, len(b), err)

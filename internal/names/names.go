@@ -177,34 +177,49 @@ func FamilyOf(name string) Family {
 	return familyOf(name)
 }
 
-// markedFamily is FamilyOf at once for the names a recipe lists most, at
-// every check of its directory: a sequential node's, "<marker><10-digit
-// seq>", behind Curator's protected prefix "_c_<uuid>-" or not. No marker
-// starts with a hex digit or a dash or holds a digit, so none can start in
-// the uuid or reach into the seq: the marker alone tells the family, as
-// familyOf finds it in the whole name. It reports false for any other name.
+// markedFamily is FamilyOf at once for the names a recipe lists most (see
+// Marker). It reports false for any other name.
 func markedFamily(name string) (Family, bool) {
-	rest := Strip(name)
-	if len(rest) < len(name) && !hexOrDash(name[len(protected):len(name)-len(rest)-1]) {
-		return NoFamily, false
-	}
-	if _, ok := store.ParseSeq(rest); !ok {
-		return NoFamily, false
-	}
-	f, ok := byMarker[rest[:len(rest)-store.SeqDigits]]
-	return f, ok
+	m, ok := Marker(name)
+	return m.Family, ok
 }
 
-// byMarker holds the family of a name that holds a marker alone, as
-// familyOf tells it.
-var byMarker = func() map[string]Family {
-	m := map[string]Family{}
-	for _, mk := range marks {
-		if !mk.Whole {
-			m[mk.Text] = familyOf(mk.Text)
+// Marker returns the marker of the names a recipe lists most, at every
+// check of its directory: a sequential node's, "<marker><10-digit seq>",
+// behind Curator's protected prefix "_c_<uuid>-" or not, where the marker
+// is one of [Marks]. No marker starts with a hex digit or a dash or holds
+// a digit, so none can start in the uuid or reach into the seq: the
+// marker is the only one the name holds, and its Family is the name's, as
+// [FamilyOf] finds it in the whole name. It reports false for any other
+// name.
+func Marker(name string) (Mark, bool) {
+	rest := Strip(name)
+	if len(rest) < len(name) && !hexOrDash(name[len(protected):len(name)-len(rest)-1]) {
+		return Mark{}, false
+	}
+	if _, ok := store.ParseSeq(rest); !ok {
+		return Mark{}, false
+	}
+	marker := rest[:len(rest)-store.SeqDigits]
+	for _, m := range markers {
+		if m.Text == marker {
+			return m, true
 		}
 	}
-	return m
+	return Mark{}, false
+}
+
+// markers holds the markers, each with the family of a name that holds it
+// alone, as familyOf tells it. A scan of these few is quicker than a map:
+// most differ from the marker sought in length alone.
+var markers = func() []Mark {
+	var ms []Mark
+	for _, mk := range marks {
+		if !mk.Whole {
+			ms = append(ms, Mark{Text: mk.Text, Family: familyOf(mk.Text)})
+		}
+	}
+	return ms
 }()
 
 // hexOrDash reports whether s holds only hex digits and dashes, as a uuid.

@@ -124,6 +124,36 @@ func TestFamilyOfFirstMark(t *testing.T) {
 				if got, want := names.FamilyOf(name), first(name); got != want {
 					t.Errorf("FamilyOf(%q) = %v; want %v", name, got, want)
 				}
+				if mk, ok := names.Marker(name); ok && (mk.Family != first(name) || !strings.Contains(name, mk.Text)) {
+					t.Errorf("Marker(%q) = %+v; want a mark it holds, of family %v", name, mk, first(name))
+				}
+			}
+		}
+	}
+}
+
+// TestMarker: Marker finds the marker of the sequential names the recipes
+// write, and of no other name.
+func TestMarker(t *testing.T) {
+	for _, m := range names.Marks() {
+		for _, name := range []string{
+			m.Text + store.FormatSeq(7),
+			"_c_" + uuid + "-" + m.Text + store.FormatSeq(7),
+			"_c_" + strings.ToUpper(uuid) + "-" + m.Text + store.FormatSeq(7),
+		} {
+			got, ok := names.Marker(name)
+			if want := !m.Whole; ok != want || ok && got != (names.Mark{Text: m.Text, Family: m.Family}) {
+				t.Errorf("Marker(%q) = %+v, %v; want %q of %v, %v", name, got, ok, m.Text, m.Family, want)
+			}
+		}
+		for _, name := range []string{
+			m.Text,
+			m.Text + "694d7c1e8b3a2f04",       // etcd's suffix: FamilyOf reads it whole
+			"x" + m.Text + store.FormatSeq(7), // more than the marker
+			"_c_" + uuid + "-" + m.Text + "x" + store.FormatSeq(7),
+		} {
+			if got, ok := names.Marker(name); ok {
+				t.Errorf("Marker(%q) = %+v, true; want false", name, got)
 			}
 		}
 	}

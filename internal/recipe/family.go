@@ -21,13 +21,20 @@ var ErrKindMismatch = errors.New("path holds the nodes of another kind of recipe
 // GroupMember or kazoo's Party write them, has no marker of ours).
 func CheckFamily(dir string, kids []store.Child, want names.Family) error {
 	for _, k := range kids {
-		f := names.FamilyOf(k.Name)
-		switch {
-		case f == want, f == names.NoFamily:
-		case f == names.Foreign && (want == names.Locks || want == names.Latches || want == names.Groups):
-		default:
-			return fmt.Errorf("%w: %q holds %q (a %v), not a %v", ErrKindMismatch, dir, k.Name, f, want)
+		if err := checkFamily(dir, k.Name, names.FamilyOf(k.Name), want); err != nil {
+			return err
 		}
+	}
+	return nil
+}
+
+// checkFamily is CheckFamily of the child name of dir, of family f.
+func checkFamily(dir, name string, f, want names.Family) error {
+	switch {
+	case f == want, f == names.NoFamily:
+	case f == names.Foreign && (want == names.Locks || want == names.Latches || want == names.Groups):
+	default:
+		return fmt.Errorf("%w: %q holds %q (a %v), not a %v", ErrKindMismatch, dir, name, f, want)
 	}
 	return nil
 }

@@ -158,16 +158,44 @@ func kindOf(name string) Kind {
 	return Exclusive
 }
 
+// classify returns the family of the child named name, its kind and
+// whether it is a contender (Parse). A name with a marker (names.Marker)
+// holds no other, so its marker alone tells all three.
+func classify(name string) (names.Family, Kind, bool) {
+	if m, ok := names.Marker(name); ok {
+		return m.Family, kindOf(m.Text), true
+	}
+	kind, ok := Parse(name)
+	return names.FamilyOf(name), kind, ok
+}
+
 // Contenders returns the contenders among kids, in the order given (a
 // store lists children sorted by Seq).
 func Contenders(kids []store.Child) []Contender {
 	cs := make([]Contender, 0, len(kids))
 	for _, k := range kids {
-		if kind, ok := Parse(k.Name); ok {
+		if _, kind, ok := classify(k.Name); ok {
 			cs = append(cs, Contender{Name: k.Name, Seq: k.Seq, Kind: kind})
 		}
 	}
 	return cs
+}
+
+// contenders is CheckFamily(dir, kids, want), then Contenders(kids), in
+// one pass over the names: a waiter reads them at every check of its
+// directory.
+func contenders(dir string, kids []store.Child, want names.Family) ([]Contender, error) {
+	cs := make([]Contender, 0, len(kids))
+	for _, k := range kids {
+		f, kind, ok := classify(k.Name)
+		if err := checkFamily(dir, k.Name, f, want); err != nil {
+			return nil, err
+		}
+		if ok {
+			cs = append(cs, Contender{Name: k.Name, Seq: k.Seq, Kind: kind})
+		}
+	}
+	return cs, nil
 }
 
 // Index returns the index of the contender named name in cs, or -1.
@@ -206,39 +234,47 @@ func LastWriter(cs []Contender, own int) int {
 // never queues behind one of them. On error no node is left behind, or the
 // error says it will be removed (ErrRemovalPending).
 func Create(ctx context.Context, st store.Store, rec *telemetry.Recorder, dir, prefix string, data []byte) (store.Node, []Contender, error) {
-	n, kids, err := CreateChildren(ctx, st, rec, dir, prefix, data)
+	n, kids, err := createListed(ctx, st, rec, dir, prefix, data)
 	if err != nil {
 		return store.Node{}, nil, err
 	}
-	return n, Contenders(kids), nil
+	cs, err := contenders(dir, kids, names.FamilyOf(prefix))
+	if err != nil {
+		return store.Node{}, nil, errors.Join(err, Remove(ctx, st, rec, n))
+	}
+	return n, cs, nil
 }
 
 // CreateChildren is Create that returns the children of dir as listed, for
 // a recipe that reads its nodes itself (a semaphore counts its leases).
 func CreateChildren(ctx context.Context, st store.Store, rec *telemetry.Recorder, dir, prefix string, data []byte) (store.Node, []store.Child, error) {
+	n, kids, err := createListed(ctx, st, rec, dir, prefix, data)
+	if err != nil {
+		return store.Node{}, nil, err
+	}
+	if err := CheckFamily(dir, kids, names.FamilyOf(prefix)); err != nil {
+		return store.Node{}, nil, errors.Join(err, Remove(ctx, st, rec, n))
+	}
+	return n, kids, nil
+}
+
+// createListed is CreateChildren before the check of the children's
+// family: the caller checks them, and removes the node if they fail.
+func createListed(ctx context.Context, st store.Store, rec *telemetry.Recorder, dir, prefix string, data []byte) (store.Node, []store.Child, error) {
 	if err := Flush(ctx, st, dir); err != nil {
 		return store.Node{}, nil, err
 	}
 	p := store.Join(dir, prefix)
-	var (
-		n    store.Node
-		kids []store.Child
-		err  error
-	)
 	if cl, ok := store.Find[store.CreateLister](st); ok {
-		if n, kids, err = cl.CreateAndList(ctx, p, data, store.EphemeralSequential); err != nil {
-			return store.Node{}, nil, err
-		}
-	} else {
-		if n, err = st.Create(ctx, p, data, store.EphemeralSequential); err != nil {
-			return store.Node{}, nil, err
-		}
-		if kids, err = Children(ctx, st, dir); err != nil {
-			return store.Node{}, nil, errors.Join(SessionErr(st, err), Remove(ctx, st, rec, n))
-		}
+		return cl.CreateAndList(ctx, p, data, store.EphemeralSequential)
 	}
-	if err := CheckFamily(dir, kids, names.FamilyOf(prefix)); err != nil {
-		return store.Node{}, nil, errors.Join(err, Remove(ctx, st, rec, n))
+	n, err := st.Create(ctx, p, data, store.EphemeralSequential)
+	if err != nil {
+		return store.Node{}, nil, err
+	}
+	kids, err := Children(ctx, st, dir)
+	if err != nil {
+		return store.Node{}, nil, errors.Join(SessionErr(st, err), Remove(ctx, st, rec, n))
 	}
 	return n, kids, nil
 }
@@ -337,10 +373,11 @@ func create(ctx context.Context, st store.Store, rec *telemetry.Recorder, dir, p
 	if err != nil {
 		return store.Node{}, view{}, err
 	}
-	if err := CheckFamily(dir, kids, names.FamilyOf(prefix)); err != nil {
+	cs, err := contenders(dir, kids, names.FamilyOf(prefix))
+	if err != nil {
 		return store.Node{}, view{}, errors.Join(err, Remove(ctx, st, rec, n))
 	}
-	return n, view{cs: Contenders(kids), complete: complete}, nil
+	return n, view{cs: cs, complete: complete}, nil
 }
 
 // read reads the view of n's contender again: the window that ends with it
@@ -362,10 +399,11 @@ func read(ctx context.Context, st store.Store, n store.Node) (view, error) {
 	if err != nil {
 		return view{}, err
 	}
-	if err := CheckFamily(dir, w.kids, names.FamilyOf(name)); err != nil {
+	cs, err := contenders(dir, w.kids, names.FamilyOf(name))
+	if err != nil {
 		return view{}, err
 	}
-	return view{cs: Contenders(w.kids), complete: w.complete}, nil
+	return view{cs: cs, complete: w.complete}, nil
 }
 
 // Children lists the children of dir, riding out a lost connection while
@@ -380,10 +418,11 @@ func list(ctx context.Context, st store.Store, dir, name string) (view, error) {
 	if err != nil {
 		return view{}, err
 	}
-	if err := CheckFamily(dir, kids, names.FamilyOf(name)); err != nil {
+	cs, err := contenders(dir, kids, names.FamilyOf(name))
+	if err != nil {
 		return view{}, err
 	}
-	return view{cs: Contenders(kids), complete: true}, nil
+	return view{cs: cs, complete: true}, nil
 }
 
 // decisive returns a view in which blocker can decide for n: v itself when

@@ -737,19 +737,3 @@ func receive(t *testing.T, ctx context.Context, ch <-chan error) error {
 		return nil
 	}
 }
-
-// BenchmarkContenders: the contenders of a lock's directory of 128, as a
-// recipe reads them from every listing.
-func BenchmarkContenders(b *testing.B) {
-	kids := make([]store.Child, 128)
-	for i := range kids {
-		name := fmt.Sprintf("_c_%08x-7d2b-4c55-9a1e-3b2f6d8e9c10-%s%s", i, names.Lock, store.FormatSeq(int64(i)))
-		kids[i] = store.Child{Name: name, Seq: int64(i)}
-	}
-	for b.Loop() {
-		if err := recipe.CheckFamily("/l", kids, names.Locks); err != nil {
-			b.Fatal(err)
-		}
-		recipe.Contenders(kids)
-	}
-}
