@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/corral-go/corral/store"
 )
 
 // linkPair is a link as the client gets it from the dialer, on one end of a
@@ -314,5 +316,40 @@ func TestLinkSendFails(t *testing.T) {
 	}
 	if l.s.directLink() != nil {
 		t.Fatal("a link whose write failed is still offered")
+	}
+}
+
+// TestChildrenSorted: children sorts a listing as store.SortChildren does,
+// also where its quick sort by number cannot: a name that is not
+// sequential, two names with one number, a number past 32 bits.
+func TestChildrenSorted(t *testing.T) {
+	seqs := func(prefix string, from, n int) []string {
+		var s []string
+		for i := range n {
+			s = append(s, prefix+store.FormatSeq(int64(from+i)))
+		}
+		return s
+	}
+	for _, names := range [][]string{
+		nil,
+		seqs("_c_0f8a3c1e-7d2b-4c55-9a1e-3b2f6d8e9c10-lock-", 1000, 128),
+		seqs("lock-", 0, 3),
+		append(seqs("lock-", 7, 5), "config", "items"),
+		append(seqs("lock-", 7, 5), "x"+store.FormatSeq(9)),
+		append(seqs("lock-", 7, 5), "x9999999999", "x4294967296"),
+	} {
+		want := make([]store.Child, len(names))
+		for i, name := range names {
+			seq, _ := store.ParseSeq(name)
+			want[i] = store.Child{Name: name, Seq: seq}
+		}
+		store.SortChildren(want)
+		for range 5 {
+			shuffled := slices.Clone(names)
+			rand.Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
+			if got := children(shuffled); !slices.Equal(got, want) {
+				t.Fatalf("children(%q) = %v; want %v", shuffled, got, want)
+			}
+		}
 	}
 }

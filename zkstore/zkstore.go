@@ -675,20 +675,38 @@ func node(path string, data []byte, st *zk.Stat) store.Node {
 	return n
 }
 
+// children returns the children named names, sorted as
+// store.SortChildren sorts them. The sequential names of a directory hold
+// distinct numbers, so where every name is one they are sorted by their
+// numbers alone, each packed with its place into one integer: quicker
+// than comparing children, at every check of a recipe's directory.
 func children(names []string) []store.Child {
+	keys := make([]uint64, len(names))
+	for i, name := range names {
+		seq, ok := store.ParseSeq(name)
+		if !ok || seq > math.MaxUint32 || i > math.MaxUint32 {
+			return sortChildren(names)
+		}
+		keys[i] = uint64(seq)<<32 | uint64(i)
+	}
+	slices.Sort(keys)
+	cs := make([]store.Child, len(names))
+	for j, k := range keys {
+		if j > 0 && k>>32 == keys[j-1]>>32 { // a name that merely ends in digits
+			return sortChildren(names)
+		}
+		cs[j] = store.Child{Name: names[uint32(k)], Seq: int64(k >> 32)}
+	}
+	return cs
+}
+
+// sortChildren is children of any names.
+func sortChildren(names []string) []store.Child {
 	cs := make([]store.Child, len(names))
 	for i, name := range names {
 		seq, _ := store.ParseSeq(name)
 		cs[i] = store.Child{Name: name, Seq: seq}
 	}
-	slices.SortFunc(cs, func(a, b store.Child) int {
-		if a.Seq != b.Seq {
-			if a.Seq < b.Seq {
-				return -1
-			}
-			return 1
-		}
-		return strings.Compare(a.Name, b.Name)
-	})
+	store.SortChildren(cs)
 	return cs
 }
