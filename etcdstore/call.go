@@ -130,7 +130,7 @@ func (s *Store) startAttempt(ctx context.Context) (attempt, error) {
 	if ctx.Done() != nil {
 		w.stopCall = context.AfterFunc(ctx, w.callEnded)
 	}
-	return attempt{ctx: &attemptCtx{call: ctx, w: w, deadline: time.Now().Add(s.attempt)}, s: s}, nil
+	return attempt{ctx: &attemptCtx{call: ctx, w: w}, s: s}, nil
 }
 
 // newWatch returns a watch whose timer runs for the attempt timeout.
@@ -175,24 +175,21 @@ type watch struct {
 	stopCall  func() bool // stops the following of call, or nil
 }
 
-// attemptCtx is the context of one attempt: the values of its call's ctx,
-// the earlier of that ctx's deadline and the attempt's, and the Done
-// channel of its watch. A new one is made per attempt (one allocation):
-// gRPC keeps the contexts it derives from it for a while after the request
-// returns, and they refer to their parent, where the watch goes on to
-// serve the next attempt.
+// attemptCtx is the context of one attempt: the values and the deadline of
+// its call's ctx, and the Done channel of its watch. The attempt timeout is
+// the client's alone: it is not the context's deadline, which gRPC sends
+// to the server as a header that the server parses, and arms a timer for,
+// on every request (a request the server has proposed runs to its end
+// whatever that timer says). A new attemptCtx is made per attempt (one
+// allocation): gRPC keeps the contexts it derives from it for a while
+// after the request returns, and they refer to their parent, where the
+// watch goes on to serve the next attempt.
 type attemptCtx struct {
-	call     context.Context
-	w        *watch
-	deadline time.Time
+	call context.Context
+	w    *watch
 }
 
-func (a *attemptCtx) Deadline() (time.Time, bool) {
-	if d, ok := a.call.Deadline(); ok && d.Before(a.deadline) {
-		return d, true
-	}
-	return a.deadline, true
-}
+func (a *attemptCtx) Deadline() (time.Time, bool) { return a.call.Deadline() }
 
 func (a *attemptCtx) Done() <-chan struct{} { return a.w.ctx.Done() }
 

@@ -101,7 +101,10 @@
 //   - Attempt timeout ([WithAttemptTimeout], default
 //     [DefaultAttemptTimeout]): every request the Store sends (a read, a
 //     transaction, a lease grant or renewal made for a call, the setup of
-//     a watch) is one attempt, given up after this long. A server can stall
+//     a watch) is one attempt, given up after this long by the client
+//     (the request carries the call's deadline only, for the server
+//     would arm a timer for it and still finish a write it has
+//     proposed). A server can stall
 //     a request: a member that forwards a write to a leader that just died
 //     holds it for its request timeout (7 s by default), though a new
 //     leader is elected within about two election timeouts. A call whose
