@@ -39,7 +39,7 @@ func (s *Store) CreateBatch(ctx context.Context, parent string, batch []store.Ba
 		return nil, fmt.Errorf("etcdstore: create %q: %w", parent, err)
 	}
 	cmps := make([]clientv3.Cmp, 0, len(batch)+2)
-	puts := make([]clientv3.Op, len(batch))
+	puts := make([]clientv3.Op, len(batch), len(batch)+1)
 	nodes := make([]store.Node, len(batch))
 	for i, b := range batch {
 		name := store.Join(parent, b.Name)
@@ -50,17 +50,25 @@ func (s *Store) CreateBatch(ctx context.Context, parent string, batch []store.Ba
 		puts[i] = clientv3.OpPut(name, string(b.Data))
 		nodes[i] = store.Node{Path: name, Data: b.Data}
 	}
-	if parent != "/" {
-		d := s.ops.dir(parent)
-		cmps = append(cmps, d.exists, d.noLease)
-	}
 	for made := false; ; {
+		// The parent's compares, and its read while its CreateRevision
+		// is unknown (see parentCmps), as of this try.
+		cmps, puts = cmps[:len(batch)], puts[:len(batch)]
+		var rev int64
+		if parent != "/" {
+			if cmps, rev = s.parentCmps(cmps, parent); rev == 0 {
+				puts = append(puts, s.ops.dir(parent).get)
+			}
+		}
 		resp, err := s.txn1(ctx, cmps, puts, nil)
 		if err != nil {
 			return nil, s.fail(ctx, "create", parent, err)
 		}
 		if serr := s.sessionErr(); serr != nil {
 			return nil, fmt.Errorf("etcdstore: create %q: %w", parent, serr) // a reply after the deadline proves nothing
+		}
+		if resp.Succeeded && len(puts) > len(batch) {
+			s.ops.learnParent(parent, resp.Responses[len(batch)].GetResponseRange().Kvs)
 		}
 		if resp.Succeeded {
 			for i := range nodes {
@@ -119,7 +127,9 @@ func (s *Store) batchRefused(ctx context.Context, parent string, nodes []store.N
 	}
 	rs := resp.Responses
 	if parent != "/" {
-		switch kvs := rs[0].GetResponseRange().Kvs; {
+		kvs := rs[0].GetResponseRange().Kvs
+		s.ops.learnParent(parent, kvs)
+		switch {
 		case len(kvs) == 0:
 			return refusedNoParent, nil
 		case kvs[0].Lease != 0:

@@ -12,7 +12,11 @@
 //   - The children of "/a" are the keys "/a/<name>" where name has no '/'.
 //     Create makes missing parents as persistent empty keys in the same
 //     transaction as the node (but for the deepest paths); a key attached
-//     to a lease cannot be a parent.
+//     to a lease cannot be a parent. Once a create has read its parent's
+//     CreateRevision, the next ones check the parent by it (one compare
+//     for "exists, with no lease"): a key's lease changes only when the
+//     key is made again, through a Store; a lease attached to an existing
+//     key by a put of another client is not seen.
 //   - Node.Seq is the key's CreateRevision, for every node. So a contender
 //     written under the same prefix by etcd's own concurrency.Mutex or
 //     concurrency.Election, or by etcdctl lock, sorts correctly beside

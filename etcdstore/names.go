@@ -64,24 +64,27 @@ type nameOps struct {
 	keys   clientv3.Op   // the node's key-only read (a delete's Else branch)
 
 	// The compares of the name's create under its parent (below the
-	// root) with the fence at fence, built again when the fence moves:
-	// a name has one create in flight at a time (the one that took it
+	// root) with the fence at fence and the parent's CreateRevision
+	// known as rev (see parentCmps), built again when either moves: a
+	// name has one create in flight at a time (the one that took it
 	// from the pool), and the slice is replaced, never written to, as a
 	// create in flight may read it.
-	parent string
-	fence  int64
-	cmps   []clientv3.Cmp
+	parent     string
+	fence, rev int64
+	cmps       []clientv3.Cmp
 }
 
 // guards returns the compares of a create of the name under parent, below
-// the root, with the fence at fence (see createReq).
-func (o *nameOps) guards(s *Store, parent string, fence int64) []clientv3.Cmp {
-	if o.cmps == nil || o.parent != parent || o.fence != fence {
-		d := s.ops.dir(parent)
-		o.cmps = []clientv3.Cmp{o.absent, s.ops.fence(s.fenceKey, fence), d.exists, d.noLease}
+// the root, with the fence at fence (see createReq), and the parent's
+// CreateRevision they require, 0 for none (see parentCmps).
+func (o *nameOps) guards(s *Store, parent string, fence int64) ([]clientv3.Cmp, int64) {
+	if _, _, rev := s.ops.parent(parent); o.cmps == nil || o.parent != parent || o.fence != fence || o.rev != rev {
+		cmps := make([]clientv3.Cmp, 2, 4)
+		cmps[0], cmps[1] = o.absent, s.ops.fence(s.fenceKey, fence)
+		o.cmps, o.rev = s.parentCmps(cmps, parent)
 		o.parent, o.fence = parent, fence
 	}
-	return o.cmps
+	return o.cmps, o.rev
 }
 
 func newNameOps(name string, lease clientv3.LeaseID) *nameOps {
