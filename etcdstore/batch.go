@@ -42,9 +42,11 @@ func (s *Store) CreateBatch(ctx context.Context, parent string, batch []store.Ba
 	puts := make([]clientv3.Op, len(batch), len(batch)+1)
 	nodes := make([]store.Node, len(batch))
 	for i, b := range batch {
-		name := store.Join(parent, b.Name)
+		var name string
 		if mode == store.Sequential {
-			name = freshName(name)
+			name = freshChild(parent, b.Name)
+		} else {
+			name = store.Join(parent, b.Name)
 		}
 		cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(name), "=", 0))
 		puts[i] = clientv3.OpPut(name, string(b.Data))

@@ -126,14 +126,24 @@ func (ns *names) newName(p string) (name string, ops *nameOps, reused bool) {
 	return freshName(p), nil, false
 }
 
-func freshName(p string) string {
+func freshName(p string) string { return freshChild("", p) }
+
+// freshChild is freshName(store.Join(parent, name)) with one allocation, for
+// a batch's nodes; parent "" stands for none.
+func freshChild(parent, name string) string {
 	// By hand, not fmt.Sprintf: one allocation where Sprintf makes three,
 	// on every create of a sequential node.
 	const digits = "0123456789abcdef"
 	v := rand.Uint64()
 	var b strings.Builder
-	b.Grow(len(p) + 16)
-	b.WriteString(p)
+	b.Grow(len(parent) + 1 + len(name) + 16)
+	if parent != "" {
+		b.WriteString(parent)
+		if parent != "/" {
+			b.WriteByte('/')
+		}
+	}
+	b.WriteString(name)
 	for shift := 60; shift >= 0; shift -= 4 {
 		b.WriteByte(digits[v>>shift&0xf])
 	}
