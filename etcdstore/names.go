@@ -29,8 +29,8 @@ import (
 // names is a session's pool of ephemeral sequential names.
 type names struct {
 	mu    gosync.Mutex
-	live  map[string]liveName   // a name → the node this session made there
-	free  map[string][]freeName // a requested path → names free for it
+	live  map[string]liveName  // a name → the node this session made there
+	free  map[string]freeNames // a requested path → names free for it
 	nfree int
 }
 
@@ -46,6 +46,15 @@ type liveName struct {
 type freeName struct {
 	name string
 	ops  *nameOps
+}
+
+// freeNames are the names free for one requested path: the first kept in
+// the map's value itself, as a session most often has one name per path
+// (a lock's contender, taken and given back on every cycle), for which a
+// slice would be made anew every time.
+type freeNames struct {
+	one  freeName // set whenever more is not empty
+	more []freeName
 }
 
 // nameOps are the parts of a create's and a delete's transactions that
@@ -113,17 +122,19 @@ const (
 func (ns *names) newName(p string) (name string, ops *nameOps, reused bool) {
 	ns.mu.Lock()
 	defer ns.mu.Unlock()
-	if fs := ns.free[p]; len(fs) > 0 {
-		f := fs[len(fs)-1]
-		if len(fs) == 1 {
-			delete(ns.free, p)
-		} else {
-			ns.free[p] = fs[:len(fs)-1]
-		}
-		ns.nfree--
-		return f.name, f.ops, true
+	fs, ok := ns.free[p]
+	if !ok {
+		return freshName(p), nil, false
 	}
-	return freshName(p), nil, false
+	f := fs.one
+	if n := len(fs.more); n > 0 {
+		f, fs.more = fs.more[n-1], fs.more[:n-1]
+		ns.free[p] = fs
+	} else {
+		delete(ns.free, p)
+	}
+	ns.nfree--
+	return f.name, f.ops, true
 }
 
 func freshName(p string) string { return freshChild("", p) }
@@ -198,9 +209,15 @@ func (ns *names) deleted(name string, seq int64) {
 		return
 	}
 	if ns.free == nil {
-		ns.free = map[string][]freeName{}
+		ns.free = map[string]freeNames{}
 	}
-	ns.free[l.path] = append(ns.free[l.path], freeName{name, l.ops})
+	f := freeName{name, l.ops}
+	if fs, ok := ns.free[l.path]; ok {
+		fs.more = append(fs.more, f)
+		ns.free[l.path] = fs
+	} else {
+		ns.free[l.path] = freeNames{one: f}
+	}
 	ns.nfree++
 }
 
