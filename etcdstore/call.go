@@ -129,6 +129,12 @@ func (s *Store) startAttempt(ctx context.Context) (attempt, error) {
 	w.call = ctx
 	if ctx.Done() != nil {
 		w.stopCall = context.AfterFunc(ctx, w.callEnded)
+		if ctx.Err() != nil {
+			// Ended already: the attempt too, now, not once
+			// AfterFunc's goroutine has run (the request would go
+			// out meanwhile).
+			w.callEnded()
+		}
 	}
 	return attempt{ctx: &attemptCtx{call: ctx, w: w}, s: s}, nil
 }

@@ -198,6 +198,27 @@ func TestCallCancelled(t *testing.T) {
 			default:
 				t.Errorf("no request of %s seen", tc.method)
 			}
+			// A call whose ctx has ended already sends nothing that
+			// could still be answered: its request, if any, goes with a
+			// context that has ended too. (A create's undo goes on the
+			// session's context: see Abandoned creates.)
+			var live atomic.Int32
+			sawLive := func(ctx context.Context, method string) {
+				if method == tc.method && ctx.Err() == nil {
+					live.Add(1)
+				}
+			}
+			ended := etcdbackend.New(c).OpenHooked(t, etcdbackend.Hooks{Request: sawLive}, etcdstore.WithAttemptTimeout(attempt))
+			en := must[store.Node](t)(ended.Create(base, "/calls/ended/n-", nil, store.EphemeralSequential))
+			live.Store(0)
+			for i := range 20 {
+				if err := tc.call(ctx, ended, en); !errors.Is(err, context.Canceled) {
+					t.Errorf("%s #%d with a cancelled ctx = %v; want %v", tc.name, i, err, context.Canceled)
+				}
+			}
+			if k := live.Load(); k > 0 && !strings.HasPrefix(tc.name, "Create") {
+				t.Errorf("%s with a cancelled ctx sent %d requests on a live context; want none", tc.name, k)
+			}
 			for i := range 3 {
 				if err := tc.call(base, s, n); err != nil && !errors.Is(err, store.ErrNodeExists) && !errors.Is(err, store.ErrNoNode) {
 					t.Errorf("%s #%d after a cancelled one = %v; want an answer", tc.name, i, err)
