@@ -39,30 +39,38 @@ func (s *Store) CreateBatch(ctx context.Context, parent string, batch []store.Ba
 		return nil, fmt.Errorf("etcdstore: create %q: %w", parent, err)
 	}
 	cmps := make([]clientv3.Cmp, 0, len(batch)+2)
-	puts := make([]clientv3.Op, len(batch))
+	puts := make([]clientv3.Op, len(batch), len(batch)+1)
 	nodes := make([]store.Node, len(batch))
 	for i, b := range batch {
-		name := store.Join(parent, b.Name)
+		var name string
 		if mode == store.Sequential {
-			name = freshName(name)
+			name = freshChild(parent, b.Name)
+		} else {
+			name = store.Join(parent, b.Name)
 		}
 		cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(name), "=", 0))
 		puts[i] = clientv3.OpPut(name, string(b.Data))
 		nodes[i] = store.Node{Path: name, Data: b.Data}
 	}
-	var els []clientv3.Op
-	if parent != "/" {
-		d := s.ops.dir(parent)
-		cmps = append(cmps, d.exists, d.noLease)
-		els = append(els, d.get)
-	}
-	for made := false; ; made = true {
-		resp, err := s.txn1(ctx, cmps, puts, els)
+	for made := false; ; {
+		// The parent's compares, and its read while its CreateRevision
+		// is unknown (see parentCmps), as of this try.
+		cmps, puts = cmps[:len(batch)], puts[:len(batch)]
+		var rev int64
+		if parent != "/" {
+			if cmps, rev = s.parentCmps(cmps, parent); rev == 0 {
+				puts = append(puts, s.ops.dir(parent).get)
+			}
+		}
+		resp, err := s.txn1(ctx, cmps, puts, nil)
 		if err != nil {
 			return nil, s.fail(ctx, "create", parent, err)
 		}
 		if serr := s.sessionErr(); serr != nil {
 			return nil, fmt.Errorf("etcdstore: create %q: %w", parent, serr) // a reply after the deadline proves nothing
+		}
+		if resp.Succeeded && len(puts) > len(batch) {
+			s.ops.learnParent(parent, resp.Responses[len(batch)].GetResponseRange().Kvs)
 		}
 		if resp.Succeeded {
 			for i := range nodes {
@@ -70,11 +78,20 @@ func (s *Store) CreateBatch(ctx context.Context, parent string, batch []store.Ba
 			}
 			return nodes, nil
 		}
-		switch kvs := resp.Responses[0].GetResponseRange().Kvs; {
-		case parent == "/" || len(kvs) > 0 && kvs[0].Lease == 0:
-			return nil, fmt.Errorf("etcdstore: create %q: %w: a node of the batch", parent, store.ErrNodeExists)
-		case len(kvs) > 0:
+		// Refused: what tells why is read apart, as after a refused
+		// create (see createReq), so that a batch that is made, nearly
+		// every one, carries no read it does not use.
+		why, err := s.batchRefused(ctx, parent, nodes)
+		if err != nil {
+			return nil, s.fail(ctx, "create", parent, err)
+		}
+		switch {
+		case why == refusedParentLease:
 			return nil, fmt.Errorf("etcdstore: create %q: %w", parent, store.ErrEphemeralParent)
+		case why == refusedNodeExists:
+			return nil, fmt.Errorf("etcdstore: create %q: %w: a node of the batch", parent, store.ErrNodeExists)
+		case why == refusedNothing:
+			continue // what refused it changed in between: send it again
 		case made:
 			// Made, then deleted by someone else meanwhile: the
 			// batch can wait no longer for it.
@@ -83,7 +100,51 @@ func (s *Store) CreateBatch(ctx context.Context, parent string, batch []store.Ba
 		if err := s.makeParents(ctx, store.Join(parent, batch[0].Name)); err != nil {
 			return nil, s.fail(ctx, "create", parent, err)
 		}
+		made = true
 	}
+}
+
+// Why a batch's transaction was refused, as read after it.
+const (
+	refusedNothing     = iota // nothing refuses it any more
+	refusedNoParent           // the parent is missing
+	refusedParentLease        // the parent is attached to a lease
+	refusedNodeExists         // a node of the batch exists
+)
+
+// batchRefused reads, in one attempt of a call made with ctx, why a batch
+// of nodes under parent was refused: what it finds held at a moment within
+// the call, when the batch would have been refused too.
+func (s *Store) batchRefused(ctx context.Context, parent string, nodes []store.Node) (int, error) {
+	reads := make([]clientv3.Op, 0, len(nodes)+1)
+	if parent != "/" {
+		reads = append(reads, s.ops.dir(parent).get)
+	}
+	for _, n := range nodes {
+		reads = append(reads, clientv3.OpGet(n.Path, clientv3.WithCountOnly()))
+	}
+	resp, err := s.txn1(ctx, nil, reads, nil)
+	if err != nil {
+		return 0, err
+	}
+	rs := resp.Responses
+	if parent != "/" {
+		kvs := rs[0].GetResponseRange().Kvs
+		s.ops.learnParent(parent, kvs)
+		switch {
+		case len(kvs) == 0:
+			return refusedNoParent, nil
+		case kvs[0].Lease != 0:
+			return refusedParentLease, nil
+		}
+		rs = rs[1:]
+	}
+	for _, r := range rs {
+		if r.GetResponseRange().Count > 0 {
+			return refusedNodeExists, nil
+		}
+	}
+	return refusedNothing, nil
 }
 
 // txn1 sends one transaction as one attempt, given up after the attempt

@@ -138,3 +138,95 @@ func TestCallEnds(t *testing.T) {
 		})
 	}
 }
+
+type callKey struct{}
+
+// A request's context carries the call's values and deadline (not the
+// attempt timeout's, which is the client's alone); a request held when the call's
+// ctx ends fails at once with ctx's error, and the calls after it, which
+// may reuse what the attempt left, are answered and see none of its end.
+func TestCallCancelled(t *testing.T) {
+	c := etcdserver.Start(t, 1)
+	const attempt = 5 * time.Second
+	for _, tc := range oneRequestCalls {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			type seen struct {
+				value    any
+				deadline time.Time
+			}
+			seenc := make(chan seen, 16)
+			h := newHolder(tc.method)
+			hook := func(ctx context.Context, method string) {
+				if method == tc.method {
+					d, _ := ctx.Deadline()
+					select {
+					case seenc <- seen{ctx.Value(callKey{}), d}:
+					default:
+					}
+				}
+				h.hook(ctx, method)
+			}
+			s := etcdbackend.New(c).OpenHooked(t, etcdbackend.Hooks{Request: hook}, etcdstore.WithAttemptTimeout(attempt))
+			base := context.WithValue(ctxFor(t), callKey{}, tc.name)
+			n := must[store.Node](t)(s.Create(base, "/calls/cancelled/n-", nil, store.EphemeralSequential))
+			for len(seenc) > 0 {
+				<-seenc
+			}
+			ctx, cancel := context.WithCancel(base)
+			h.armed.Store(true)
+			got := make(chan error, 1)
+			go func() { got <- tc.call(ctx, s, n) }()
+			waitDone(t, tc.name+"'s request held", h.held)
+			cancel()
+			select {
+			case err := <-got:
+				if !errors.Is(err, context.Canceled) {
+					t.Errorf("%s when its ctx is cancelled = %v; want %v", tc.name, err, context.Canceled)
+				}
+			case <-time.After(attempt / 2):
+				t.Fatalf("%s not done %v after its ctx was cancelled", tc.name, attempt/2)
+			}
+			select {
+			case sn := <-seenc:
+				if sn.value != tc.name {
+					t.Errorf("request's ctx value = %v; want the call's, %q", sn.value, tc.name)
+				}
+				if callDL, _ := base.Deadline(); !sn.deadline.Equal(callDL) {
+					t.Errorf("request's deadline = %v; want the call's, %v", sn.deadline, callDL)
+				}
+			default:
+				t.Errorf("no request of %s seen", tc.method)
+			}
+			// A call whose ctx has ended already sends nothing that
+			// could still be answered: its request, if any, goes with a
+			// context that has ended too. (A create's undo goes on the
+			// session's context: see Abandoned creates.)
+			var live atomic.Int32
+			sawLive := func(ctx context.Context, method string) {
+				if method == tc.method && ctx.Err() == nil {
+					live.Add(1)
+				}
+			}
+			ended := etcdbackend.New(c).OpenHooked(t, etcdbackend.Hooks{Request: sawLive}, etcdstore.WithAttemptTimeout(attempt))
+			en := must[store.Node](t)(ended.Create(base, "/calls/ended/n-", nil, store.EphemeralSequential))
+			live.Store(0)
+			for i := range 20 {
+				if err := tc.call(ctx, ended, en); !errors.Is(err, context.Canceled) {
+					t.Errorf("%s #%d with a cancelled ctx = %v; want %v", tc.name, i, err, context.Canceled)
+				}
+			}
+			if k := live.Load(); k > 0 && !strings.HasPrefix(tc.name, "Create") {
+				t.Errorf("%s with a cancelled ctx sent %d requests on a live context; want none", tc.name, k)
+			}
+			for i := range 3 {
+				if err := tc.call(base, s, n); err != nil && !errors.Is(err, store.ErrNodeExists) && !errors.Is(err, store.ErrNoNode) {
+					t.Errorf("%s #%d after a cancelled one = %v; want an answer", tc.name, i, err)
+				}
+			}
+			if err := s.Context().Err(); err != nil {
+				t.Errorf("session ended by a cancelled call: %v", context.Cause(s.Context()))
+			}
+		})
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+	"go.etcd.io/etcd/api/v3/mvccpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
@@ -211,11 +212,17 @@ func (s *Store) send(ctx context.Context, r *createReq) (store.Node, []store.Chi
 				return store.Node{}, nil, fmt.Errorf("etcdstore: create %q: %w", name, serr)
 			}
 			n, kids, err = r.result(out.resp)
+			if err == nil && r.readsParent {
+				s.ops.learnParent(r.parent, out.resp.Responses[1].GetResponseRange().Kvs)
+			}
 			if errors.Is(err, errRefused) {
 				// Rare: what tells why is read apart (see
 				// createReq); a failed read is a failed attempt.
 				var why *clientv3.TxnResponse
 				if why, out.err = s.readRefused(ctx, r); out.err == nil {
+					if r.parent != "/" {
+						s.ops.learnParent(r.parent, why.Responses[readParent].GetResponseRange().Kvs)
+					}
 					n, kids, err = r.explain(why.Responses, unknown)
 				}
 			}
@@ -466,6 +473,10 @@ type createReq struct {
 	// fence is the fence revision the transaction is sent with;
 	// seenFence the one the read after a refusal found.
 	fence, seenFence int64
+	// readsParent says that the transaction reads the parent after the
+	// put (its second operation), to learn its CreateRevision (see
+	// parentCmps).
+	readsParent bool
 }
 
 // The bounds of a create that makes its missing ancestors itself (see
@@ -525,7 +536,11 @@ type opKey struct {
 // dirOps are the parts of a create that depend on its parent alone.
 type dirOps struct {
 	exists, noLease clientv3.Cmp // the parent exists, attached to no lease
-	get             clientv3.Op  // its key-only read (after a refusal)
+	get             clientv3.Op  // its key-only read
+	// rev is the parent's CreateRevision as last read with no lease
+	// attached, 0 while unknown; at compares it. Under ops.mu.
+	rev int64
+	at  clientv3.Cmp
 }
 
 const maxOps = 1024
@@ -565,6 +580,51 @@ func (c *ops) dir(p string) *dirOps {
 	return d
 }
 
+// parent returns the parts of a create under p, and rev, the parent's
+// CreateRevision as a create last read it with no lease (0 while unknown),
+// with at, the compare that the parent is the key made then (see
+// parentCmps).
+func (c *ops) parent(p string) (d *dirOps, at clientv3.Cmp, rev int64) {
+	d = c.dir(p)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return d, d.at, d.rev
+}
+
+// learnParent records what a read of the parent p found (kvs): its
+// CreateRevision when it has no lease, else that it is unknown.
+func (c *ops) learnParent(p string, kvs []*mvccpb.KeyValue) {
+	d := c.dir(p)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch {
+	case len(kvs) == 0 || kvs[0].Lease != 0:
+		d.rev = 0
+	case kvs[0].CreateRevision != d.rev:
+		d.rev, d.at = kvs[0].CreateRevision, clientv3.Compare(clientv3.CreateRevision(p), "=", kvs[0].CreateRevision)
+	}
+}
+
+// parentCmps appends to cmps the compares of a create under p (below the
+// root) that its parent exists with no lease attached, and returns the
+// parent's CreateRevision they require, 0 for none. Once a create has read
+// the parent's CreateRevision (where rev is 0, its transaction reads the
+// parent too, and learnParent records it), that is one compare, that the
+// parent is the key made then, where it is two (it exists, it has no
+// lease): one range fewer for the server to decode twice (request and
+// log) and look up, on every create. The one compare holds what the two
+// do, for a key's lease changes only when the key is made again (a Store
+// makes keys only where none is, and Set keeps the lease); a parent made
+// again since fails it, and the read after that refusal (see createReq)
+// learns the new one.
+func (s *Store) parentCmps(cmps []clientv3.Cmp, p string) ([]clientv3.Cmp, int64) {
+	d, at, rev := s.ops.parent(p)
+	if rev != 0 {
+		return append(cmps, at), rev
+	}
+	return append(cmps, d.exists, d.noLease), 0
+}
+
 // fence returns the compare that the fence key's ModRevision is rev: the
 // same until the fence moves.
 func (c *ops) fence(key string, rev int64) clientv3.Cmp {
@@ -581,15 +641,18 @@ func (c *ops) fence(key string, rev int64) clientv3.Cmp {
 func (r *createReq) txn(s *Store) (cmps []clientv3.Cmp, then, els []clientv3.Op) {
 	// Sized for the usual case (a parent below the root, a listing), so
 	// that building a create allocates each slice once.
-	then = make([]clientv3.Op, 1, 2)
+	then = make([]clientv3.Op, 1, 3)
+	r.readsParent = false
 	if o := r.nops; o != nil {
 		then[0] = o.put // with the lease of an ephemeral node
 		then[0].WithValueBytes(r.data)
 		if r.parent != "/" && r.list != listAll && r.inline() == nil {
+			cmps, rev := o.guards(s, r.parent, r.fence)
+			then = r.readParent(s, then, rev)
 			if r.list == listWindow {
 				then = append(then, s.ops.window(opKey{r.parent, r.window}))
 			}
-			return o.guards(s, r.parent, r.fence), then, nil
+			return cmps, then, nil
 		}
 	}
 	cmps = make([]clientv3.Cmp, 2, 4)
@@ -604,6 +667,14 @@ func (r *createReq) txn(s *Store) (cmps []clientv3.Cmp, then, els []clientv3.Op)
 		}
 	}
 	cmps[1] = s.ops.fence(s.fenceKey, r.fence)
+	as := r.inline()
+	if r.parent != "/" {
+		var rev int64
+		cmps, rev = s.parentCmps(cmps, r.parent)
+		if as == nil {
+			then = r.readParent(s, then, rev)
+		}
+	}
 	switch r.list {
 	case listAll:
 		key, opts := listRange(r.parent)
@@ -615,11 +686,6 @@ func (r *createReq) txn(s *Store) (cmps []clientv3.Cmp, then, els []clientv3.Op)
 		// CreateAndWindow).
 		then = append(then, s.ops.window(opKey{r.parent, r.window}))
 	}
-	if r.parent != "/" {
-		d := s.ops.dir(r.parent)
-		cmps = append(cmps, d.exists, d.noLease)
-	}
-	as := r.inline()
 	if as == nil {
 		return cmps, then, nil
 	}
@@ -634,6 +700,16 @@ func (r *createReq) txn(s *Store) (cmps []clientv3.Cmp, then, els []clientv3.Op)
 		made = append(made, s.makeDir(a))
 	}
 	return cmps, then, []clientv3.Op{clientv3.OpTxn(mk, append(made, then...), nil)}
+}
+
+// readParent appends to then (the put alone) the parent's read when its
+// CreateRevision is unknown (rev 0; see parentCmps).
+func (r *createReq) readParent(s *Store, then []clientv3.Op, rev int64) []clientv3.Op {
+	if rev != 0 {
+		return then
+	}
+	r.readsParent = true
+	return append(then, s.ops.dir(r.parent).get)
 }
 
 // result interprets the reply of r.txn: errRefused when it made no node.

@@ -12,7 +12,11 @@
 //   - The children of "/a" are the keys "/a/<name>" where name has no '/'.
 //     Create makes missing parents as persistent empty keys in the same
 //     transaction as the node (but for the deepest paths); a key attached
-//     to a lease cannot be a parent.
+//     to a lease cannot be a parent. Once a create has read its parent's
+//     CreateRevision, the next ones check the parent by it (one compare
+//     for "exists, with no lease"): a key's lease changes only when the
+//     key is made again, through a Store; a lease attached to an existing
+//     key by a put of another client is not seen.
 //   - Node.Seq is the key's CreateRevision, for every node. So a contender
 //     written under the same prefix by etcd's own concurrency.Mutex or
 //     concurrency.Election, or by etcdctl lock, sorts correctly beside
@@ -101,7 +105,10 @@
 //   - Attempt timeout ([WithAttemptTimeout], default
 //     [DefaultAttemptTimeout]): every request the Store sends (a read, a
 //     transaction, a lease grant or renewal made for a call, the setup of
-//     a watch) is one attempt, given up after this long. A server can stall
+//     a watch) is one attempt, given up after this long by the client
+//     (the request carries the call's deadline only, for the server
+//     would arm a timer for it and still finish a write it has
+//     proposed). A server can stall
 //     a request: a member that forwards a write to a leader that just died
 //     holds it for its request timeout (7 s by default), though a new
 //     leader is elected within about two election timeouts. A call whose

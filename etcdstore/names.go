@@ -29,8 +29,8 @@ import (
 // names is a session's pool of ephemeral sequential names.
 type names struct {
 	mu    gosync.Mutex
-	live  map[string]liveName   // a name → the node this session made there
-	free  map[string][]freeName // a requested path → names free for it
+	live  map[string]liveName  // a name → the node this session made there
+	free  map[string]freeNames // a requested path → names free for it
 	nfree int
 }
 
@@ -46,6 +46,15 @@ type liveName struct {
 type freeName struct {
 	name string
 	ops  *nameOps
+}
+
+// freeNames are the names free for one requested path: the first kept in
+// the map's value itself, as a session most often has one name per path
+// (a lock's contender, taken and given back on every cycle), for which a
+// slice would be made anew every time.
+type freeNames struct {
+	one  freeName // set whenever more is not empty
+	more []freeName
 }
 
 // nameOps are the parts of a create's and a delete's transactions that
@@ -64,24 +73,27 @@ type nameOps struct {
 	keys   clientv3.Op   // the node's key-only read (a delete's Else branch)
 
 	// The compares of the name's create under its parent (below the
-	// root) with the fence at fence, built again when the fence moves:
-	// a name has one create in flight at a time (the one that took it
+	// root) with the fence at fence and the parent's CreateRevision
+	// known as rev (see parentCmps), built again when either moves: a
+	// name has one create in flight at a time (the one that took it
 	// from the pool), and the slice is replaced, never written to, as a
 	// create in flight may read it.
-	parent string
-	fence  int64
-	cmps   []clientv3.Cmp
+	parent     string
+	fence, rev int64
+	cmps       []clientv3.Cmp
 }
 
 // guards returns the compares of a create of the name under parent, below
-// the root, with the fence at fence (see createReq).
-func (o *nameOps) guards(s *Store, parent string, fence int64) []clientv3.Cmp {
-	if o.cmps == nil || o.parent != parent || o.fence != fence {
-		d := s.ops.dir(parent)
-		o.cmps = []clientv3.Cmp{o.absent, s.ops.fence(s.fenceKey, fence), d.exists, d.noLease}
+// the root, with the fence at fence (see createReq), and the parent's
+// CreateRevision they require, 0 for none (see parentCmps).
+func (o *nameOps) guards(s *Store, parent string, fence int64) ([]clientv3.Cmp, int64) {
+	if _, _, rev := s.ops.parent(parent); o.cmps == nil || o.parent != parent || o.fence != fence || o.rev != rev {
+		cmps := make([]clientv3.Cmp, 2, 4)
+		cmps[0], cmps[1] = o.absent, s.ops.fence(s.fenceKey, fence)
+		o.cmps, o.rev = s.parentCmps(cmps, parent)
 		o.parent, o.fence = parent, fence
 	}
-	return o.cmps
+	return o.cmps, o.rev
 }
 
 func newNameOps(name string, lease clientv3.LeaseID) *nameOps {
@@ -110,27 +122,39 @@ const (
 func (ns *names) newName(p string) (name string, ops *nameOps, reused bool) {
 	ns.mu.Lock()
 	defer ns.mu.Unlock()
-	if fs := ns.free[p]; len(fs) > 0 {
-		f := fs[len(fs)-1]
-		if len(fs) == 1 {
-			delete(ns.free, p)
-		} else {
-			ns.free[p] = fs[:len(fs)-1]
-		}
-		ns.nfree--
-		return f.name, f.ops, true
+	fs, ok := ns.free[p]
+	if !ok {
+		return freshName(p), nil, false
 	}
-	return freshName(p), nil, false
+	f := fs.one
+	if n := len(fs.more); n > 0 {
+		f, fs.more = fs.more[n-1], fs.more[:n-1]
+		ns.free[p] = fs
+	} else {
+		delete(ns.free, p)
+	}
+	ns.nfree--
+	return f.name, f.ops, true
 }
 
-func freshName(p string) string {
+func freshName(p string) string { return freshChild("", p) }
+
+// freshChild is freshName(store.Join(parent, name)) with one allocation, for
+// a batch's nodes; parent "" stands for none.
+func freshChild(parent, name string) string {
 	// By hand, not fmt.Sprintf: one allocation where Sprintf makes three,
 	// on every create of a sequential node.
 	const digits = "0123456789abcdef"
 	v := rand.Uint64()
 	var b strings.Builder
-	b.Grow(len(p) + 16)
-	b.WriteString(p)
+	b.Grow(len(parent) + 1 + len(name) + 16)
+	if parent != "" {
+		b.WriteString(parent)
+		if parent != "/" {
+			b.WriteByte('/')
+		}
+	}
+	b.WriteString(name)
 	for shift := 60; shift >= 0; shift -= 4 {
 		b.WriteByte(digits[v>>shift&0xf])
 	}
@@ -185,9 +209,15 @@ func (ns *names) deleted(name string, seq int64) {
 		return
 	}
 	if ns.free == nil {
-		ns.free = map[string][]freeName{}
+		ns.free = map[string]freeNames{}
 	}
-	ns.free[l.path] = append(ns.free[l.path], freeName{name, l.ops})
+	f := freeName{name, l.ops}
+	if fs, ok := ns.free[l.path]; ok {
+		fs.more = append(fs.more, f)
+		ns.free[l.path] = fs
+	} else {
+		ns.free[l.path] = freeNames{one: f}
+	}
 	ns.nfree++
 }
 

@@ -298,10 +298,9 @@ func (s *Store) endLocked(cause error) bool {
 }
 
 // stopLocked cancels the session's context with cause, and every attempt
-// in flight with it (see attempts). s.mu is held.
+// in flight with it (see call.go). s.mu is held.
 func (s *Store) stopLocked(cause error) {
 	s.cancel(cause)
-	s.attempts.cancelAll()
 }
 
 func (s *Store) logEnded() {

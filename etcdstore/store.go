@@ -157,8 +157,8 @@ type Store struct {
 	lastRenewal time.Time     // send time of the latest acknowledged renewal
 	disc        chan struct{} // the channel Disconnected returns now
 	discClosed  bool
-	fence       int64    // the fence's ModRevision as last seen; see create.go
-	attempts    attempts // the requests in flight, which the session's end cancels; see call.go
+	fence       int64       // the fence's ModRevision as last seen; see create.go
+	attemptCtxs attemptCtxs // the watches of attempts, for the next ones; see call.go
 
 	names names // names of ephemeral sequential nodes to use again; see names.go
 	ops   ops   // a create's operations that depend on its parent alone; see create.go

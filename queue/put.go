@@ -135,8 +135,12 @@ func (p *putter) join(ctx context.Context, dir string, prio int64, data []byte) 
 // itemSize is the size of an item with data in dir as store.ValidateBatch
 // counts it: its path and its data.
 func itemSize(dir string, data []byte) int {
-	return len(dir) + 1 + len(names.ItemName(0, names.ID(0))) + len(data) // every item name has this length
+	return len(dir) + 1 + itemNameLen + len(data)
 }
+
+// itemNameLen is the length of every item's name, made once: a Put needs
+// only the length.
+var itemNameLen = len(names.ItemName(0, names.ID(0)))
 
 // leave records that a member of g has gone: the request is called off
 // once every member has.

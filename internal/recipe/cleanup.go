@@ -298,11 +298,11 @@ func deleteNode(ctx context.Context, st store.Store, id nodeID) error {
 // the first try is where the client learns that the session has expired.
 func remove(ctx context.Context, st store.Store, rec *telemetry.Recorder, id nodeID) (gone bool, err error) {
 	path := id.path
-	rctx, cancel := GraceContext(ctx)
-	defer cancel()
+	rctx := ctx
+	var grace context.Context // made once needed; rctx from then on
 	attempt := 0
 	var last error
-	_, err = Retry(rctx, st, func() (struct{}, error) {
+	try := func() (struct{}, error) {
 		if attempt > 0 {
 			rec.CleanupRetried(rctx, path, attempt, last)
 		}
@@ -311,7 +311,32 @@ func remove(ctx context.Context, st store.Store, rec *telemetry.Recorder, id nod
 		attempt++
 		last = err
 		return struct{}{}, err
-	})
+	}
+	// Most removals are one request, which ctx outlives: it goes on ctx
+	// itself, with no grace context (a context, a registration in ctx
+	// and three functions, most of what a release allocates besides its
+	// request). What follows goes within the grace: the retries after a
+	// lost connection, and a request that ctx's end cut short, sent again
+	// at once (it may have been applied: a node then found gone is its
+	// own doing, not another's).
+	tries := 0
+	if ctx.Err() == nil {
+		_, err = try()
+		switch cut := ctx.Err() != nil && errors.Is(err, ctx.Err()); {
+		case cut:
+		case errors.Is(err, store.ErrDisconnected):
+			tries = 1
+		default:
+			tries = -1 // done
+		}
+	}
+	if tries >= 0 {
+		var cancel context.CancelFunc
+		grace, cancel = GraceContext(ctx)
+		defer cancel()
+		rctx = grace
+		_, err = retry(rctx, st, tries, try)
+	}
 	switch {
 	case err == nil, errors.Is(err, store.ErrNoNode),
 		errors.Is(err, store.ErrSessionExpired), errors.Is(err, store.ErrClosed):
@@ -319,7 +344,7 @@ func remove(ctx context.Context, st store.Store, rec *telemetry.Recorder, id nod
 			c.(*cleaner).finish(id, nil) // removed by an earlier hand-over's owner
 		}
 		return gone, nil
-	case errors.Is(err, store.ErrDisconnected), rctx.Err() != nil:
+	case errors.Is(err, store.ErrDisconnected), grace != nil && grace.Err() != nil:
 		rec.CleanupHandedOver(rctx, path, err)
 		handOver(st, id, rec)
 		return gone, fmt.Errorf("remove %q: %w (%w: %w)", path, ErrRemovalPending, store.ErrDisconnected, err)

@@ -523,12 +523,23 @@ func RideOut(ctx context.Context, st store.Store, err error, attempt int) bool {
 // store.ErrDisconnected, ctx is done or the session ends, pacing its tries
 // with Pause.
 func Retry[T any](ctx context.Context, st store.Store, fn func() (T, error)) (T, error) {
-	for attempt := 0; ; attempt++ {
-		v, err := fn()
-		if err == nil || !errors.Is(err, store.ErrDisconnected) || ctx.Err() != nil {
-			return v, err
+	return retry(ctx, st, 0, fn)
+}
+
+// retry is Retry going on after tries tries of fn that failed with
+// store.ErrDisconnected (made apart by its caller): it pauses first, at the
+// pace of its tries so far, unless tries is 0.
+func retry[T any](ctx context.Context, st store.Store, tries int, fn func() (T, error)) (T, error) {
+	var v T
+	for ; ; tries++ {
+		if tries > 0 {
+			if err := Pause(ctx, st, tries-1); err != nil {
+				return v, err
+			}
 		}
-		if err := Pause(ctx, st, attempt); err != nil {
+		var err error
+		v, err = fn()
+		if err == nil || !errors.Is(err, store.ErrDisconnected) || ctx.Err() != nil {
 			return v, err
 		}
 	}

@@ -3,12 +3,17 @@ package recipe_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/corral-go/corral/internal/names"
 	"github.com/corral-go/corral/internal/recipe"
+	"github.com/corral-go/corral/internal/testing/backends"
 	"github.com/corral-go/corral/memstore"
 	"github.com/corral-go/corral/store"
+	"github.com/corral-go/corral/store/storetest"
 )
 
 var errAgain = errors.New("test: released already")
@@ -102,5 +107,84 @@ func TestReleaseLearnsExpiry(t *testing.T) {
 	var once recipe.ReleaseOnce
 	if lost, err := once.Release(ctx, h, errReleased, errAgain); !errors.Is(lost, store.ErrSessionExpired) || err != nil {
 		t.Fatalf("Release = %v, %v; want %v, nil", lost, err, store.ErrSessionExpired)
+	}
+}
+
+// TestReleaseCutShort: a release whose ctx ends while its delete is out
+// sends the delete again within the grace. The node is gone when Release
+// returns, and the hold is not reported lost, whether the first delete was
+// applied (the retry finds the node gone: its own doing) or not.
+func TestReleaseCutShort(t *testing.T) {
+	backends.Run(t, func(t *testing.T, b storetest.Backend) {
+		for _, applied := range []bool{true, false} {
+			t.Run(fmt.Sprintf("applied=%v", applied), func(t *testing.T) {
+				a, other := b.Open(t), b.Open(t)
+				ctx := t.Context()
+				n, err := recipe.Acquire(ctx, a, nil, dir(t), names.Lock, nil, recipe.Predecessor)
+				if err != nil {
+					t.Fatal(err)
+				}
+				st := &cutShort{Store: a, applied: applied, sent: make(chan struct{})}
+				st.armed.Store(true)
+				h := recipe.NewHold(st, n, recipe.HoldOptions{Deleted: errDeleted})
+				rctx, cancel := context.WithCancel(ctx)
+				defer cancel()
+				go func() {
+					select {
+					case <-st.sent:
+						cancel()
+					case <-ctx.Done():
+					}
+				}()
+				if lost, err := h.Release(rctx, errReleased); lost != nil || err != nil {
+					t.Errorf("Release cut short by its ctx = %v, %v; want nil, nil", lost, err)
+				}
+				if st.armed.Load() {
+					t.Fatal("the release sent no delete")
+				}
+				if _, err := other.Get(ctx, n.Path); !errors.Is(err, store.ErrNoNode) {
+					t.Errorf("Get after the release = %v; want %v", err, store.ErrNoNode)
+				}
+			})
+		}
+	})
+}
+
+// cutShort is a session whose next delete, once armed, is cut short by
+// its ctx's end: sent and applied (applied) or not sent at all, the caller
+// learns only that ctx ended.
+type cutShort struct {
+	store.Store
+	applied bool
+	armed   atomic.Bool
+	sent    chan struct{} // closed when the cut delete is under way
+}
+
+func (s *cutShort) Unwrap() store.Store { return s.Store }
+
+func (s *cutShort) Delete(ctx context.Context, path string) error {
+	return s.cut(ctx, func(ctx context.Context) error { return s.Store.Delete(ctx, path) })
+}
+
+func (s *cutShort) DeleteSeq(ctx context.Context, path string, seq int64) error {
+	sd, _ := store.Find[store.SeqDeleter](s.Store) // Find calls this only where the store has it
+	return s.cut(ctx, func(ctx context.Context) error { return sd.DeleteSeq(ctx, path, seq) })
+}
+
+func (s *cutShort) cut(ctx context.Context, del func(context.Context) error) error {
+	if !s.armed.CompareAndSwap(true, false) {
+		return del(ctx)
+	}
+	if s.applied {
+		if err := del(context.WithoutCancel(ctx)); err != nil {
+			return err
+		}
+	}
+	close(s.sent)
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(timeout):
+		return fmt.Errorf("cutShort: ctx not done after %v", timeout)
 	}
 }
