@@ -353,3 +353,24 @@ func TestChildrenSorted(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkChildren: a listing of 128 sequential names, in the server's
+// order, into children: by number alone (children) and by comparison
+// (sortChildren), the sort a listing of other names falls back to.
+func BenchmarkChildren(b *testing.B) {
+	names := make([]string, 128)
+	for i := range names {
+		names[i] = "_c_0f8a3c1e-7d2b-4c55-9a1e-3b2f6d8e9c10-lock-" + store.FormatSeq(int64(1000+i))
+	}
+	rand.Shuffle(len(names), func(i, j int) { names[i], names[j] = names[j], names[i] })
+	for _, v := range []struct {
+		name string
+		sort func([]string) []store.Child
+	}{{"by-number", children}, {"by-comparison", sortChildren}} {
+		b.Run(v.name, func(b *testing.B) {
+			for b.Loop() {
+				v.sort(names)
+			}
+		})
+	}
+}
