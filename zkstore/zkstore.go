@@ -684,7 +684,7 @@ func children(names []string) []store.Child {
 	keys := make([]uint64, len(names))
 	for i, name := range names {
 		seq, ok := store.ParseSeq(name)
-		if !ok || seq > math.MaxUint32 || i > math.MaxUint32 {
+		if !ok || seq > math.MaxUint32 || uint64(i) > math.MaxUint32 {
 			return sortChildren(names)
 		}
 		keys[i] = uint64(seq)<<32 | uint64(i)
