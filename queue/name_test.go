@@ -1,7 +1,9 @@
 package queue
 
 import (
+	"math"
 	"slices"
+	gosync "sync"
 	"testing"
 
 	"github.com/corral-go/corral/internal/names"
@@ -65,6 +67,56 @@ func TestBatchIDs(t *testing.T) {
 		// them in batch order.
 		if names.ItemName(0, ids[i-1]) >= names.ItemName(0, ids[i]) {
 			t.Fatalf("newIDs: name of id %d %q not before that of id %d %q", i-1, ids[i-1], i, ids[i])
+		}
+	}
+}
+
+func TestIDSource(t *testing.T) {
+	s := newIDSource(10)
+	if got := s.take(1); got != 10 {
+		t.Errorf("take(1) from 10 = %d; want 10", got)
+	}
+	if got := s.take(5); got != 11 {
+		t.Errorf("take(5) after it = %d; want 11", got)
+	}
+	if got := s.take(1); got != 16 {
+		t.Errorf("take(1) after a block of 5 = %d; want 16", got)
+	}
+	// A block that would wrap past the largest id starts again from 0,
+	// so that a batch's ids still count up; one that fits does not.
+	s = newIDSource(math.MaxUint64 - 2)
+	if got := s.take(3); got != math.MaxUint64-2 {
+		t.Errorf("take(3) at MaxUint64-2 = %d; want MaxUint64-2", got)
+	}
+	s = newIDSource(math.MaxUint64 - 2)
+	if got := s.take(4); got != 0 {
+		t.Errorf("take(4) at MaxUint64-2 = %d; want 0 (it would wrap)", got)
+	}
+	if got := s.take(1); got != 4 {
+		t.Errorf("take(1) after the wrapped block = %d; want 4", got)
+	}
+	// Concurrent takes get blocks that never meet.
+	s = newIDSource(math.MaxUint64 - 1000)
+	const workers, per = 8, 200
+	got := make([][]uint64, workers)
+	var wg gosync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			for range per {
+				got[w] = append(got[w], s.take(3))
+			}
+		})
+	}
+	wg.Wait()
+	seen := map[uint64]bool{}
+	for _, starts := range got {
+		for _, st := range starts {
+			for i := range uint64(3) {
+				if seen[st+i] {
+					t.Fatalf("id %d handed out twice", st+i)
+				}
+				seen[st+i] = true
+			}
 		}
 	}
 }

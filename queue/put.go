@@ -2,8 +2,6 @@ package queue
 
 import (
 	"context"
-	"math"
-	"math/rand/v2"
 	"slices"
 	gosync "sync"
 
@@ -105,9 +103,9 @@ func (q *Queue) put(ctx context.Context, data []byte, prio int64) error {
 }
 
 // join adds the item to the last pending group, or to a new one when it
-// would not fit a request. The ids of a group's items count up from a
-// random start (see newIDs), so that items of one request that share a
-// Seq (on etcd) keep the order of their Puts. p.mu is held.
+// would not fit a request. The ids of a group's items count up from the
+// first of the block it takes (see newIDs), so that items of one request
+// that share a Seq (on etcd) keep the order of their Puts. p.mu is held.
 func (p *putter) join(ctx context.Context, dir string, prio int64, data []byte) *putGroup {
 	size := itemSize(dir, data)
 	var g *putGroup
@@ -118,7 +116,7 @@ func (p *putter) join(ctx context.Context, dir string, prio int64, data []byte) 
 		}
 	}
 	if g == nil {
-		g = &putGroup{done: make(chan struct{}), base: rand.Uint64N(math.MaxUint64 - store.MaxBatchNodes + 1)}
+		g = &putGroup{done: make(chan struct{}), base: itemIDs.take(store.MaxBatchNodes)}
 		g.ctx, g.cancel = context.WithCancelCause(context.WithoutCancel(ctx))
 		p.pending = append(p.pending, g)
 	}

@@ -11,8 +11,9 @@
 //     it; see Settings.
 //   - p/items: the items, persistent sequential nodes. An item's name
 //     carries its priority in an order-preserving fixed-width encoding and
-//     its id, a random 64-bit name for the item's whole life (see
-//     [Item.ID]). Names under p/items that are not items are ignored.
+//     its id, a 64-bit name for the item's whole life, unique to it (a
+//     counter per process from a random start; see [Item.ID]). Names
+//     under p/items that are not items are ignored.
 //   - p/claims (at-least-once): one node per claimed item, named by its id:
 //     ephemeral, or with a lease of its own under a visibility timeout on
 //     etcd. It holds the consumer's identity record (host, process, when

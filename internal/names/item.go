@@ -16,7 +16,8 @@ import (
 // hexadecimal digits; count is decimal. The priority key is an
 // order-reversing bijection of the int64 priority, so that a smaller key is
 // a higher priority over the whole range, negatives included. The id is
-// drawn at random by the producer and names the item for its whole life: in
+// the producer's (a counter from a random start, per process: see the
+// queue package) and names the item for its whole life: in
 // its claim and its delivery count, across redeliveries, put-backs and a
 // move to a dead-letter queue. The order key of an item put back is the
 // order of the original node, so the item keeps its place among the items
