@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"runtime"
 	"slices"
@@ -20,6 +21,7 @@ import (
 	recipe "go.etcd.io/etcd/client/v3/experimental/recipes"
 
 	"github.com/corral-go/corral/etcdstore"
+	"github.com/corral-go/corral/internal/names"
 	"github.com/corral-go/corral/internal/testing/countstore"
 	"github.com/corral-go/corral/internal/testing/zkserver"
 	"github.com/corral-go/corral/queue"
@@ -42,8 +44,10 @@ import (
 // and corral's PutBatch beside them (batches of CORRAL_PUT_BATCH items,
 // default 100, each producer putting whole batches), with the store's own
 // batch as its floor (floor-batch: a ZooKeeper multi of the creates, an etcd
-// transaction of the puts, with the bare client). Every variant runs
-// CORRAL_PUT_MS (default 1000) per round, and with CORRAL_PUT_INFLIGHT
+// transaction of the puts, with the bare client), and on etcd with the
+// floor of one Put (floor-put: corral's transaction of one item with the
+// bare client, the parent's check included; see floorPut). Every variant
+// runs CORRAL_PUT_MS (default 1000) per round, and with CORRAL_PUT_INFLIGHT
 // (a list, such as "4,8") corral's Put again on a Queue with that many
 // requests in flight at most (WithPutsInFlight) instead of the default,
 // for CORRAL_PUT_ROUNDS rounds
@@ -116,6 +120,9 @@ func comparePuts(b *testing.B, env *putEnv, producers int) {
 		{name: "corral", put: func(ctx context.Context) (int, error) { return 1, q.Put(ctx, data) }},
 		{name: "corral-batch", put: func(ctx context.Context) (int, error) { return batchN, q.PutBatch(ctx, batch) }},
 		{name: "floor-batch", put: env.floorBatch(b, st, path+"/floor", data, batchN)},
+	}
+	if env.name == "etcd" {
+		variants = append(variants, &putVariant{name: "floor-put", put: floorPut(b, st, path+"/floorput", data)})
 	}
 	for _, n := range envInts("CORRAL_PUT_INFLIGHT") {
 		// Corral's Put again, with n puts in flight at most: to measure
@@ -273,6 +280,33 @@ func (e *putEnv) dialZK(b *testing.B) *zk.Conn {
 	b.Cleanup(conn.Close)
 	waitSession(b, events)
 	return conn
+}
+
+// floorPut returns, on etcd, the transaction of one Put with the bare
+// client: a put of a key named as corral names an item, with the compares
+// that no key is there and that the parent is the one made at its first
+// CreateRevision (the Store's check that the parent exists with no lease,
+// as it sends it once it knows the parent; see etcdstore's parentCmps). It
+// is the most corral's Put can do on etcd, where the peer's put has no
+// parent to check.
+func floorPut(b *testing.B, st store.Store, path string, data []byte) func(ctx context.Context) (int, error) {
+	if _, err := st.Create(b.Context(), path, nil, store.Persistent); err != nil {
+		b.Fatal(err)
+	}
+	cli := st.(*etcdstore.Store).Client()
+	got, err := cli.Get(b.Context(), path)
+	if err != nil || len(got.Kvs) != 1 {
+		b.Fatalf("floor-put: read %s: %v %v", path, got, err)
+	}
+	parent := clientv3.Compare(clientv3.CreateRevision(path), "=", got.Kvs[0].CreateRevision)
+	var next atomic.Uint64
+	next.Store(rand.Uint64())
+	return func(ctx context.Context) (int, error) {
+		key := path + "/" + names.ItemName(0, names.ID(next.Add(1))) + names.ID(rand.Uint64())
+		_, err := cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0), parent).
+			Then(clientv3.OpPut(key, string(data))).Commit()
+		return 1, err
+	}
 }
 
 // floorBatch returns the store's own batch of n puts into the queue at
