@@ -81,8 +81,10 @@ func (l *link) write(p []byte) (int, error) {
 // readBuf is the size of a link's read buffer. The client reads each
 // frame in two calls, its length and then its body; through the buffer one
 // read from the connection serves both, and every frame that arrived with
-// them. A longer read than this goes straight to the connection.
-const readBuf = 16 << 10
+// them. A longer read than this goes straight to the connection. An answer
+// to a direct request up to this size is gathered in the buffer (see
+// take): 64 kB holds a listing of about a thousand contenders' names.
+const readBuf = 64 << 10
 
 // Read serves the client from the link's buffer, refilled by one read from
 // the connection when empty, and follows what it hands over: the client
@@ -176,9 +178,16 @@ func (l *link) buffer(n int) error {
 }
 
 // take returns the next n bytes of the stream, from the buffer and then
-// the connection; the result is valid until the next read.
+// the connection; the result is valid until the next read. Bytes that fit
+// the buffer are gathered there: an answer that arrives in pieces then
+// costs a move within the buffer, not a slice of its own (at N=128 a lock's
+// listings are two answers of about 8 kB per acquisition, each taken in
+// pieces more often than not).
 func (l *link) take(n int) ([]byte, error) {
-	if l.rend-l.rpos >= n {
+	if n <= readBuf {
+		if err := l.buffer(n); err != nil {
+			return nil, err
+		}
 		b := l.rbuf[l.rpos : l.rpos+n]
 		l.rpos += n
 		return b, nil

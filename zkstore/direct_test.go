@@ -76,11 +76,12 @@ func drain(t *testing.T, conn net.Conn) {
 	t.Cleanup(func() { conn.Close(); <-done })
 }
 
-// TestLinkRoutesDirectAnswers plays a server that answers a direct request
+// TestLinkRoutesDirectAnswers plays a server that answers direct requests
 // among the client's frames, in chunks of many sizes, a long answer that
-// spans the link's buffer among them: the client reads each of its frames
-// whole and in order and never a byte of the direct answers, which reach
-// their directs whole.
+// spans the link's buffer and one nearly as long as the buffer (gathered
+// in it) among them: the client reads each of its frames whole and in
+// order and never a byte of the direct answers, which reach their directs
+// whole.
 func TestLinkRoutesDirectAnswers(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	long := bytes.Repeat([]byte("x"), 3*readBuf+5)
@@ -93,9 +94,9 @@ func TestLinkRoutesDirectAnswers(t *testing.T) {
 		if _, err := l.Write(request(41, 12, 9)); err != nil {
 			t.Fatal(err)
 		}
-		// Two direct requests; their xids follow the client's.
-		var got [2][]byte
-		var xids [2]int32
+		// Three direct requests; their xids follow the client's.
+		var got [3][]byte
+		var xids [3]int32
 		for i := range got {
 			xids[i] = l.ownXid()
 			d := &direct{xid: xids[i], answer: func(body []byte, err error) {
@@ -114,18 +115,20 @@ func TestLinkRoutesDirectAnswers(t *testing.T) {
 		binary.BigEndian.PutUint32(short, uint32(len(short)-4))
 		big := append(reply(xids[1], 0), long...)
 		binary.BigEndian.PutUint32(big, uint32(len(big)-4))
+		mid := append(reply(xids[2], 0), long[:readBuf-20]...) // 4+size = readBuf
+		binary.BigEndian.PutUint32(mid, uint32(len(mid)-4))
 		clientFrames := [][]byte{connectResponse(3000, 0x77), note, reply(41, 200), note, reply(-2, 0)}
 		// In the order the server answers: the connect request, 41, then
 		// the directs, with notifications and a ping's answer between.
-		stream := slices.Concat(clientFrames[0], clientFrames[1], clientFrames[2], short, clientFrames[3], big, clientFrames[4])
+		stream := slices.Concat(clientFrames[0], clientFrames[1], clientFrames[2], short, clientFrames[3], big, mid, clientFrames[4])
 		serve(t, server, stream, splits(rng, len(stream), pattern))
 		for i, want := range clientFrames {
 			if f := clientReads(t, l); !bytes.Equal(f, want) {
 				t.Fatalf("pattern %d: client's frame %d = % x...; want % x...", pattern, i, f[:min(len(f), 16)], want[:min(len(want), 16)])
 			}
 		}
-		if !bytes.Equal(got[0], short[4:]) || !bytes.Equal(got[1], big[4:]) {
-			t.Fatalf("pattern %d: direct answers of %d and %d bytes; want %d and %d", pattern, len(got[0]), len(got[1]), len(short)-4, len(big)-4)
+		if !bytes.Equal(got[0], short[4:]) || !bytes.Equal(got[1], big[4:]) || !bytes.Equal(got[2], mid[4:]) {
+			t.Fatalf("pattern %d: direct answers of %d, %d and %d bytes; want %d, %d and %d", pattern, len(got[0]), len(got[1]), len(got[2]), len(short)-4, len(big)-4, len(mid)-4)
 		}
 		l.mu.Lock()
 		left := len(l.own)
