@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
+	"runtime"
 	"runtime/metrics"
 	"runtime/pprof"
 	"slices"
@@ -50,13 +51,25 @@ import (
 //     a JVM of its own; etcd runs in a process of its own, an embedded 3.6
 //     server by default);
 //   - cli-µs/acq: this process's CPU time per acquisition (the clients),
-//     and allocs/acq: the heap objects it allocated per acquisition;
+//     allocs/acq: the heap objects it allocated per acquisition, and
+//     faults/acq: its minor page faults per acquisition;
 //   - kB/acq: bytes the server sent to the clients per acquisition (etcd:
 //     payload as gRPC counts it; ZooKeeper: mntr's zk_response_bytes,
 //     responses and watch events), and on etcd req/acq: messages the clients sent
 //     (unary requests, watch creations and cancellations, lease renewals);
 //   - req/acq (ZooKeeper): requests the server received (srvr's
 //     "Received", pings included).
+//
+// Each round begins with a garbage collection, and each variant first runs
+// a round that is not counted. The test process
+// holds every variant's sessions at once (go-zookeeper keeps 3 MB of
+// buffers per connection: about 200 MB at N=32), so without this the heap
+// collects rarely, and whichever variant allocates in size classes the
+// heap had no room for takes fresh memory, a page fault per 4 kB: measured
+// at N=32, corral's rounds faulted about 10,000 times each and zk.Lock's
+// about 60, which cost corral a tenth of its handoffs; once both had
+// collected and grown, neither faulted. A program with one session sees
+// no such thing.
 //
 // At N=1 ZooKeeper also runs the floor: go-zookeeper's protected create,
 // getChildren and delete on one connection, the requests of an
@@ -127,10 +140,11 @@ type counters struct {
 	srvCPU, cliCPU time.Duration
 	bytes, reqs    int64
 	allocs         int64 // heap objects this process allocated (the clients)
+	faults         int64 // this process's minor page faults
 }
 
 func (c counters) sub(d counters) counters {
-	return counters{c.srvCPU - d.srvCPU, c.cliCPU - d.cliCPU, c.bytes - d.bytes, c.reqs - d.reqs, c.allocs - d.allocs}
+	return counters{c.srvCPU - d.srvCPU, c.cliCPU - d.cliCPU, c.bytes - d.bytes, c.reqs - d.reqs, c.allocs - d.allocs, c.faults - d.faults}
 }
 
 type roundResult struct {
@@ -163,7 +177,7 @@ func comparePeers(b *testing.B, env peerEnv, n int) {
 	// A fresh server (a JVM compiling its hot paths, an etcd with empty
 	// caches) favours whoever comes second: every variant warms up first.
 	for _, v := range vs {
-		peerRound(b, env, v, v.lockers(fmt.Sprintf("/bench/peers/warm-%s-%d-%d", v.name, n, peerRuns.Add(1))), 0, time.Second)
+		peerRound(b, env, v, v.lockers(fmt.Sprintf("/bench/peers/warm-%s-%d-%d", v.name, n, peerRuns.Add(1))), time.Second, measured)
 	}
 	results := make([][]roundResult, len(vs))
 	for r := range rounds {
@@ -177,9 +191,9 @@ func comparePeers(b *testing.B, env peerEnv, n int) {
 			res := peerRound(b, env, v, v.lockers(path), time.Second, measured)
 			results[i] = append(results[i], res)
 			// Printed, not logged: a benchmark's log keeps ten lines.
-			fmt.Printf("round %d %-18s N=%-3d %8.0f acq/s  p99 %7.2f ms  srv %6.0f µs/acq  cli %6.0f µs/acq  %5.0f allocs/acq  %6.2f kB/acq  %5.2f req/acq  (%d acq)\n",
+			fmt.Printf("round %d %-18s N=%-3d %8.0f acq/s  p99 %7.2f ms  srv %6.0f µs/acq  cli %6.0f µs/acq  %5.0f allocs/acq  %5.2f faults/acq  %6.2f kB/acq  %5.2f req/acq  (%d acq)\n",
 				r, v.name, n, res.acqPerSec, ms(res.p99), us(res.perAcq.srvCPU), us(res.perAcq.cliCPU),
-				float64(res.perAcq.allocs)/1000, float64(res.perAcq.bytes)/1e6, float64(res.perAcq.reqs)/1000, res.acq)
+				float64(res.perAcq.allocs)/1000, float64(res.perAcq.faults)/1000, float64(res.perAcq.bytes)/1e6, float64(res.perAcq.reqs)/1000, res.acq)
 		}
 	}
 	med := make([]roundResult, len(vs))
@@ -191,6 +205,7 @@ func comparePeers(b *testing.B, env peerEnv, n int) {
 		b.ReportMetric(us(med[i].perAcq.srvCPU), v+"-srv-µs/acq")
 		b.ReportMetric(us(med[i].perAcq.cliCPU), v+"-cli-µs/acq")
 		b.ReportMetric(float64(med[i].perAcq.allocs)/1000, v+"-allocs/acq")
+		b.ReportMetric(float64(med[i].perAcq.faults)/1000, v+"-faults/acq")
 		if med[i].perAcq.bytes > 0 {
 			b.ReportMetric(float64(med[i].perAcq.bytes)/1e6, v+"-kB/acq")
 		}
@@ -225,6 +240,7 @@ func medianResult(rs []roundResult) roundResult {
 			bytes:  int64(med(func(r roundResult) float64 { return float64(r.perAcq.bytes) })),
 			reqs:   int64(med(func(r roundResult) float64 { return float64(r.perAcq.reqs) })),
 			allocs: int64(med(func(r roundResult) float64 { return float64(r.perAcq.allocs) })),
+			faults: int64(med(func(r roundResult) float64 { return float64(r.perAcq.faults) })),
 		},
 	}
 }
@@ -234,6 +250,7 @@ func medianResult(rs []roundResult) roundResult {
 // contender finish its cycle.
 func peerRound(b *testing.B, env peerEnv, v *peerVariant, ls []benchLocker, warm, measured time.Duration) roundResult {
 	ctx := b.Context()
+	runtime.GC() // see BenchmarkLockPeers
 	start := time.Now()
 	from, until := start.Add(warm), start.Add(warm+measured)
 	var (
@@ -285,7 +302,7 @@ func peerRound(b *testing.B, env peerEnv, v *peerVariant, ls []benchLocker, warm
 		acqPerSec: float64(n) / measured.Seconds(),
 		p99:       lat[len(lat)*99/100],
 		// Kept ×1000 so that integer division loses nothing that matters.
-		perAcq: counters{d.srvCPU * 1000 / time.Duration(n), d.cliCPU * 1000 / time.Duration(n), d.bytes * 1000 / n, d.reqs * 1000 / n, d.allocs * 1000 / n},
+		perAcq: counters{d.srvCPU * 1000 / time.Duration(n), d.cliCPU * 1000 / time.Duration(n), d.bytes * 1000 / n, d.reqs * 1000 / n, d.allocs * 1000 / n, d.faults * 1000 / n},
 		acq:    len(lat),
 	}
 }
@@ -330,11 +347,12 @@ func procCPU(b testing.TB, pid int) time.Duration {
 	return time.Duration(utime+stime) * time.Second / 100 // USER_HZ
 }
 
-// selfCPU returns this process's CPU time.
-func selfCPU() time.Duration {
+// self returns this process's counters: its CPU time, heap objects
+// allocated and minor page faults so far.
+func self() counters {
 	var ru syscall.Rusage
 	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	return counters{cliCPU: time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), allocs: selfAllocs(), faults: int64(ru.Minflt)}
 }
 
 // selfAllocs returns the heap objects this process has allocated so far.
@@ -366,7 +384,8 @@ var (
 )
 
 func (e *zkPeers) snapshot(b *testing.B, _ *peerVariant) counters {
-	c := counters{srvCPU: procCPU(b, e.srv.Pid()), cliCPU: selfCPU(), allocs: selfAllocs()}
+	c := self()
+	c.srvCPU = procCPU(b, e.srv.Pid())
 	out, err := zkserver.FourLetter(e.srv.Addr(), "srvr")
 	if m := zkReceived.FindStringSubmatch(out); err == nil && m != nil {
 		c.reqs, _ = strconv.ParseInt(m[1], 10, 64)
@@ -578,7 +597,9 @@ func TestEtcdServerProcess(t *testing.T) {
 }
 
 func (e *etcdPeers) snapshot(b *testing.B, v *peerVariant) counters {
-	return counters{srvCPU: procCPU(b, e.pid), cliCPU: selfCPU(), bytes: v.bytes.Load(), reqs: v.msgs.Load(), allocs: selfAllocs()}
+	c := self()
+	c.srvCPU, c.bytes, c.reqs = procCPU(b, e.pid), v.bytes.Load(), v.msgs.Load()
+	return c
 }
 
 // config returns a client configuration whose traffic counts toward v.
