@@ -60,16 +60,22 @@ import (
 //   - req/acq (ZooKeeper): requests the server received (srvr's
 //     "Received", pings included).
 //
-// Each round begins with a garbage collection, and each variant first runs
-// a round that is not counted. The test process
-// holds every variant's sessions at once (go-zookeeper keeps 3 MB of
-// buffers per connection: about 200 MB at N=32), so without this the heap
-// collects rarely, and whichever variant allocates in size classes the
-// heap had no room for takes fresh memory, a page fault per 4 kB: measured
-// at N=32, corral's rounds faulted about 10,000 times each and zk.Lock's
-// about 60, which cost corral a tenth of its handoffs; once both had
-// collected and grown, neither faulted. A program with one session sees
-// no such thing.
+// Each round begins with a garbage collection, and the variants first run
+// two rounds each that are not counted (A B A B). The test process holds
+// every variant's sessions at once (go-zookeeper keeps 3 MB of buffers per
+// connection: about 200 MB at N=32), so its heap collects rarely: a round
+// allocates from pages no collection has freed yet, and the runtime hands
+// free pages back to the system while the other variant runs
+// (GODEBUG=scavtrace=1 shows it; with GODEBUG=madvdontneed=0 those pages
+// come back without faults). A variant
+// whose objects are in size classes with no room left then faults in a
+// fresh page per 4 kB (corral's listings are a few kB each; zk.Lock's are
+// many small strings, in spans that already had room). Measured at N=32
+// with one warm-up round and no collections: corral's rounds faulted about
+// 10,000 times each and zk.Lock's about 60, which cost corral a tenth of
+// its handoffs. Now neither faults more than about 0.3 times per
+// acquisition (faults/acq), and a program with one session, whose heap
+// collects often, sees no such thing.
 //
 // At N=1 ZooKeeper also runs the floor: go-zookeeper's protected create,
 // getChildren and delete on one connection, the requests of an
@@ -175,9 +181,12 @@ func comparePeers(b *testing.B, env peerEnv, n int) {
 	rounds := envInts("CORRAL_PEER_ROUNDS", []int{3})[0]
 	measured := time.Duration(envInts("CORRAL_PEER_SECONDS", []int{3})[0]) * time.Second
 	// A fresh server (a JVM compiling its hot paths, an etcd with empty
-	// caches) favours whoever comes second: every variant warms up first.
-	for _, v := range vs {
-		peerRound(b, env, v, v.lockers(fmt.Sprintf("/bench/peers/warm-%s-%d-%d", v.name, n, peerRuns.Add(1))), time.Second, measured)
+	// caches) favours whoever comes second: every variant warms up first,
+	// and twice over, for this process's heap (see BenchmarkLockPeers).
+	for range 2 {
+		for _, v := range vs {
+			peerRound(b, env, v, v.lockers(fmt.Sprintf("/bench/peers/warm-%s-%d-%d", v.name, n, peerRuns.Add(1))), time.Second, measured)
+		}
 	}
 	results := make([][]roundResult, len(vs))
 	for r := range rounds {
