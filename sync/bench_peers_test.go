@@ -73,7 +73,7 @@ import (
 // many small strings, in spans that already had room). Measured at N=32
 // with one warm-up round and no collections: corral's rounds faulted about
 // 10,000 times each and zk.Lock's about 60, which cost corral a tenth of
-// its handoffs. Now neither faults more than about 0.3 times per
+// its handoffs. Now neither faults more than about 0.5 times per
 // acquisition (faults/acq), and a program with one session, whose heap
 // collects often, sees no such thing.
 //
