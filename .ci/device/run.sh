@@ -31,9 +31,9 @@ step() { # name timeout binary pkgdir bench env... (EXTRA: more test flags)
 }
 peers() { echo "CORRAL_PEER_ROUNDS=2 CORRAL_PEER_SECONDS=2"; }
 for s in ${STEPS:-zk etcd queue}; do case $s in
-	zk) step zk 150 sync.test sync LockPeers CORRAL_STORES=zk CORRAL_PEER_N=1,8,32,128,512 $(peers) ;;
-	zkalt) step zk-$ALT 150 $ALT sync LockPeers CORRAL_STORES=zk CORRAL_PEER_N=${ALT_N:-8,32,128,512} $(peers) ;;
-	etcd) step etcd 150 sync.test sync LockPeers CORRAL_STORES=etcd CORRAL_PEER_N=${ETCD_N:-1,8,128,512} $(peers) ;;
+	zk) step zk 210 sync.test sync LockPeers CORRAL_STORES=zk CORRAL_PEER_N=1,8,32,128,512 $(peers) ;;
+	zkalt) step zk-$ALT 210 $ALT sync LockPeers CORRAL_STORES=zk CORRAL_PEER_N=${ALT_N:-8,32,128,512} $(peers) ;;
+	etcd) step etcd 210 sync.test sync LockPeers CORRAL_STORES=etcd CORRAL_PEER_N=${ETCD_N:-1,8,128,512} $(peers) ;;
 	etcdn1) step etcd-n1 40 sync.test sync LockPeers CORRAL_STORES=etcd CORRAL_PEER_N=1 $(peers) ;;
 	etcdalt) step etcd-$ALT 40 $ALT sync LockPeers CORRAL_STORES=etcd CORRAL_PEER_N=${ALT_N:-1} $(peers) ;;
 	queue) step queue 150 queue.test queue PutPeers CORRAL_STORES=zk,etcd CORRAL_PUT_ROUNDS=${PUT_ROUNDS:-4} CORRAL_PUT_INFLIGHT=${PUT_INFLIGHT:-} ;;
