@@ -67,11 +67,11 @@ import (
 // allocates from pages no collection has freed yet, and the runtime hands
 // free pages back to the system while the other variant runs
 // (GODEBUG=scavtrace=1 shows it; with GODEBUG=madvdontneed=0 those pages
-// come back without faults). A variant
-// whose objects are in size classes with no room left then faults in a
-// fresh page per 4 kB (corral's listings are a few kB each; zk.Lock's are
-// many small strings, in spans that already had room). Measured at N=32
-// with one warm-up round and no collections: corral's rounds faulted about
+// come back without faults). A variant whose objects are in size classes
+// with no room left then faults in a fresh page per 4 kB (corral's
+// listings are a few kB each; zk.Lock's are many small strings, in spans
+// that already had room). Measured at N=32 with a warm-up of a second per
+// variant and no collections between rounds: corral's rounds faulted about
 // 10,000 times each and zk.Lock's about 60, which cost corral a tenth of
 // its handoffs. Now neither faults more than about 0.5 times per
 // acquisition (faults/acq), and a program with one session, whose heap
