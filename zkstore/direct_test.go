@@ -78,10 +78,10 @@ func drain(t *testing.T, conn net.Conn) {
 
 // TestLinkRoutesDirectAnswers plays a server that answers direct requests
 // among the client's frames, in chunks of many sizes, a long answer that
-// spans the link's buffer and one nearly as long as the buffer (gathered
-// in it) among them: the client reads each of its frames whole and in
-// order and never a byte of the direct answers, which reach their directs
-// whole.
+// spans the link's buffer and one exactly as long as it, length included
+// (the longest gathered in it), among them: the client reads each of its
+// frames whole and in order and never a byte of the direct answers, which
+// reach their directs whole.
 func TestLinkRoutesDirectAnswers(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	long := bytes.Repeat([]byte("x"), 3*readBuf+5)
