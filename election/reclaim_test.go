@@ -1,6 +1,8 @@
 package election_test
 
 import (
+	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/corral-go/corral/election"
@@ -31,6 +33,36 @@ func TestDirectoryReclaimed(t *testing.T) {
 				t.Fatal(err)
 			}
 			backends.WaitChildren(t, st, root, backends.Count(0))
+		}
+	})
+}
+
+// TestCandidateCloseLeavesNothing: a candidate closed right after it
+// resigned, as it campaigns again, leaves nothing behind once Close has
+// returned, on sessions that remove an emptied directory at once: not its
+// node, and not the directory its next create found gone (the resignation
+// took it) and made again just as Close called the create off.
+func TestCandidateCloseLeavesNothing(t *testing.T) {
+	backends.RunEager(t, func(t *testing.T, b storetest.Backend) {
+		st, ctx := open(t, b), ctxFor(t)
+		for i := range 50 {
+			p := fmt.Sprintf("%s/%d/leader", dir(t), i)
+			c := election.New(st, p).Candidate(ctx, []byte("a"))
+			l, ok := <-c.Terms()
+			if !ok {
+				t.Fatalf("round %d: no term: %v", i, c.Err())
+			}
+			if err := l.Resign(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if err := c.Close(); err != nil {
+				t.Fatal(err)
+			}
+			for _, q := range []string{p, store.Parent(p)} {
+				if _, err := st.Get(ctx, q); !errors.Is(err, store.ErrNoNode) {
+					t.Fatalf("round %d: Get(%s) after Close = %v; want ErrNoNode", i, q, err)
+				}
+			}
 		}
 	})
 }

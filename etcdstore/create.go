@@ -23,8 +23,9 @@ import (
 // is still worth knowing, to undo precisely what it made.
 //
 // When the caller leaves while an attempt may be applied (one is in
-// flight, or an earlier one failed with an unknown outcome), abandon hands
-// the create to undo, which runs until it is done or the session ends:
+// flight, or an earlier one failed with an unknown outcome) or after the
+// create made its parent apart, abandon hands the create to undo, which
+// runs until it is done or the session ends:
 //
 //  1. It waits for the attempt in flight (at most the attempt timeout).
 //  2. If an attempt is known to have made the node, it deletes the node
@@ -33,6 +34,9 @@ import (
 //     nodes only; a fixed persistent name may be someone else's) and, in
 //     the same transaction, moves the session's create fence.
 //  3. It retries that transaction until it is applied.
+//  4. A parent the create made apart (makeParents) and no node came to
+//     fill is removed as the last one out of it would remove it
+//     (leaveParent).
 //
 // The fence closes the last gap: an attempt the server applies after the
 // undo (a request held in a frozen link, or proposed by a member before a
@@ -189,6 +193,7 @@ func (s *Store) send(ctx context.Context, r *createReq) (store.Node, []store.Chi
 			if err := ctx.Err(); err != nil {
 				// Nothing is sent on an ended ctx: the reply could
 				// otherwise win the select below over it.
+				s.abandon(r, nil, unknown) // the parent it made, if any
 				return store.Node{}, nil, s.fail(ctx, "create", name, err)
 			}
 			res := s.attempt1(r)
@@ -231,7 +236,12 @@ func (s *Store) send(ctx context.Context, r *createReq) (store.Node, []store.Chi
 			switch {
 			case errors.Is(err, errNoParent):
 				s.dirs.drop(r.parent)
-				if err := s.makeParents(ctx, r.name); err != nil {
+				r.madeParent = true
+				err := s.makeParents(ctx, r.name)
+				if s.madeParentsHook != nil {
+					s.madeParentsHook()
+				}
+				if err != nil {
 					if ctx.Err() != nil {
 						s.abandon(r, nil, unknown)
 					}
@@ -325,7 +335,7 @@ func (s *Store) raiseFence(rev int64) {
 // of the attempt that the caller left; unknown says whether
 // an earlier attempt's outcome is unknown.
 func (s *Store) abandon(r *createReq, inflight <-chan txnResult, unknown bool) {
-	if inflight == nil && !unknown {
+	if inflight == nil && !unknown && !r.madeParent {
 		return
 	}
 	done := make(chan struct{})
@@ -362,6 +372,7 @@ func (s *Store) undo(r *createReq, inflight <-chan txnResult, unknown bool) {
 		}
 	}
 	if made == 0 && !unknown {
+		s.leaveParent(r)
 		return // not made, and no attempt can be applied any more
 	}
 	var cmps []clientv3.Cmp
@@ -396,8 +407,12 @@ func (s *Store) undo(r *createReq, inflight <-chan txnResult, unknown bool) {
 			if unknown {
 				s.raiseFence(resp.Header.Revision)
 			}
-			s.log.Debug("etcdstore: abandoned create undone", "node", r.name, "deleted", resp.Succeeded && cmps != nil, "fenced", unknown, "attempts", i)
-			if resp.Succeeded && cmps != nil && s.later.Delay > 0 && r.parent != "/" {
+			deleted := resp.Succeeded && cmps != nil
+			s.log.Debug("etcdstore: abandoned create undone", "node", r.name, "deleted", deleted, "fenced", unknown, "attempts", i)
+			switch {
+			case !deleted:
+				s.leaveParent(r)
+			case s.later.Delay > 0 && r.parent != "/":
 				s.later.Emptied(r.parent)
 			}
 			return
@@ -412,6 +427,21 @@ func (s *Store) undo(r *createReq, inflight <-chan txnResult, unknown bool) {
 		if s.sleep(s.ctx, backoff(i)) != nil {
 			return
 		}
+	}
+}
+
+// leaveParent removes the parent of r, an abandoned create that made no
+// node, when r made it (makeParents) and it holds nothing: a directory
+// made for a node that never came would stay behind, as no delete in it
+// will ever reclaim it. It is removed as the last one out of it would
+// remove it: at once with no reclaim delay, else once that is up.
+func (s *Store) leaveParent(r *createReq) {
+	switch {
+	case !r.madeParent || r.parent == "/":
+	case s.later.Delay > 0:
+		s.later.Emptied(r.parent)
+	default:
+		s.reclaimDir(r.parent)
 	}
 }
 
@@ -477,6 +507,9 @@ type createReq struct {
 	// put (its second operation), to learn its CreateRevision (see
 	// parentCmps).
 	readsParent bool
+	// madeParent says that makeParents ran for it: the parent may be
+	// one this create made (see leaveParent).
+	madeParent bool
 }
 
 // The bounds of a create that makes its missing ancestors itself (see

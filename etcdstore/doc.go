@@ -146,7 +146,11 @@
 // ephemeral nodes anyway); Close stops it. A persistent node with a fixed
 // name whose create had an unknown outcome is not deleted, since it may
 // have been made by someone else; the fence still moves, so the create
-// cannot be applied later.
+// cannot be applied later. A directory the create made in a transaction of
+// its own (its parent was gone since the Store last created there) is
+// removed with the node, or, when no node was made, as the last one out of
+// it would remove it: empty, and made implicitly, at once or after the
+// reclaim delay.
 //
 // # Watches
 //

@@ -17,6 +17,14 @@ func WithExpiryHook(f func()) Option {
 	return func(o *options) { o.expiryHook = f }
 }
 
+// WithMadeParentsHook makes a create call f right after it made its
+// missing parents in a transaction of their own (a parent it believed
+// there was gone), before it goes on: a test that cancels the create's ctx
+// in f leaves it with a directory made for a node it will not make.
+func WithMadeParentsHook(f func()) Option {
+	return func(o *options) { o.madeParentsHook = f }
+}
+
 // Deadline returns the session's deadline as the Store knows it now.
 func Deadline(s *Store) time.Time { return s.leaseDeadline() }
 

@@ -1,6 +1,7 @@
 package etcdstore_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -169,4 +170,53 @@ func revision(t *testing.T, cli *clientv3.Client) int64 {
 		t.Fatal(err)
 	}
 	return resp.Header.Revision
+}
+
+// TestAbandonedCreateLeavesNoParent: a create whose parent, gone since
+// this Store last saw it, it makes in a transaction of its own, and whose
+// caller then leaves before the node is made, takes the directory it made
+// back with it: no delete in it would ever come to reclaim it. At once with
+// no reclaim delay (when the call returns), else once the delay is up.
+func TestAbandonedCreateLeavesNoParent(t *testing.T) {
+	cluster := etcdserver.Start(t, 1)
+	for _, delay := range []time.Duration{0, 50 * time.Millisecond} {
+		for _, mode := range []store.Mode{store.EphemeralSequential, store.Persistent} {
+			t.Run(fmt.Sprintf("delay %v/%v", delay, mode), func(t *testing.T) {
+				var leave func()
+				a := open(t, etcdbackend.New(cluster, etcdstore.WithReclaimDelay(delay),
+					etcdstore.WithMadeParentsHook(func() { leave() })))
+				b := open(t, etcdbackend.New(cluster, etcdstore.WithReclaimDelay(0)))
+				ctx := ctxFor(t)
+				root := fmt.Sprintf("/abandoned/%d-%d", delay, mode)
+				must[store.Node](t)(b.Create(ctx, root, nil, store.Persistent))
+				// a learns that root/x/y is there; b takes it away.
+				n := must[store.Node](t)(a.Create(ctx, root+"/x/y/n-", nil, store.EphemeralSequential))
+				if err := b.Delete(ctx, n.Path); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := b.Get(ctx, root+"/x"); !errors.Is(err, store.ErrNoNode) {
+					t.Fatalf("Get(%s/x) after the last node in it went = %v; want ErrNoNode", root, err)
+				}
+				cctx, cancel := context.WithCancel(ctx)
+				defer cancel()
+				leave = cancel
+				path := root + "/x/y/n"
+				if mode == store.EphemeralSequential {
+					path += "-"
+				}
+				if _, err := a.Create(cctx, path, nil, mode); !errors.Is(err, context.Canceled) {
+					t.Fatalf("Create left after its parents were made = %v; want context.Canceled", err)
+				}
+				if delay == 0 {
+					if _, err := b.Get(ctx, root+"/x"); !errors.Is(err, store.ErrNoNode) {
+						t.Fatalf("Get(%s/x) once the abandoned create returned = %v; want ErrNoNode", root, err)
+					}
+				}
+				backends.WaitGone(t, b, root+"/x")
+				if kids := must[[]store.Child](t)(b.Children(ctx, root)); len(kids) != 0 {
+					t.Errorf("Children(%s) = %v; want none", root, kids)
+				}
+			})
+		}
+	}
 }

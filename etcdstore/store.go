@@ -56,6 +56,9 @@ type options struct {
 	// finds the deadline passed, before it ends the session (tests only,
 	// see export_test.go).
 	expiryHook func()
+	// madeParentsHook, when set, runs after a create made its missing
+	// parents apart (makeParents), before it goes on (tests only).
+	madeParentsHook func()
 }
 
 func newOptions(opts []Option) (options, error) {
@@ -119,22 +122,23 @@ func WithLogger(l *slog.Logger) Option {
 // one more until its event is delivered, and each abandoned create one
 // until it is undone. Close waits for all of them.
 type Store struct {
-	later      reclaim.Later // the directories this Store emptied, until their delay is up (reclaim.go)
-	dirs       dirs          // the directories it knows to exist (reclaim.go)
-	cli        *clientv3.Client
-	kv         clientv3.KV      // cli's, below the chroot if any
-	watcher    clientv3.Watcher // cli's, below the chroot if any
-	chroot     string
-	ownKeys    string // the prefix of the adapter's own keys; see keys.go
-	anchorKey  string
-	ownClient  bool
-	lease      clientv3.LeaseID
-	ttl        time.Duration // as granted by the server
-	attempt    time.Duration // bound of one request
-	log        *slog.Logger
-	fenceKey   string
-	fenceGet   clientv3.Op // the read of fenceKey after a create's refusal
-	expiryHook func()
+	later           reclaim.Later // the directories this Store emptied, until their delay is up (reclaim.go)
+	dirs            dirs          // the directories it knows to exist (reclaim.go)
+	cli             *clientv3.Client
+	kv              clientv3.KV      // cli's, below the chroot if any
+	watcher         clientv3.Watcher // cli's, below the chroot if any
+	chroot          string
+	ownKeys         string // the prefix of the adapter's own keys; see keys.go
+	anchorKey       string
+	ownClient       bool
+	lease           clientv3.LeaseID
+	ttl             time.Duration // as granted by the server
+	attempt         time.Duration // bound of one request
+	log             *slog.Logger
+	fenceKey        string
+	fenceGet        clientv3.Op // the read of fenceKey after a create's refusal
+	expiryHook      func()
+	madeParentsHook func()
 
 	// closeClient, when Dial made the client, frees the context it
 	// gave the client (see tlsProbe).
@@ -191,16 +195,17 @@ func Open(ctx context.Context, cli *clientv3.Client, opts ...Option) (*Store, er
 
 func open(ctx context.Context, cli *clientv3.Client, o options, diag *dialDiag) (*Store, error) {
 	s := &Store{
-		cli:        cli,
-		kv:         cli.KV,
-		watcher:    cli.Watcher,
-		chroot:     o.chroot,
-		ownKeys:    ownKeys,
-		attempt:    o.attempt,
-		log:        o.logger,
-		expiryHook: o.expiryHook,
-		kick:       make(chan struct{}, 1),
-		disc:       make(chan struct{}),
+		cli:             cli,
+		kv:              cli.KV,
+		watcher:         cli.Watcher,
+		chroot:          o.chroot,
+		ownKeys:         ownKeys,
+		attempt:         o.attempt,
+		log:             o.logger,
+		expiryHook:      o.expiryHook,
+		madeParentsHook: o.madeParentsHook,
+		kick:            make(chan struct{}, 1),
+		disc:            make(chan struct{}),
 	}
 	s.later.Delay, s.later.Remove = o.delay, s.reclaimAll
 	if s.chroot != "" {

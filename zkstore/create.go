@@ -108,10 +108,11 @@ var errAbandoned = errors.New("zkstore: create abandoned before it was made")
 func (s *Store) create(left *caller, path string, data []byte, flags int32, guid string) (string, error) {
 	parent := store.Parent(path)
 	s.later.Keep(parent)
+	madeDir := false // parent may have been made by this create
 	for attempt := 0; ; attempt++ {
 		var made func()
 		if attempt == 0 && s.dirs.get(parent) == dirRemoved {
-			made = s.makeAhead(parent)
+			made, madeDir = s.makeAhead(parent), true
 		}
 		created, err := s.conn.Create(path, data, flags, s.acl)
 		if made != nil {
@@ -121,7 +122,7 @@ func (s *Store) create(left *caller, path string, data []byte, flags int32, guid
 		case err == nil:
 			return created, nil
 		case errors.Is(err, zk.ErrNoNode) && attempt < 100:
-			err = s.makeParents(parent)
+			err, madeDir = s.makeParents(parent), true
 			if err == nil {
 				continue
 			}
@@ -129,7 +130,7 @@ func (s *Store) create(left *caller, path string, data []byte, flags int32, guid
 				return "", err
 			}
 			if left.gone() {
-				return "", errAbandoned
+				return s.abandoned(parent, madeDir)
 			}
 			if err := s.waitConnected(); err != nil {
 				return "", err
@@ -140,12 +141,24 @@ func (s *Store) create(left *caller, path string, data []byte, flags int32, guid
 				return found, err
 			}
 			if left.gone() {
-				return "", errAbandoned
+				return s.abandoned(parent, madeDir)
 			}
 		default:
 			return "", err
 		}
 	}
+}
+
+// abandoned is the outcome of a create given up because its caller left
+// before the node was made in dir. A dir the create made (made: makeParents
+// or makeAhead ran) would stay, empty, behind the caller: it goes to the
+// reclaimer, as it would after the last node in it (Emptied; at once with
+// no reclaim delay), which removes it if it is empty and Create made it.
+func (s *Store) abandoned(dir string, made bool) (string, error) {
+	if made && dir != "/" {
+		s.later.Emptied(dir)
+	}
+	return "", errAbandoned
 }
 
 // findProtected returns the child of parent with guid in its name if it

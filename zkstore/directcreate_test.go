@@ -47,8 +47,9 @@ func (h *directHook) hook(m tcpproxy.Message) tcpproxy.Action {
 }
 
 // openHooked opens a Store through a proxy of its own to the server at
-// addr, with a directHook on its traffic; both are closed when t ends.
-func openHooked(t *testing.T, ctx context.Context, addr string) (*zkstore.Store, *tcpproxy.Proxy, *directHook) {
+// addr, with a directHook on its traffic, and opts; both are closed when t
+// ends.
+func openHooked(t *testing.T, ctx context.Context, addr string, opts ...zkstore.Option) (*zkstore.Store, *tcpproxy.Proxy, *directHook) {
 	t.Helper()
 	h := &directHook{dropped: make(chan struct{})}
 	p, err := tcpproxy.New(addr)
@@ -57,7 +58,7 @@ func openHooked(t *testing.T, ctx context.Context, addr string) (*zkstore.Store,
 	}
 	t.Cleanup(func() { p.Close() })
 	p.SetHook(tcpproxy.LengthPrefixed, h.hook)
-	st, err := zkstore.Open(ctx, []string{p.Addr()}, zkstore.WithSessionTimeout(10*time.Second))
+	st, err := zkstore.Open(ctx, []string{p.Addr()}, append([]zkstore.Option{zkstore.WithSessionTimeout(10 * time.Second)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,6 +171,52 @@ func TestDirectCreate(t *testing.T) {
 	}
 	if len(kids) != 1 || kids[0].Name != n.Name() || !strings.HasPrefix(n.Path, dir+"/new/deeper/") {
 		t.Fatalf("CreateAndList in a missing directory = %+v, %v; want the node, listed", n, kids)
+	}
+}
+
+// TestDirectCreateLeftInMissingDir: a direct create answered that its
+// directory is missing (someone else removed it) after its caller left
+// makes nothing: not the directory, which no node would then come to fill
+// and no delete to reclaim. (With no reclaim delay, so that a create that
+// went on, its caller not gone yet, takes the directory back before the
+// call returns too.)
+func TestDirectCreateLeftInMissingDir(t *testing.T) {
+	srv, b := server(t)
+	other := b.Open(t)
+	ctx, dir := ctxFor(t), dirFor(t)
+	st, p, _ := openHooked(t, ctx, srv.Addr(), zkstore.WithReclaimDelay(0))
+	must[store.Node](t)(st.Create(ctx, dir, nil, store.Persistent))
+	// st learns that dir/x is a directory it made; other takes it away.
+	n, _, err := st.CreateAndList(ctx, dir+"/x/lock-", nil, store.EphemeralSequential)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := other.Delete(ctx, n.Path); err != nil {
+		t.Fatal(err)
+	}
+	if err := other.Delete(ctx, dir+"/x"); err != nil && !errors.Is(err, store.ErrNoNode) {
+		t.Fatal(err)
+	}
+	// The create's answer comes as the link thaws, once its caller left;
+	// the caller waits for what follows (up to UndoWait).
+	waitDirectUp(t, st)
+	before := zkstore.Directs(st)
+	p.Freeze()
+	cctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	defer cancel()
+	go func() {
+		<-cctx.Done()
+		p.Restore()
+	}()
+	_, _, err = st.CreateAndList(cctx, dir+"/x/lock-", nil, store.EphemeralSequential)
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("CreateAndList left while the link was frozen = %v; want DeadlineExceeded", err)
+	}
+	if zkstore.Directs(st) == before {
+		t.Fatal("CreateAndList sent no direct request")
+	}
+	if _, err := other.Get(ctx, dir+"/x"); !errors.Is(err, store.ErrNoNode) {
+		t.Fatalf("Get(%s/x) after the create left = %v; want ErrNoNode", dir, err)
 	}
 }
 

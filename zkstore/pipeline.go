@@ -210,22 +210,26 @@ func (s *Store) createListDirect(ctx context.Context, l *link, c creation, dir, 
 // that the directory is missing, unless the caller has left.
 func (s *Store) finishCreate(left *caller, c creation, guid string, err error) (string, error) {
 	var answered *answeredErr
+	dir, madeDir := store.Parent(c.target), false
 	switch {
 	case errors.Is(err, zk.ErrNoNode):
+		if left.gone() {
+			return "", errAbandoned // nothing made, nor to make
+		}
 		// The directory is missing: made here, as create would after its
 		// own create failed, rather than after one more. An error is
 		// create's to meet again, and report.
-		_ = s.makeParents(store.Parent(c.target))
+		_, madeDir = s.makeParents(dir), true
 	case errors.As(err, &answered):
 		return "", err // not made
 	default:
-		found, err := s.findProtected(store.Parent(c.target), guid)
+		found, err := s.findProtected(dir, guid)
 		if err != nil || found != "" {
 			return found, err
 		}
 	}
 	if left.gone() {
-		return "", errAbandoned
+		return s.abandoned(dir, madeDir)
 	}
 	return c.do(left)
 }

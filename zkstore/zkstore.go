@@ -102,7 +102,9 @@
 // connection a cancelled Create returns with its node already gone, and in
 // an outage it returns at most UndoWait after its ctx ended while the undo
 // goes on. A protected create (ephemeral sequential) that has made nothing
-// yet is not retried once its caller has left. What cannot be undone: a
+// yet is not retried once its caller has left, and a directory it made for
+// the node is removed as the last one out of it would remove it (see
+// [WithReclaimDelay]). What cannot be undone: a
 // persistent or plain sequential create whose reply was lost has an
 // unknown outcome, as with [store.ErrDisconnected], and a persistent node
 // still to be undone when the session ends stays (ephemeral ones go with

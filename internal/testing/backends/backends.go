@@ -51,6 +51,19 @@ func Run(t *testing.T, fn func(t *testing.T, b storetest.Backend)) {
 	}
 }
 
+// RunEager is Run on the backends Eager returns: sessions that remove a
+// directory with the last node in it, at once.
+func RunEager(t *testing.T, fn func(t *testing.T, b storetest.Backend)) {
+	for _, name := range Names {
+		t.Run(name, func(t *testing.T) {
+			if !Selected(name) {
+				t.Skipf("%s not in CORRAL_STORES", name)
+			}
+			fn(t, Eager(t, name))
+		})
+	}
+}
+
 // Get returns the named backend, starting its server if needed.
 func Get(t testing.TB, name string) storetest.Backend {
 	switch name {
