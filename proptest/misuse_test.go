@@ -441,8 +441,9 @@ func (s *misuseSession) doubleAt(st store.Store, p string, n int) *sync.DoubleBa
 // members with bad numbers of shards and ids, the shard assignment, zero
 // options, inspect, and store.Store's
 // own methods), on memstore, ZooKeeper and etcd in lockstep. No call may panic or outlive its ctx by more than the
-// cleanup grace; every error must match a documented sentinel; and the
-// three stores must answer every call with the same sentinel.
+// cleanup grace; every error must match a documented sentinel; the three
+// stores must answer every call with the same sentinel; and after every
+// call their trees must agree (treeShape).
 func TestMisuseAcrossStores(t *testing.T) {
 	var names []string
 	for _, name := range backends.Names {
@@ -507,6 +508,15 @@ func TestMisuseAcrossStores(t *testing.T) {
 					rt.Fatalf("%s (%s store): the stores disagree: %q", c.desc, which, got)
 				}
 			}
+			trees := map[string]string{}
+			for _, s := range sessions {
+				trees[s.name] = treeShape(s.live, dir)
+			}
+			for _, s := range sessions[1:] {
+				if trees[s.name] != trees[sessions[0].name] {
+					rt.Fatalf("after %s (%s store): the stores' trees disagree: %q", c.desc, which, trees)
+				}
+			}
 		}
 	})
 }
@@ -536,4 +546,22 @@ func call(c misuseCall, ctx context.Context, s *misuseSession, st store.Store) (
 		}
 	}()
 	return c.run(ctx, s, st)
+}
+
+// treeShape is what a call left of the check's directory dir on st: for
+// dir and each good path the calls draw, whether it is there and how many
+// children it has. The stores must agree on it after every call: a node or
+// directory that one store keeps and the others took away is left behind
+// (the emptied directories go at once here, see backends.Eager), and a
+// call that returns before its cleanup is done leaves the next call a
+// different store.
+func treeShape(st store.Store, dir string) string {
+	var b strings.Builder
+	for _, p := range []string{dir, dir + "/a", dir + "/b", dir + "/c", dir + "/c/d"} {
+		ctx, cancel := context.WithTimeout(context.Background(), misuseCallTimeout)
+		kids, err := st.Children(ctx, p)
+		cancel()
+		fmt.Fprintf(&b, "%s: %d children, %s; ", p[len(dir):], len(kids), classify(err))
+	}
+	return b.String()
 }
