@@ -40,26 +40,20 @@ import (
 var Names = []string{"mem", "zk", "etcd"}
 
 // Run runs fn as one subtest per selected backend.
-func Run(t *testing.T, fn func(t *testing.T, b storetest.Backend)) {
-	for _, name := range Names {
-		t.Run(name, func(t *testing.T) {
-			if !Selected(name) {
-				t.Skipf("%s not in CORRAL_STORES", name)
-			}
-			fn(t, Get(t, name))
-		})
-	}
-}
+func Run(t *testing.T, fn func(t *testing.T, b storetest.Backend)) { run(t, Get, fn) }
 
 // RunEager is Run on the backends Eager returns: sessions that remove a
 // directory with the last node in it, at once.
-func RunEager(t *testing.T, fn func(t *testing.T, b storetest.Backend)) {
+func RunEager(t *testing.T, fn func(t *testing.T, b storetest.Backend)) { run(t, Eager, fn) }
+
+// run runs fn as one subtest per selected backend, as get returns it.
+func run(t *testing.T, get func(testing.TB, string) storetest.Backend, fn func(t *testing.T, b storetest.Backend)) {
 	for _, name := range Names {
 		t.Run(name, func(t *testing.T) {
 			if !Selected(name) {
 				t.Skipf("%s not in CORRAL_STORES", name)
 			}
-			fn(t, Eager(t, name))
+			fn(t, get(t, name))
 		})
 	}
 }
