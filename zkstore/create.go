@@ -150,15 +150,24 @@ func (s *Store) create(left *caller, path string, data []byte, flags int32, guid
 }
 
 // abandoned is the outcome of a create given up because its caller left
-// before the node was made in dir. A dir the create made (made: makeParents
-// or makeAhead ran) would stay, empty, behind the caller: it goes to the
-// reclaimer, as it would after the last node in it (Emptied; at once with
-// no reclaim delay), which removes it if it is empty and Create made it.
+// before the node was made in dir, which the create made if made says so
+// (see leftEmpty).
 func (s *Store) abandoned(dir string, made bool) (string, error) {
+	s.leftEmpty(dir, made)
+	return "", errAbandoned
+}
+
+// leftEmpty is told that a create that made no node in dir ends; made
+// says that it may have made dir (makeParents or makeAhead ran). Such a
+// dir would stay, empty, with no delete in it to take it back (and
+// ZooKeeper's reaper never takes a container that never had a child,
+// unless the server is set to): it goes to the reclaimer, as after the
+// last node in it (Emptied; at once with no reclaim delay), which removes
+// it if it is empty and Create made it.
+func (s *Store) leftEmpty(dir string, made bool) {
 	if made && dir != "/" {
 		s.later.Emptied(dir)
 	}
-	return "", errAbandoned
 }
 
 // findProtected returns the child of parent with guid in its name if it
