@@ -19,8 +19,9 @@ var _ store.BatchCreator = (*Store)(nil)
 // does, and every node of the batch has the transaction's revision as its
 // Seq. The transaction is one attempt: one whose reply is lost or late is
 // not sent again (ErrDisconnected, its outcome unknown), nor undone when
-// ctx ends first.
-func (s *Store) CreateBatch(ctx context.Context, parent string, batch []store.BatchNode, mode store.Mode) ([]store.Node, error) {
+// ctx ends first. A parent it made, when it fails, is taken back if it is
+// still empty (leftEmpty).
+func (s *Store) CreateBatch(ctx context.Context, parent string, batch []store.BatchNode, mode store.Mode) (_ []store.Node, err error) {
 	if err := store.ValidateBatch(parent, batch, mode); err != nil {
 		return nil, err
 	}
@@ -52,7 +53,13 @@ func (s *Store) CreateBatch(ctx context.Context, parent string, batch []store.Ba
 		puts[i] = clientv3.OpPut(name, string(b.Data))
 		nodes[i] = store.Node{Path: name, Data: b.Data}
 	}
-	for made := false; ; {
+	made := false
+	defer func() {
+		if err != nil && made {
+			s.leftEmpty(parent)
+		}
+	}()
+	for {
 		// The parent's compares, and its read while its CreateRevision
 		// is unknown (see parentCmps), as of this try.
 		cmps, puts = cmps[:len(batch)], puts[:len(batch)]
@@ -97,10 +104,14 @@ func (s *Store) CreateBatch(ctx context.Context, parent string, batch []store.Ba
 			// batch can wait no longer for it.
 			return nil, fmt.Errorf("etcdstore: create %q: %w: parent deleted while made", parent, store.ErrNoNode)
 		}
-		if err := s.makeParents(ctx, store.Join(parent, batch[0].Name)); err != nil {
+		made = true
+		err = s.makeParents(ctx, store.Join(parent, batch[0].Name))
+		if s.madeParentsHook != nil {
+			s.madeParentsHook()
+		}
+		if err != nil {
 			return nil, s.fail(ctx, "create", parent, err)
 		}
-		made = true
 	}
 }
 

@@ -430,18 +430,25 @@ func (s *Store) undo(r *createReq, inflight <-chan txnResult, unknown bool) {
 	}
 }
 
-// leaveParent removes the parent of r, an abandoned create that made no
-// node, when r made it (makeParents) and it holds nothing: a directory
-// made for a node that never came would stay behind, as no delete in it
-// will ever reclaim it. It is removed as the last one out of it would
-// remove it: at once with no reclaim delay, else once that is up.
+// leaveParent takes back the parent of r, an abandoned create that made no
+// node, when r made it (makeParents; see leftEmpty).
 func (s *Store) leaveParent(r *createReq) {
+	if r.madeParent {
+		s.leftEmpty(r.parent)
+	}
+}
+
+// leftEmpty removes dir, which a create made (makeParents) and then made
+// no node in, if it holds nothing and was made implicitly: no delete in it
+// would ever take it back. It goes as after the last node in it: at once
+// with no reclaim delay, else once that is up.
+func (s *Store) leftEmpty(dir string) {
 	switch {
-	case !r.madeParent || r.parent == "/":
+	case dir == "/":
 	case s.later.Delay > 0:
-		s.later.Emptied(r.parent)
+		s.later.Emptied(dir)
 	default:
-		s.reclaimDir(r.parent)
+		s.reclaimDir(dir)
 	}
 }
 

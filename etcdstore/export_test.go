@@ -17,10 +17,11 @@ func WithExpiryHook(f func()) Option {
 	return func(o *options) { o.expiryHook = f }
 }
 
-// WithMadeParentsHook makes a create call f right after it made its
-// missing parents in a transaction of their own (a parent it believed
-// there was gone), before it goes on: a test that cancels the create's ctx
-// in f leaves it with a directory made for a node it will not make.
+// WithMadeParentsHook makes a create or a batch call f right after it made
+// its missing parents in a transaction of their own (a parent it believed
+// there was gone, or any for a batch), before it goes on: a test that
+// cancels its ctx in f leaves it with a directory made for a node it will
+// not make.
 func WithMadeParentsHook(f func()) Option {
 	return func(o *options) { o.madeParentsHook = f }
 }

@@ -176,18 +176,19 @@ func revision(t *testing.T, cli *clientv3.Client) int64 {
 // this Store last saw it, it makes in a transaction of its own, and whose
 // caller then leaves before the node is made, takes the directory it made
 // back with it: no delete in it would ever come to reclaim it. At once with
-// no reclaim delay (when the call returns), else once the delay is up.
+// no reclaim delay (when the call returns), else once the delay is up. So
+// does a batch.
 func TestAbandonedCreateLeavesNoParent(t *testing.T) {
 	cluster := etcdserver.Start(t, 1)
 	for _, delay := range []time.Duration{0, 50 * time.Millisecond} {
-		for _, mode := range []store.Mode{store.EphemeralSequential, store.Persistent} {
-			t.Run(fmt.Sprintf("delay %v/%v", delay, mode), func(t *testing.T) {
+		for _, kind := range []string{"ephemeral-sequential", "persistent", "batch"} {
+			t.Run(fmt.Sprintf("delay %v/%s", delay, kind), func(t *testing.T) {
 				var leave func()
 				a := open(t, etcdbackend.New(cluster, etcdstore.WithReclaimDelay(delay),
 					etcdstore.WithMadeParentsHook(func() { leave() })))
 				b := open(t, etcdbackend.New(cluster, etcdstore.WithReclaimDelay(0)))
 				ctx := ctxFor(t)
-				root := fmt.Sprintf("/abandoned/%d-%d", delay, mode)
+				root := fmt.Sprintf("/abandoned/%d-%s", delay, kind)
 				must[store.Node](t)(b.Create(ctx, root, nil, store.Persistent))
 				// a learns that root/x/y is there; b takes it away.
 				n := must[store.Node](t)(a.Create(ctx, root+"/x/y/n-", nil, store.EphemeralSequential))
@@ -200,12 +201,17 @@ func TestAbandonedCreateLeavesNoParent(t *testing.T) {
 				cctx, cancel := context.WithCancel(ctx)
 				defer cancel()
 				leave = cancel
-				path := root + "/x/y/n"
-				if mode == store.EphemeralSequential {
-					path += "-"
+				var err error
+				switch kind {
+				case "ephemeral-sequential":
+					_, err = a.Create(cctx, root+"/x/y/n-", nil, store.EphemeralSequential)
+				case "persistent":
+					_, err = a.Create(cctx, root+"/x/y/n", nil, store.Persistent)
+				case "batch":
+					_, err = a.CreateBatch(cctx, root+"/x/y", []store.BatchNode{{Name: "i-"}, {Name: "i-"}}, store.Sequential)
 				}
-				if _, err := a.Create(cctx, path, nil, mode); !errors.Is(err, context.Canceled) {
-					t.Fatalf("Create left after its parents were made = %v; want context.Canceled", err)
+				if !errors.Is(err, context.Canceled) {
+					t.Fatalf("create left after its parents were made = %v; want context.Canceled", err)
 				}
 				if delay == 0 {
 					if _, err := b.Get(ctx, root+"/x"); !errors.Is(err, store.ErrNoNode) {

@@ -56,8 +56,8 @@ type options struct {
 	// finds the deadline passed, before it ends the session (tests only,
 	// see export_test.go).
 	expiryHook func()
-	// madeParentsHook, when set, runs after a create made its missing
-	// parents apart (makeParents), before it goes on (tests only).
+	// madeParentsHook, when set, runs after a create or a batch made its
+	// missing parents apart (makeParents), before it goes on (tests only).
 	madeParentsHook func()
 }
 
