@@ -65,6 +65,7 @@ func groupCalls(t *rapid.T, p string, data []byte) []misuseCall {
 			m, err := partition.Join(ctx, st, p, shards, id, popts...)
 			if err == nil {
 				s.members = append(s.members, m)
+				s.shared[p] = true
 			}
 			return err
 		}},
