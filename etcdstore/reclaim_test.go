@@ -183,7 +183,7 @@ func TestAbandonedCreateLeavesNoParent(t *testing.T) {
 	for _, delay := range []time.Duration{0, 50 * time.Millisecond} {
 		for _, kind := range []string{"ephemeral-sequential", "persistent", "batch"} {
 			t.Run(fmt.Sprintf("delay %v/%s", delay, kind), func(t *testing.T) {
-				var leave func()
+				leave := func() {} // the caller leaves right after makeParents, once set
 				a := open(t, etcdbackend.New(cluster, etcdstore.WithReclaimDelay(delay),
 					etcdstore.WithMadeParentsHook(func() { leave() })))
 				b := open(t, etcdbackend.New(cluster, etcdstore.WithReclaimDelay(0)))
