@@ -76,12 +76,41 @@ func TestReleaseRefused(t *testing.T) {
 		t.Helper()
 		p.line(t)
 		revoke()
+		// The command ends, with status 0, once the FIFO is opened for
+		// writing; the open waits for its reader, the command, which must
+		// still be there.
 		fifo := p.cmd.Env[len(p.cmd.Env)-1][len("FIFO="):]
-		f, err := os.OpenFile(fifo, os.O_WRONLY, 0)
-		if err != nil {
-			t.Fatal(err)
+		opened := make(chan error, 1)
+		go func() {
+			f, err := os.OpenFile(fifo, os.O_WRONLY, 0)
+			if err == nil {
+				f.Close()
+			}
+			opened <- err
+		}()
+		// unblock opens the FIFO's other end, which frees the open above.
+		unblock := func() {
+			if r, err := os.OpenFile(fifo, os.O_RDONLY|syscall.O_NONBLOCK, 0); err == nil {
+				<-opened
+				r.Close()
+			}
 		}
-		f.Close() // the command ends, with status 0
+		select {
+		case err := <-opened:
+			if err != nil {
+				t.Fatal(err)
+			}
+		case <-p.done:
+			// The hold ended first: etcd cancels the watch of a key
+			// whose read permission went (the holder's watch on its
+			// own node), and a hold it can no longer watch is lost, its
+			// command stopped. The release is refused all the same.
+			unblock()
+			t.Logf("the hold ended before the command: %v", p.err)
+		case <-time.After(wait):
+			unblock()
+			t.Fatalf("the command did not open its FIFO in %v", wait)
+		}
 		if code := p.exit(t); code != exitRunFailed {
 			t.Errorf("corral lock with its release refused: exit %d; want %d\n%s", code, exitRunFailed, p.stderr)
 		}
