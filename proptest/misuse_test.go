@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	gosync "sync"
 	"testing"
 	"time"
 
@@ -512,14 +513,8 @@ func TestMisuseAcrossStores(t *testing.T) {
 					rt.Fatalf("%s (%s store): the stores disagree: %q", c.desc, which, got)
 				}
 			}
-			trees := map[string]string{}
-			for _, s := range sessions {
-				trees[s.name] = treeShape(s.live, dir, s.shared)
-			}
-			for _, s := range sessions[1:] {
-				if trees[s.name] != trees[sessions[0].name] {
-					rt.Fatalf("after %s (%s store): the stores' trees disagree: %q", c.desc, which, trees)
-				}
+			if trees := treesDisagree(sessions, dir); trees != nil {
+				rt.Fatalf("after %s (%s store): the stores' trees disagree: %q", c.desc, which, trees)
 			}
 		}
 	})
@@ -552,6 +547,60 @@ func call(c misuseCall, ctx context.Context, s *misuseSession, st store.Store) (
 	return c.run(ctx, s, st)
 }
 
+// reapWait bounds how long treesDisagree waits for ZooKeeper's reaper,
+// which the test servers run every second.
+const reapWait = 10 * time.Second
+
+// treesDisagree returns the stores' trees (treeShape) when they disagree,
+// nil when they agree. While they disagree it waits, at most reapWait, for
+// a change on ZooKeeper's: the contract leaves the server's reaper a
+// directory whose data was set (see Parents in package store), as a
+// Semaphore's limit sets the directory a lock made before it, and the
+// directories above it that it empties.
+func treesDisagree(sessions []*misuseSession, dir string) map[string]string {
+	ctx, cancel := context.WithTimeout(context.Background(), reapWait)
+	defer cancel()
+	for {
+		trees := map[string]string{}
+		agree := true
+		for _, s := range sessions {
+			trees[s.name] = treeShape(s.live, dir, s.shared)
+			agree = agree && trees[s.name] == trees[sessions[0].name]
+		}
+		i := slices.IndexFunc(sessions, func(s *misuseSession) bool { return s.name == "zk" })
+		if agree || i < 0 || !treeChanged(ctx, sessions[i].live, dir) {
+			if agree {
+				return nil
+			}
+			return trees
+		}
+	}
+}
+
+// treeChanged waits for a change on st of dir or a good path below it, and
+// reports whether one came before ctx ended.
+func treeChanged(ctx context.Context, st store.Store, dir string) bool {
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg gosync.WaitGroup
+	changed := make(chan bool, len(treePaths))
+	for _, p := range treePaths {
+		_, _, ev, err := st.ExistsW(wctx, dir+p)
+		if err != nil {
+			changed <- false
+			break
+		}
+		wg.Go(func() { changed <- (<-ev).Err == nil })
+	}
+	ok := <-changed
+	cancel() // the other watches fire with an error
+	wg.Wait()
+	return ok
+}
+
+// treePaths are dir and the good paths the calls draw, below dir.
+var treePaths = []string{"", "/a", "/b", "/c", "/c/d"}
+
 // treeShape is what a call left of the check's directory dir on st: for
 // dir and each good path the calls draw, whether it is there and how many
 // children it has (not counted below the paths in shared, whose children
@@ -562,7 +611,8 @@ func call(c misuseCall, ctx context.Context, s *misuseSession, st store.Store) (
 // done leaves the next call a different store.
 func treeShape(st store.Store, dir string, shared map[string]bool) string {
 	var b strings.Builder
-	for _, p := range []string{dir, dir + "/a", dir + "/b", dir + "/c", dir + "/c/d"} {
+	for _, q := range treePaths {
+		p := dir + q
 		ctx, cancel := context.WithTimeout(context.Background(), misuseCallTimeout)
 		kids, err := st.Children(ctx, p)
 		cancel()
