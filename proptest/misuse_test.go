@@ -567,11 +567,11 @@ func treesDisagree(sessions []*misuseSession, dir string) map[string]string {
 			trees[s.name] = treeShape(s.live, dir, s.shared)
 			agree = agree && trees[s.name] == trees[sessions[0].name]
 		}
+		if agree {
+			return nil
+		}
 		i := slices.IndexFunc(sessions, func(s *misuseSession) bool { return s.name == "zk" })
-		if agree || i < 0 || !treeChanged(ctx, sessions[i].live, dir) {
-			if agree {
-				return nil
-			}
+		if i < 0 || !treeChanged(ctx, sessions[i].live, dir) {
 			return trees
 		}
 	}
