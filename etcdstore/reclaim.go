@@ -2,6 +2,7 @@ package etcdstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -30,9 +31,10 @@ import (
 // create racing with it either lands first (and the directory stays) or
 // finds the directory gone and makes it again. Past maxNest levels (etcd
 // bounds a request's operations and size), the directories further up are
-// removed by one transaction each, best effort: one left behind is removed
-// by the next one out of it. A node the
-// user created has no marker and is never removed.
+// removed by one transaction each; one whose request fails for a cause
+// that may pass (a connection lost) is tried again, a second or more
+// later, while the session lasts (reclaimFailed). A node the user created
+// has no marker and is never removed.
 //
 // Create makes missing ancestors in its own transaction (see createReq), so
 // a name used again after its directories went costs one round trip, as it
@@ -137,10 +139,26 @@ func (s *Store) reclaimDir(dir string) {
 	ctx, cancel := context.WithTimeout(s.ctx, s.attempt)
 	defer cancel()
 	resp, err := s.kv.Txn(ctx).Then(op).Commit()
-	if err != nil || len(resp.Responses) == 0 {
+	if err != nil {
+		s.reclaimFailed(dir, err)
+		return
+	}
+	if len(resp.Responses) == 0 {
 		return
 	}
 	s.reclaimed(s.ctx, resp.Responses[0].GetResponseTxn(), dirs)
+}
+
+// reclaimFailed hands dir back to the reclaimer when err, the error of
+// its removal's request, may pass (a connection lost, an attempt timed
+// out): etcd has no reaper, so a directory whose removal was cut short
+// would otherwise stay until someone used it again (see
+// reclaim.Later.Again). A refusal, an error of no connection's, or the
+// session's end is not tried again.
+func (s *Store) reclaimFailed(dir string, err error) {
+	if s.ctx.Err() == nil && errors.Is(classify(s.ctx, err), store.ErrDisconnected) {
+		s.later.Again(dir)
+	}
 }
 
 // dirs is what a Store knows to exist of the directories it created in,
@@ -278,7 +296,7 @@ func (s *Store) reclaimed(ctx context.Context, r *pb.TxnResponse, dirs []string)
 // reclaimAbove removes dir's implicit ancestors that are left empty, from
 // the innermost, after dir itself was removed; each check and delete is
 // one transaction. It stops at the first that stays, or on any error: one
-// left behind is removed by the next one out of it.
+// whose request failed is tried again later (reclaimFailed).
 func (s *Store) reclaimAbove(ctx context.Context, dir string) {
 	for p := store.Parent(dir); p != "/"; p = store.Parent(p) {
 		s.dirs.drop(p)
@@ -288,7 +306,11 @@ func (s *Store) reclaimAbove(ctx context.Context, dir string) {
 				clientv3.Compare(clientv3.CreateRevision(p+"/"), "=", 0).WithPrefix(),
 			).Then(s.dropDir(p)...).Commit()
 		})
-		if err != nil || !resp.Succeeded {
+		if err != nil {
+			s.reclaimFailed(p, err)
+			return
+		}
+		if !resp.Succeeded {
 			return
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -225,4 +226,40 @@ func TestAbandonedCreateLeavesNoParent(t *testing.T) {
 			})
 		}
 	}
+}
+
+// TestReclaimCutShort: a directory whose removal's request fails for a
+// cause that may pass (here it is held until its attempt timed out) is
+// removed by a later try, while the session lasts: etcd has no reaper,
+// and nobody may ever use the name again to take it along.
+func TestReclaimCutShort(t *testing.T) {
+	cluster := etcdserver.Start(t, 1)
+	// Once set to 2, the first transaction (the delete) goes through and
+	// the second (the removal of its directory) is held past its attempt
+	// timeout.
+	var txns atomic.Int32
+	held := make(chan struct{})
+	hook := func(ctx context.Context, method string) {
+		if method != "/etcdserverpb.KV/Txn" || txns.Add(-1) != 0 {
+			return
+		}
+		<-ctx.Done() // the attempt's timeout
+		close(held)
+	}
+	a := etcdbackend.New(cluster, etcdstore.WithReclaimDelay(50*time.Millisecond)).
+		OpenHooked(t, etcdbackend.Hooks{Request: hook}, etcdstore.WithAttemptTimeout(300*time.Millisecond))
+	b := open(t, etcdbackend.New(cluster))
+	ctx := ctxFor(t)
+	must[store.Node](t)(b.Create(ctx, "/cut", nil, store.Persistent))
+	n := must[store.Node](t)(a.Create(ctx, "/cut/d/n-", nil, store.EphemeralSequential))
+	txns.Store(2)
+	if err := a.Delete(ctx, n.Path); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-held:
+	case <-ctx.Done():
+		t.Fatal("the removal of /cut/d was never sent")
+	}
+	backends.WaitGone(t, b, "/cut/d")
 }

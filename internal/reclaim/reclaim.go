@@ -16,10 +16,11 @@ import (
 const DefaultDelay = time.Second
 
 // Later holds the directories a session emptied until each one's Delay is
-// up, and then hands them to Remove, from a goroutine of its own. The zero
-// Later with a Delay of 0 holds nothing: Emptied hands each directory to
-// Remove at once, on the caller's goroutine. Its methods are safe for
-// concurrent use.
+// up, and then hands them to Remove, from a goroutine of its own; a
+// directory whose removal failed for a cause that may pass comes back
+// through Again. The zero Later with a Delay of 0 holds only those:
+// Emptied hands each directory to Remove at once, on the caller's
+// goroutine. Its methods are safe for concurrent use.
 type Later struct {
 	Delay  time.Duration
 	Remove func(dirs []string)
@@ -47,6 +48,33 @@ func (l *Later) Emptied(dir string) {
 	l.due[dir] = time.Now().Add(l.Delay)
 	if l.timer == nil {
 		l.timer = time.AfterFunc(l.Delay, l.fire)
+	}
+}
+
+// RetryDelay is the least time a directory whose removal failed for a
+// cause that may pass waits before it is tried again (see Again).
+const RetryDelay = time.Second
+
+// Again is told that the removal of dir failed for a cause that may pass
+// (a connection lost, a request timed out): dir is due again after the
+// delay, and no sooner than RetryDelay, so that a directory left while the
+// store could not be reached is removed once it can be (etcd has no
+// reaper, and ZooKeeper's never takes a container that never had a
+// child). Once Stop is called it holds nothing; so a directory is tried at
+// most once per RetryDelay while the session lasts, and never after.
+func (l *Later) Again(dir string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.stopped {
+		return
+	}
+	if l.due == nil {
+		l.due = make(map[string]time.Time)
+	}
+	wait := max(l.Delay, RetryDelay)
+	l.due[dir] = time.Now().Add(wait)
+	if l.timer == nil {
+		l.timer = time.AfterFunc(wait, l.fire)
 	}
 }
 

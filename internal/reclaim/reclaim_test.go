@@ -95,3 +95,35 @@ func TestFlush(t *testing.T) {
 	}
 	reclaim.Flush(nil, func([]string) { t.Error("remove called with nothing to remove") }, bound)
 }
+
+// TestAgain: a directory whose removal failed is handed to Remove again,
+// no sooner than RetryDelay when the delay is shorter or none, and after
+// the delay when it is longer (held until Stop returns it); after Stop,
+// Again holds nothing.
+func TestAgain(t *testing.T) {
+	remove, got := remover()
+	for _, delay := range []time.Duration{0, 20 * time.Millisecond} {
+		l := &reclaim.Later{Delay: delay, Remove: remove}
+		start := time.Now()
+		l.Again("/a")
+		if dirs := recv(t, got); !slices.Equal(dirs, []string{"/a"}) {
+			t.Errorf("delay %v: handed %v; want [/a]", delay, dirs)
+		}
+		if waited := time.Since(start); waited < reclaim.RetryDelay {
+			t.Errorf("delay %v: handed again after %v; want no sooner than %v", delay, waited, reclaim.RetryDelay)
+		}
+		if dirs := l.Stop(); len(dirs) != 0 {
+			t.Errorf("delay %v: Stop() = %v after the retry; want none", delay, dirs)
+		}
+	}
+
+	long := &reclaim.Later{Delay: time.Hour, Remove: remove}
+	long.Again("/b")
+	if dirs := long.Stop(); !slices.Equal(dirs, []string{"/b"}) {
+		t.Errorf("Stop() = %v; want [/b], held for the delay", dirs)
+	}
+	long.Again("/c") // after Stop: held no more
+	if dirs := long.Stop(); len(dirs) != 0 {
+		t.Errorf("second Stop() = %v; want none", dirs)
+	}
+}
