@@ -78,7 +78,10 @@
 // above that this empties, on condition that it holds nothing: after the
 // reclaim delay unless the session created in it again, or, with no delay,
 // the very transaction that deletes its last key; and the transaction of a
-// create makes the missing directories itself.
+// create makes the missing directories itself. On both, a create that made
+// directories and then no node (its caller left, its connection dropped
+// between two of them) hands them to the same removal, and a removal whose
+// request meets a lost connection is tried again while the session lasts.
 //
 // A directory that many short-lived names share (a service's "/locks")
 // comes and goes with them when Create made it: each time it empties, it

@@ -68,9 +68,16 @@ func (s *Store) createBatch(ctx context.Context, parent string, paths []string, 
 }
 
 // createMany sends the multi, making parent first when it is missing, and
-// returns the paths made.
-func (s *Store) createMany(parent string, paths []string, data [][]byte, flags int32) ([]string, error) {
+// returns the paths made; parents it made for a batch it then does not
+// make go to the reclaimer (leftEmpty).
+func (s *Store) createMany(parent string, paths []string, data [][]byte, flags int32) (_ []string, err error) {
 	s.later.Keep(parent)
+	madeDir := false
+	defer func() {
+		if err != nil {
+			s.leftEmpty(parent, madeDir)
+		}
+	}()
 	for attempt := 0; ; attempt++ {
 		res, err := s.conn.CreateMany(paths, data, flags, s.acl)
 		if err == nil {
@@ -84,6 +91,7 @@ func (s *Store) createMany(parent string, paths []string, data [][]byte, flags i
 		if !errors.Is(cause, zk.ErrNoNode) || attempt >= 100 {
 			return nil, cause
 		}
+		madeDir = true
 		if err := s.makeParents(parent); err != nil {
 			return nil, err
 		}

@@ -104,11 +104,18 @@ var errAbandoned = errors.New("zkstore: create abandoned before it was made")
 // create makes path, and its parents if they are missing. With a guid (a
 // protected create) it survives a lost reply: it looks for the node by its
 // guid once reconnected, and creates it again only if it is not there and
-// the caller has not left.
-func (s *Store) create(left *caller, path string, data []byte, flags int32, guid string) (string, error) {
+// the caller has not left. A create that fails after it made parents hands
+// them to the reclaimer (leftEmpty): a connection lost between two of them
+// would otherwise leave a directory that never had a child.
+func (s *Store) create(left *caller, path string, data []byte, flags int32, guid string) (_ string, err error) {
 	parent := store.Parent(path)
 	s.later.Keep(parent)
 	madeDir := false // parent may have been made by this create
+	defer func() {
+		if err != nil {
+			s.leftEmpty(parent, madeDir)
+		}
+	}()
 	for attempt := 0; ; attempt++ {
 		var made func()
 		if attempt == 0 && s.dirs.get(parent) == dirRemoved {
@@ -130,7 +137,7 @@ func (s *Store) create(left *caller, path string, data []byte, flags int32, guid
 				return "", err
 			}
 			if left.gone() {
-				return s.abandoned(parent, madeDir)
+				return "", errAbandoned
 			}
 			if err := s.waitConnected(); err != nil {
 				return "", err
@@ -141,7 +148,7 @@ func (s *Store) create(left *caller, path string, data []byte, flags int32, guid
 				return found, err
 			}
 			if left.gone() {
-				return s.abandoned(parent, madeDir)
+				return "", errAbandoned
 			}
 		default:
 			return "", err

@@ -59,19 +59,23 @@ func (s *Store) CreateIf(ctx context.Context, path string, data []byte, mode sto
 }
 
 // createIf sends the multi, making the parents of path when they are
-// missing, and taking back one it made for a node the guard's absence then
-// refuses (leftEmpty).
-func (s *Store) createIf(path string, data []byte, flags int32, guard string) (string, error) {
+// missing, and taking back those it made for a node it then does not make
+// (the guard's absence refuses it, or an error ends it: leftEmpty).
+func (s *Store) createIf(path string, data []byte, flags int32, guard string) (_ string, err error) {
 	parent := store.Parent(path)
 	s.later.Keep(parent)
 	madeDir := false
+	defer func() {
+		if err != nil {
+			s.leftEmpty(parent, madeDir)
+		}
+	}()
 	for attempt := 0; ; attempt++ {
 		res, err := s.conn.CreateIfExists(guard, path, data, flags, s.acl)
 		switch {
 		case err == nil:
 			return res[1].String, nil
 		case len(res) == 2 && errors.Is(res[0].Error, zk.ErrNoNode):
-			s.leftEmpty(parent, madeDir)
 			return "", errGuard
 		case len(res) == 2 && errors.Is(res[1].Error, zk.ErrNoNode) && attempt < 100:
 			madeDir = true

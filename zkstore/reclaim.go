@@ -219,6 +219,18 @@ func (s *Store) reclaimed(p string, err error) {
 	case errors.Is(err, zk.ErrNotEmpty):
 	default:
 		s.dirs.set(p, dirUnknown) // changed, removed by another, or unknown
+		s.reclaimFailed(p, err)
+	}
+}
+
+// reclaimFailed hands p back to the reclaimer when err, the error of a
+// request of its removal, may pass (the connection was lost): the server
+// reaps a container that had a child, but not one that never had one (a
+// directory a create made and then made nothing in), unless it is set to
+// (see reclaim.Later.Again).
+func (s *Store) reclaimFailed(p string, err error) {
+	if isConnErr(err) && !errors.Is(err, zk.ErrClosing) {
+		s.later.Again(p)
 	}
 }
 
@@ -230,8 +242,9 @@ func (s *Store) reclaimed(p string, err error) {
 // creates in the directory meanwhile makes the delete fail harmlessly
 // (ErrNotEmpty), or finds the directory gone and makes it again (see
 // create); the delete is conditional on the version read, so a directory
-// whose data was set since is kept. Errors are dropped: a directory left
-// behind is reaped by the server.
+// whose data was set since is kept. A request cut short by a lost
+// connection hands its directory back to be tried again (reclaimFailed);
+// other errors stop the walk.
 //
 // A directory known to be explicit stops the walk with no request; one
 // known as this Store's is deleted with no read first. The server's reaper
@@ -254,6 +267,7 @@ func (s *Store) reclaim(p string) {
 		case errors.Is(err, zk.ErrNoNode):
 			continue
 		case err != nil:
+			s.reclaimFailed(p, err)
 			return
 		case !bytes.Equal(data, dirMark) || st.Version != 0:
 			s.dirs.set(p, dirExplicit)
@@ -263,6 +277,7 @@ func (s *Store) reclaim(p string) {
 			return
 		}
 		if err := s.conn.Delete(p, 0); err != nil && !errors.Is(err, zk.ErrNoNode) {
+			s.reclaimFailed(p, err)
 			return
 		}
 		s.dirs.set(p, dirRemoved)

@@ -1,12 +1,17 @@
 package zkstore_test
 
 import (
+	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/corral-go/corral/internal/reclaim"
 	"github.com/corral-go/corral/internal/testing/backends"
+	"github.com/corral-go/corral/internal/testing/tcpproxy"
 	"github.com/corral-go/corral/internal/testing/zkbackend"
 	"github.com/corral-go/corral/internal/testing/zkserver"
 	"github.com/corral-go/corral/store"
@@ -188,5 +193,94 @@ func TestGetSeqToken(t *testing.T) {
 	got := must[store.Node](t)(st.Get(ctx, m.Path))
 	if got.Token <= n.Token {
 		t.Errorf("Get(%q).Token = %d in the directory made again; want above %d, the token in the one before", m.Path, got.Token, n.Token)
+	}
+}
+
+// TestCutReclaimed: a directory left behind by a request that met a lost
+// connection is taken back once the connection allows. ZooKeeper's reaper
+// never takes a container that never had a child (unless set to), and
+// this server's reaper waits an hour, so nothing else would take it:
+//   - parents: a create whose connection is lost while it makes the
+//     missing directories above its node, after some and before the node,
+//     hands those it made to the reclaimer;
+//   - removal: an emptied directory whose removal meets a lost connection
+//     (its delete, right behind the node's with no reclaim delay; its
+//     delete and then the read that checks it again, with one) is tried
+//     again, no sooner than reclaim.RetryDelay.
+func TestCutReclaimed(t *testing.T) {
+	zkserver.Require(t)
+	srv := zkserver.ForTest(t, zkserver.Config{ContainerCheck: time.Hour})
+	watcher := zkbackend.New([]string{srv.Addr()}).Open(t)
+	root := dirFor(t)
+	must[store.Node](t)(watcher.Create(ctxFor(t), root, nil, store.Persistent))
+	// cutAt cuts the connection of p at the nth request of each opcode of
+	// cuts on path, that request lost; it reports whether it has cut them
+	// all.
+	cutAt := func(p *tcpproxy.Proxy, path string, nth int32, cuts ...int32) func() bool {
+		// A request's path is its length, then its bytes.
+		want := binary.BigEndian.AppendUint32(nil, uint32(len(path)))
+		want = append(want, path...)
+		seen := make([]atomic.Int32, len(cuts))
+		p.SetHook(tcpproxy.LengthPrefixed, func(m tcpproxy.Message) tcpproxy.Action {
+			_, op, ok := zkserver.RequestHeader(m.Data)
+			if m.Index == 0 || m.Dir != tcpproxy.Upstream || !ok || !bytes.Contains(m.Data, want) {
+				return tcpproxy.Forward
+			}
+			for i, c := range cuts {
+				if op == c && seen[i].Add(1) == nth {
+					return tcpproxy.Cut
+				}
+			}
+			return tcpproxy.Forward
+		})
+		return func() bool {
+			for i := range seen {
+				if seen[i].Load() < nth {
+					return false
+				}
+			}
+			return true
+		}
+	}
+	for _, delay := range []time.Duration{0, 50 * time.Millisecond} {
+		t.Run(fmt.Sprint("parents, delay ", delay), func(t *testing.T) {
+			ctx := ctxFor(t)
+			dir := fmt.Sprintf("%s/p%d", root, delay.Milliseconds())
+			st, p, _ := openHooked(t, ctx, srv.Addr(), zkstore.WithReclaimDelay(delay))
+			// makeParents tries dir/a/b first, finds dir/a missing, makes
+			// dir and dir/a, then tries dir/a/b again: that one is cut.
+			cut := cutAt(p, dir+"/a/b", 2, zkserver.OpCreateContainer)
+			_, err := st.Create(ctx, dir+"/a/b/n", nil, store.Persistent)
+			if !cut() {
+				t.Fatalf("Create(%s/a/b/n) = %v, and never made %s/a/b again", dir, err, dir)
+			}
+			if !errors.Is(err, store.ErrDisconnected) {
+				t.Fatalf("Create(%s/a/b/n) with the connection lost = %v; want ErrDisconnected", dir, err)
+			}
+			backends.WaitGone(t, watcher, dir)
+		})
+		t.Run(fmt.Sprint("removal, delay ", delay), func(t *testing.T) {
+			ctx := ctxFor(t)
+			dir := fmt.Sprintf("%s/r%d", root, delay.Milliseconds())
+			st, p, _ := openHooked(t, ctx, srv.Addr(), zkstore.WithReclaimDelay(delay))
+			n := must[store.Node](t)(st.Create(ctx, dir+"/n", nil, store.Persistent))
+			cuts := []int32{zkserver.OpDelete}
+			if delay > 0 {
+				cuts = append(cuts, zkserver.OpGetData)
+			}
+			cut := cutAt(p, dir, 1, cuts...)
+			start := time.Now()
+			// The node's delete is answered on the connection the
+			// directory's delete cuts with no reclaim delay: its outcome
+			// is the Store's to find, and not what this test checks.
+			_ = st.Delete(ctx, n.Path)
+			backends.WaitGone(t, watcher, dir)
+			if !cut() {
+				t.Fatal("the removal of the directory was never cut")
+			}
+			if took := time.Since(start); took < reclaim.RetryDelay {
+				t.Errorf("directory gone %v after its removal was cut; want a retry no sooner than %v", took, reclaim.RetryDelay)
+			}
+		})
 	}
 }

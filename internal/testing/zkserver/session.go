@@ -8,9 +8,11 @@ import (
 	"time"
 )
 
-// Opcodes of ZooKeeper requests that create a node.
+// Opcodes of ZooKeeper requests that create, delete or read a node.
 const (
 	OpCreate          = 1
+	OpDelete          = 2
+	OpGetData         = 4
 	OpCreate2         = 15
 	OpCreateContainer = 19
 	OpCreateTTL       = 21
