@@ -38,6 +38,10 @@ import (
 //     fill is removed as the last one out of it would remove it
 //     (leaveParent).
 //
+// A create that fails with its caller still there (its parents' own
+// transaction lost its reply, an attempt after them failed) takes back
+// the parents it made apart the same way (send).
+//
 // The fence closes the last gap: an attempt the server applies after the
 // undo (a request held in a frozen link, or proposed by a member before a
 // leader change and committed after) would make the node again. Every
@@ -162,8 +166,17 @@ func (s *Store) create(ctx context.Context, p string, data []byte, mode store.Mo
 }
 
 // send sends r's transaction, retrying as Create says, and returns its
-// result. It ends with ctx or the session (see call.go).
-func (s *Store) send(ctx context.Context, r *createReq) (store.Node, []store.Child, error) {
+// result. It ends with ctx or the session (see call.go). A create that
+// fails after it made its parents apart takes them back (leaveParent) if
+// they hold nothing: an error that ends it with its caller still there
+// (the parents' own transaction whose reply was lost, an attempt that
+// failed after them) would otherwise leave them for good.
+func (s *Store) send(ctx context.Context, r *createReq) (_ store.Node, _ []store.Child, err error) {
+	defer func() {
+		if err != nil && ctx.Err() == nil {
+			s.leaveParent(r) // with ctx ended, abandon does
+		}
+	}()
 	// The transaction makes missing ancestors itself (see createReq);
 	// only when they are too many are they made first, by a transaction
 	// of their own.

@@ -263,3 +263,52 @@ func TestReclaimCutShort(t *testing.T) {
 	}
 	backends.WaitGone(t, b, "/cut/d")
 }
+
+// TestParentsLostReplyReclaimed: a create whose parents' own transaction
+// is applied and its reply lost fails with ErrDisconnected, its caller
+// still there, and takes back the parents it made: nothing else would,
+// etcd having no reaper. With no reclaim delay and with one.
+func TestParentsLostReplyReclaimed(t *testing.T) {
+	cluster := etcdserver.Start(t, 1)
+	for _, delay := range []time.Duration{0, 50 * time.Millisecond} {
+		t.Run(fmt.Sprint("delay ", delay), func(t *testing.T) {
+			backend := etcdbackend.New(cluster, etcdstore.WithReclaimDelay(delay))
+			// Once set to 3, the third transaction loses its reply: the
+			// create (refused, its parent gone), the read of why, then
+			// the parents' own.
+			var txns atomic.Int32
+			var a *etcdstore.Store
+			lost := make(chan struct{})
+			hook := func(ctx context.Context, method string) {
+				if method == "/etcdserverpb.KV/Txn" && txns.Add(-1) == 0 {
+					backend.LoseNextCreateReply(t, a) // this one
+					close(lost)
+				}
+			}
+			a = backend.OpenHooked(t, etcdbackend.Hooks{Request: hook})
+			b := open(t, etcdbackend.New(cluster, etcdstore.WithReclaimDelay(0)))
+			ctx := ctxFor(t)
+			root := fmt.Sprintf("/lostparents/%d", delay.Milliseconds())
+			must[store.Node](t)(b.Create(ctx, root, nil, store.Persistent))
+			// a learns that root/x/y is there; b takes it away.
+			n := must[store.Node](t)(a.Create(ctx, root+"/x/y/n-", nil, store.EphemeralSequential))
+			if err := b.Delete(ctx, n.Path); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := b.Get(ctx, root+"/x"); !errors.Is(err, store.ErrNoNode) {
+				t.Fatalf("Get(%s/x) after the last node in it went = %v; want ErrNoNode", root, err)
+			}
+			txns.Store(3)
+			_, err := a.Create(ctx, root+"/x/y/n", nil, store.Persistent)
+			select {
+			case <-lost:
+			default:
+				t.Fatalf("Create(%s/x/y/n) = %v, and no reply was lost", root, err)
+			}
+			if !errors.Is(err, store.ErrDisconnected) {
+				t.Fatalf("Create(%s/x/y/n) with its parents' reply lost = %v; want ErrDisconnected", root, err)
+			}
+			backends.WaitGone(t, b, root+"/x")
+		})
+	}
+}
