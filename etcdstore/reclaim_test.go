@@ -190,15 +190,7 @@ func TestAbandonedCreateLeavesNoParent(t *testing.T) {
 				b := open(t, etcdbackend.New(cluster, etcdstore.WithReclaimDelay(0)))
 				ctx := ctxFor(t)
 				root := fmt.Sprintf("/abandoned/%d-%s", delay, kind)
-				must[store.Node](t)(b.Create(ctx, root, nil, store.Persistent))
-				// a learns that root/x/y is there; b takes it away.
-				n := must[store.Node](t)(a.Create(ctx, root+"/x/y/n-", nil, store.EphemeralSequential))
-				if err := b.Delete(ctx, n.Path); err != nil {
-					t.Fatal(err)
-				}
-				if _, err := b.Get(ctx, root+"/x"); !errors.Is(err, store.ErrNoNode) {
-					t.Fatalf("Get(%s/x) after the last node in it went = %v; want ErrNoNode", root, err)
-				}
+				parentGone(t, a, b, root)
 				cctx, cancel := context.WithCancel(ctx)
 				defer cancel()
 				leave = cancel
@@ -289,15 +281,7 @@ func TestParentsLostReplyReclaimed(t *testing.T) {
 			b := open(t, etcdbackend.New(cluster, etcdstore.WithReclaimDelay(0)))
 			ctx := ctxFor(t)
 			root := fmt.Sprintf("/lostparents/%d", delay.Milliseconds())
-			must[store.Node](t)(b.Create(ctx, root, nil, store.Persistent))
-			// a learns that root/x/y is there; b takes it away.
-			n := must[store.Node](t)(a.Create(ctx, root+"/x/y/n-", nil, store.EphemeralSequential))
-			if err := b.Delete(ctx, n.Path); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := b.Get(ctx, root+"/x"); !errors.Is(err, store.ErrNoNode) {
-				t.Fatalf("Get(%s/x) after the last node in it went = %v; want ErrNoNode", root, err)
-			}
+			parentGone(t, a, b, root)
 			txns.Store(3)
 			_, err := a.Create(ctx, root+"/x/y/n", nil, store.Persistent)
 			select {
@@ -310,5 +294,21 @@ func TestParentsLostReplyReclaimed(t *testing.T) {
 			}
 			backends.WaitGone(t, b, root+"/x")
 		})
+	}
+}
+
+// parentGone makes root, has a learn that root/x/y is there, and has b
+// (with no reclaim delay) take root/x away: a's next create under root/x/y
+// finds its parent gone and makes it apart (makeParents).
+func parentGone(t *testing.T, a, b *etcdstore.Store, root string) {
+	t.Helper()
+	ctx := ctxFor(t)
+	must[store.Node](t)(b.Create(ctx, root, nil, store.Persistent))
+	n := must[store.Node](t)(a.Create(ctx, root+"/x/y/n-", nil, store.EphemeralSequential))
+	if err := b.Delete(ctx, n.Path); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Get(ctx, root+"/x"); !errors.Is(err, store.ErrNoNode) {
+		t.Fatalf("Get(%s/x) after the last node in it went = %v; want ErrNoNode", root, err)
 	}
 }

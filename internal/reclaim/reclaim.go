@@ -37,18 +37,7 @@ func (l *Later) Emptied(dir string) {
 		l.Remove([]string{dir})
 		return
 	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.stopped {
-		return
-	}
-	if l.due == nil {
-		l.due = make(map[string]time.Time)
-	}
-	l.due[dir] = time.Now().Add(l.Delay)
-	if l.timer == nil {
-		l.timer = time.AfterFunc(l.Delay, l.fire)
-	}
+	l.hold(dir, l.Delay)
 }
 
 // RetryDelay is the least time a directory whose removal failed for a
@@ -62,7 +51,13 @@ const RetryDelay = time.Second
 // reaper, and ZooKeeper's never takes a container that never had a
 // child). Once Stop is called it holds nothing; so a directory is tried at
 // most once per RetryDelay while the session lasts, and never after.
-func (l *Later) Again(dir string) {
+func (l *Later) Again(dir string) { l.hold(dir, max(l.Delay, RetryDelay)) }
+
+// hold makes dir due after wait, unless Stop was called. A timer already
+// armed is left as it is: fire arms the next for what is left. So a
+// directory emptied while only a retry is pending, with a delay under
+// RetryDelay, waits for that retry's timer: at most RetryDelay.
+func (l *Later) hold(dir string, wait time.Duration) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.stopped {
@@ -71,7 +66,6 @@ func (l *Later) Again(dir string) {
 	if l.due == nil {
 		l.due = make(map[string]time.Time)
 	}
-	wait := max(l.Delay, RetryDelay)
 	l.due[dir] = time.Now().Add(wait)
 	if l.timer == nil {
 		l.timer = time.AfterFunc(wait, l.fire)
