@@ -554,9 +554,9 @@ const reapWait = 10 * time.Second
 // treesDisagree returns the stores' trees (treeShape) when they disagree,
 // nil when they agree. While they disagree it waits, at most reapWait, for
 // a change on ZooKeeper's: the contract leaves the server's reaper a
-// directory whose data was set (see Parents in package store), as a
-// Semaphore's limit sets the directory a lock made before it, and the
-// directories above it that it empties.
+// directory whose data was set (see Parents in package store), as
+// Store.Set or a StripedMutex's limit sets the directory a lock made before
+// it, and the directories above it that it empties.
 func treesDisagree(sessions []*misuseSession, dir string) map[string]string {
 	ctx, cancel := context.WithTimeout(context.Background(), reapWait)
 	defer cancel()

@@ -84,7 +84,9 @@
 // which stays, as a queue's settings do, until someone deletes it; its
 // lease, stripe and member nodes, and the directories below it, go when
 // released. A DoubleBarrier also keeps its "ready" node, the record of its
-// last round, in it.
+// last round, in it. A Semaphore or DoubleBarrier that finds another kind
+// of recipe's nodes there (a lock's directory) refuses with
+// ErrKindMismatch and stores nothing.
 //
 // # Outages
 //

@@ -122,6 +122,7 @@ func NewDoubleBarrier(st store.Store, path string, n int, opts ...LockOption) *D
 	b := &DoubleBarrier{st: st, path: path, n: n, opts: o, turn: make(chan struct{}, 1),
 		rec: o.recorder(telemetry.KindDoubleBarrier, path, ErrMemberLost)}
 	b.self = b
+	b.limit.family = names.Members
 	b.turn <- struct{}{}
 	return b
 }

@@ -89,7 +89,8 @@ func TestMisuse(t *testing.T) {
 }
 
 // TestKindMismatch: two kinds of recipe on one path would not exclude each
-// other; whichever comes second refuses, on every store, and leaves no node.
+// other; whichever comes second refuses, on every store, and leaves no node
+// (nor, for a Semaphore or DoubleBarrier, its limit in a lock's directory).
 func TestKindMismatch(t *testing.T) {
 	backends.Run(t, func(t *testing.T, b storetest.Backend) {
 		st := backends.Open(t, b, 1)[0]
@@ -123,8 +124,16 @@ func TestKindMismatch(t *testing.T) {
 		if _, _, err := sync.NewSemaphore(st, q, 2).TryAcquire(ctx); !errors.Is(err, sync.ErrKindMismatch) {
 			t.Errorf("TryAcquire on a lock's path = %v; want ErrKindMismatch", err)
 		}
+		if err := sync.NewDoubleBarrier(st, q, 2).Enter(ctx); !errors.Is(err, sync.ErrKindMismatch) {
+			t.Errorf("Enter on a lock's path = %v; want ErrKindMismatch", err)
+		}
 		if got := children(t, st, q); len(got) != 1 {
 			t.Errorf("children = %q; want only the lock's", got)
+		}
+		// Refused before its limit was stored: the lock's directory is
+		// as the lock made it, and goes with it.
+		if dir, err := st.Get(ctx, q); err != nil || len(dir.Data) != 0 {
+			t.Errorf("Get(%q) = %q, %v; want the lock's directory with no data", q, dir.Data, err)
 		}
 		if err := m.Unlock(ctx); err != nil {
 			t.Errorf("Unlock = %v", err)

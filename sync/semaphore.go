@@ -52,15 +52,21 @@ func (e *LimitError) Unwrap() error { return ErrLimitMismatch }
 // the store has it: the first call that needs it stores it with the
 // recipe's node or checks it against the stored one (storeLimit), and later
 // calls trust that. Concurrent first calls each check, so that none waits
-// for another's I/O beyond its own ctx. The zero value has checked nothing.
-type storedLimit struct{ checked atomic.Bool }
+// for another's I/O beyond its own ctx. family is that of the nodes the
+// recipe keeps in its node itself (names.NoFamily: none there, as a
+// StripedMutex keeps its stripes a level below). The zero value has
+// checked nothing.
+type storedLimit struct {
+	family  names.Family
+	checked atomic.Bool
+}
 
 // check makes sure, once, that the node at path stores n.
 func (l *storedLimit) check(ctx context.Context, st store.Store, path string, n int) error {
 	if l.checked.Load() {
 		return nil
 	}
-	if err := storeLimit(ctx, st, path, n); err != nil {
+	if err := storeLimit(ctx, st, path, n, l.family); err != nil {
 		return err
 	}
 	l.checked.Store(true)
@@ -70,8 +76,12 @@ func (l *storedLimit) check(ctx context.Context, st store.Store, path string, n 
 // storeLimit makes sure the node at path stores the limit n: it creates the
 // node holding n, or fills it in when it exists empty (made as the parent of
 // a participant that came first), and otherwise checks that the stored limit
-// is n. Concurrent callers agree through the node's version.
-func storeLimit(ctx context.Context, st store.Store, path string, n int) error {
+// is n. Concurrent callers agree through the node's version. An empty node
+// that holds the nodes of another kind of recipe than family (a lock's
+// directory) is refused before it is filled in (ErrKindMismatch), as the
+// participant's create would be refused after: it stays as that recipe
+// left it.
+func storeLimit(ctx context.Context, st store.Store, path string, n int, family names.Family) error {
 	want := []byte(strconv.Itoa(n))
 	for {
 		_, err := st.Create(ctx, path, want, store.Persistent)
@@ -89,6 +99,18 @@ func storeLimit(ctx context.Context, st store.Store, path string, n int) error {
 			return err
 		}
 		if len(node.Data) == 0 {
+			if family != names.NoFamily {
+				kids, err := recipe.Children(ctx, st, path)
+				if errors.Is(err, store.ErrNoNode) {
+					continue // deleted meanwhile: try again
+				}
+				if err != nil {
+					return err
+				}
+				if err := recipe.CheckFamily(path, kids, family); err != nil {
+					return err
+				}
+			}
 			_, err := st.Set(ctx, path, want, node.Version)
 			if errors.Is(err, store.ErrBadVersion) || errors.Is(err, store.ErrNoNode) {
 				continue // someone else got there first: check theirs
@@ -163,7 +185,9 @@ type Semaphore struct {
 // stored one are reported by the first Acquire or TryAcquire.
 func NewSemaphore(st store.Store, path string, n int, opts ...LockOption) *Semaphore {
 	o := newLockOptions(opts)
-	return &Semaphore{st: st, path: path, n: n, opts: o, rec: o.recorder(telemetry.KindSemaphore, path, ErrNodeDeleted)}
+	s := &Semaphore{st: st, path: path, n: n, opts: o, rec: o.recorder(telemetry.KindSemaphore, path, ErrNodeDeleted)}
+	s.limit.family = names.Leases
+	return s
 }
 
 // Path returns the path of the semaphore's node.
