@@ -2,7 +2,8 @@
 // emptied until each one's delay is up (see Parents in package store): a
 // name in constant use keeps its directory, and pays neither its delete nor
 // its create again every cycle; one no longer used is handed back to the
-// adapter to remove.
+// adapter to remove, and one whose removal failed for a cause that may
+// pass is handed back again later.
 package reclaim
 
 import (
