@@ -38,9 +38,11 @@ import (
 //     fill is removed as the last one out of it would remove it
 //     (leaveParent).
 //
-// A create that fails with its caller still there (its parents' own
-// transaction lost its reply, an attempt after them failed) takes back
-// the parents it made apart the same way (send).
+// A create that fails with its caller still there (an attempt after its
+// parents' own transaction failed) takes back the parents it made apart
+// the same way (send). That transaction itself is sent again when it
+// fails with ErrDisconnected: it makes directories, no node, so its
+// outcome does not matter.
 //
 // The fence closes the last gap: an attempt the server applies after the
 // undo (a request held in a frozen link, or proposed by a member before a
@@ -169,8 +171,7 @@ func (s *Store) create(ctx context.Context, p string, data []byte, mode store.Mo
 // result. It ends with ctx or the session (see call.go). A create that
 // fails after it made its parents apart takes them back (leaveParent) if
 // they hold nothing: an error that ends it with its caller still there
-// (the parents' own transaction whose reply was lost, an attempt that
-// failed after them) would otherwise leave them for good.
+// (an attempt that failed after them) would otherwise leave them for good.
 func (s *Store) send(ctx context.Context, r *createReq) (_ store.Node, _ []store.Child, err error) {
 	defer func() {
 		if err != nil && ctx.Err() == nil {
@@ -253,6 +254,18 @@ func (s *Store) send(ctx context.Context, r *createReq) (_ store.Node, _ []store
 				err := s.makeParents(ctx, r.name)
 				if s.madeParentsHook != nil {
 					s.madeParentsHook()
+				}
+				if err != nil && !errors.Is(err, store.ErrEphemeralParent) && ctx.Err() == nil &&
+					errors.Is(s.fail(ctx, "create", name, err), store.ErrDisconnected) {
+					// Its outcome does not matter (it makes directories,
+					// no node): try again after a pause while ctx lives,
+					// as after a failed attempt. A reply the server sent at
+					// ctx's deadline ("request timed out") comes this way
+					// too, just before ctx says it is done.
+					if serr := s.sleep(ctx, backoff(i)); serr == nil {
+						i++
+						continue
+					}
 				}
 				if err != nil {
 					if ctx.Err() != nil {

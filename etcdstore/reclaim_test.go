@@ -256,44 +256,66 @@ func TestReclaimCutShort(t *testing.T) {
 	backends.WaitGone(t, b, "/cut/d")
 }
 
-// TestParentsLostReplyReclaimed: a create whose parents' own transaction
-// is applied and its reply lost fails with ErrDisconnected, its caller
-// still there, and takes back the parents it made: nothing else would,
-// etcd having no reaper. With no reclaim delay and with one.
-func TestParentsLostReplyReclaimed(t *testing.T) {
+// TestCreateAfterParentsFails: a create that made its parents apart
+// (makeParents: its parent was gone since it last saw it) and then fails,
+// its caller still there, takes the parents back: nothing else would, etcd
+// having no reaper. Here the node's transaction is held past its attempt
+// timeout, so it is never applied, and the create fails with
+// ErrDisconnected. And a lost reply of the parents' own transaction is no
+// failure: it makes directories, no node, so the create sends it again and
+// goes on. With no reclaim delay and with one.
+func TestCreateAfterParentsFails(t *testing.T) {
 	cluster := etcdserver.Start(t, 1)
 	for _, delay := range []time.Duration{0, 50 * time.Millisecond} {
-		t.Run(fmt.Sprint("delay ", delay), func(t *testing.T) {
-			backend := etcdbackend.New(cluster, etcdstore.WithReclaimDelay(delay))
-			// Once set to 3, the third transaction loses its reply: the
-			// create (refused, its parent gone), the read of why, then
-			// the parents' own.
-			var txns atomic.Int32
-			var a *etcdstore.Store
-			lost := make(chan struct{})
-			hook := func(ctx context.Context, method string) {
-				if method == "/etcdserverpb.KV/Txn" && txns.Add(-1) == 0 {
+		for _, fault := range []string{"node held", "parents' reply lost"} {
+			t.Run(fmt.Sprintf("delay %v/%s", delay, fault), func(t *testing.T) {
+				backend := etcdbackend.New(cluster, etcdstore.WithReclaimDelay(delay))
+				// Once txns is set, the transactions go: the create
+				// (refused, its parent gone), the read of why, the
+				// parents' own, the node's.
+				var txns atomic.Int32
+				var a *etcdstore.Store
+				faulted := make(chan struct{})
+				hook := func(ctx context.Context, method string) {
+					if method != "/etcdserverpb.KV/Txn" || txns.Add(-1) != 0 {
+						return
+					}
+					defer close(faulted)
+					if fault == "node held" {
+						<-ctx.Done() // the attempt's timeout: never sent
+						return
+					}
 					backend.LoseNextCreateReply(t, a) // this one
-					close(lost)
 				}
-			}
-			a = backend.OpenHooked(t, etcdbackend.Hooks{Request: hook})
-			b := open(t, etcdbackend.New(cluster, etcdstore.WithReclaimDelay(0)))
-			ctx := ctxFor(t)
-			root := fmt.Sprintf("/lostparents/%d", delay.Milliseconds())
-			parentGone(t, a, b, root)
-			txns.Store(3)
-			_, err := a.Create(ctx, root+"/x/y/n", nil, store.Persistent)
-			select {
-			case <-lost:
-			default:
-				t.Fatalf("Create(%s/x/y/n) = %v, and no reply was lost", root, err)
-			}
-			if !errors.Is(err, store.ErrDisconnected) {
-				t.Fatalf("Create(%s/x/y/n) with its parents' reply lost = %v; want ErrDisconnected", root, err)
-			}
-			backends.WaitGone(t, b, root+"/x")
-		})
+				a = backend.OpenHooked(t, etcdbackend.Hooks{Request: hook}, etcdstore.WithAttemptTimeout(300*time.Millisecond))
+				b := open(t, etcdbackend.New(cluster, etcdstore.WithReclaimDelay(0)))
+				ctx := ctxFor(t)
+				root := fmt.Sprintf("/afterparents/%d-%d", delay.Milliseconds(), len(fault))
+				parentGone(t, a, b, root)
+				if fault == "node held" {
+					txns.Store(4)
+				} else {
+					txns.Store(3)
+				}
+				_, err := a.Create(ctx, root+"/x/y/n", nil, store.Persistent)
+				select {
+				case <-faulted:
+				default:
+					t.Fatalf("Create(%s/x/y/n) = %v, and the fault never came", root, err)
+				}
+				if fault != "node held" {
+					if err != nil {
+						t.Fatalf("Create(%s/x/y/n) with its parents' reply lost = %v; want nil, sent again", root, err)
+					}
+					must[store.Node](t)(b.Get(ctx, root+"/x/y/n"))
+					return
+				}
+				if !errors.Is(err, store.ErrDisconnected) {
+					t.Fatalf("Create(%s/x/y/n) held past its attempt = %v; want ErrDisconnected", root, err)
+				}
+				backends.WaitGone(t, b, root+"/x")
+			})
+		}
 	}
 }
 
