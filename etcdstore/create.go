@@ -255,28 +255,27 @@ func (s *Store) send(ctx context.Context, r *createReq) (_ store.Node, _ []store
 				if s.madeParentsHook != nil {
 					s.madeParentsHook()
 				}
-				if err != nil && !errors.Is(err, store.ErrEphemeralParent) && ctx.Err() == nil &&
-					errors.Is(s.fail(ctx, "create", name, err), store.ErrDisconnected) {
-					// Its outcome does not matter (it makes directories,
-					// no node): try again after a pause while ctx lives,
-					// as after a failed attempt. A reply the server sent at
-					// ctx's deadline ("request timed out") comes this way
-					// too, just before ctx says it is done.
-					if serr := s.sleep(ctx, backoff(i)); serr == nil {
-						i++
-						continue
-					}
+				if err == nil {
+					continue
 				}
-				if err != nil {
-					if ctx.Err() != nil {
-						s.abandon(r, nil, unknown)
-					}
-					if errors.Is(err, store.ErrEphemeralParent) {
-						return store.Node{}, nil, err // its own answer, no client error to classify
-					}
-					return store.Node{}, nil, s.fail(ctx, "create", name, err)
+				// Its outcome does not matter (it makes directories, no
+				// node): one that fails as an attempt does is sent again
+				// after a pause while ctx lives. A reply the server sent
+				// at ctx's deadline ("request timed out") comes this way
+				// too, just before ctx says it is done.
+				if !errors.Is(err, store.ErrEphemeralParent) && ctx.Err() == nil &&
+					errors.Is(s.fail(ctx, "create", name, err), store.ErrDisconnected) &&
+					s.sleep(ctx, backoff(i)) == nil {
+					i++
+					continue
 				}
-				continue
+				if ctx.Err() != nil {
+					s.abandon(r, nil, unknown)
+				}
+				if errors.Is(err, store.ErrEphemeralParent) {
+					return store.Node{}, nil, err // its own answer, no client error to classify
+				}
+				return store.Node{}, nil, s.fail(ctx, "create", name, err)
 			case errors.Is(err, errFenced):
 				s.raiseFence(r.seenFence)
 				continue
