@@ -74,7 +74,7 @@ func (s *Store) CreateBatch(ctx context.Context, parent string, batch []store.Ba
 			return nil, s.fail(ctx, "create", parent, err)
 		}
 		if serr := s.sessionErr(); serr != nil {
-			return nil, fmt.Errorf("etcdstore: create %q: %w", parent, serr) // a reply after the deadline proves nothing
+			return nil, fmt.Errorf("etcdstore: create %q: %w", parent, serr) // a reply after the session's end proves nothing
 		}
 		if resp.Succeeded && len(puts) > len(batch) {
 			s.ops.learnParent(parent, resp.Responses[len(batch)].GetResponseRange().Kvs)

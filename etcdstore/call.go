@@ -81,7 +81,7 @@ func (s *Store) isDisconnected() bool {
 // do sends one request of a call made with ctx, as one attempt: it gives
 // the request up after the attempt timeout (ErrDisconnected), or when the
 // session ends (the session's error), and turns a reply that arrives after
-// the session's deadline into the session's end.
+// the session's end (its deadline less the guard) into the session's error.
 func do[T any](s *Store, ctx context.Context, rpc func(context.Context) (T, error)) (T, error) {
 	var zero T
 	a, err := s.startAttempt(ctx)

@@ -226,7 +226,7 @@ func (s *Store) send(ctx context.Context, r *createReq) (_ store.Node, _ []store
 			err  error
 		)
 		if out.err == nil {
-			// A reply after the deadline proves nothing.
+			// A reply after the session's end proves nothing.
 			if serr := s.sessionErr(); serr != nil {
 				return store.Node{}, nil, fmt.Errorf("etcdstore: create %q: %w", name, serr)
 			}

@@ -9,6 +9,7 @@ import (
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	"google.golang.org/grpc/connectivity"
 
+	"github.com/corral-go/corral/internal/clockguard"
 	"github.com/corral-go/corral/internal/reclaim"
 	"github.com/corral-go/corral/store"
 )
@@ -23,41 +24,77 @@ import (
 // after t. The server can only expire the lease, and so hand the session's
 // locks to someone else, after that. So the session's deadline is (send
 // time of the latest acknowledged renewal) + TTL, on the client's monotonic
-// clock, and the session ends with ErrSessionExpired the moment the deadline
-// passes without a newer acknowledgement, whether or not the server has
-// expired the lease yet. clientv3's own KeepAlive counts the TTL from the
-// arrival of the reply instead, which can be later than the server's expiry
-// by the reply's latency; hence this loop. A leader change or a server
-// restart only extends leases, never shortens them, so the rule holds
-// through them. A renewal answered with "lease not found" (revoked, or
-// expired on the server) ends the session at once.
+// clock, and the session ends with ErrSessionExpired a guard before the
+// deadline (see package clockguard: an eighth of the TTL, at most a
+// second, plus twice the process's recent timer lateness, at most a third
+// of the TTL) unless a newer renewal is acknowledged first, whether or not
+// the server has expired the lease yet. The guard is what is left, on a
+// loaded machine, between the holder seeing its hold end and the server
+// handing it on. clientv3's own KeepAlive counts the TTL from the arrival
+// of the reply instead, which can be later than the server's expiry by the
+// reply's latency; hence this loop. A leader change or a server restart
+// only extends leases, never shortens them, so the rule holds through
+// them. A renewal answered with "lease not found" (revoked, or expired on
+// the server) ends the session at once.
 //
-// The deadline is enforced where session state is read, not only by the
-// loop's timer, which may run late on a loaded machine: at the start of
-// every call (begin), in Context and Disconnected, and when a reply
-// arrives (do, renew, serve). A reply that arrives after the deadline
+// The end (deadline less guard) is enforced where session state is read,
+// not only by the loop's timer, which may run late on a loaded machine: at
+// the start of every call (begin), in Context and Disconnected, and when a
+// reply arrives (do, renew, serve). A reply that arrives after the end
 // proves nothing about the moment the server handled it: the server may
 // have expired the lease and handed the session's locks on before, so it
 // ends the session instead of counting as a success. As the deadline only
-// moves at acknowledgements that arrive before it, the session is alive
-// at a moment exactly when the deadline known at that moment lies ahead.
+// moves at acknowledgements that arrive before the end, the session is
+// alive at a moment exactly when the end known at that moment lies ahead.
+// The guard is read afresh at every check; whatever it is, the end is
+// before the deadline. The loop's timer first wakes at the earliest end
+// the guard allows (deadline less a third of the TTL), and then at the end
+// the guard sets then, so that a guard grown since the last renewal is
+// honoured by the timer too.
 //
 // A renewal that fails while the deadline is ahead (no connection, no
 // leader, timeout) reports a disconnection, and renewals are then retried
 // every 250 ms; the first one that succeeds reports the reconnection.
 
-// expiredCause is the cause of a session whose deadline passed.
+// expiredCause is the cause of a session whose end passed.
 func (s *Store) expiredCause() error {
-	return fmt.Errorf("%w: lease %x not renewed within its TTL (%v)", store.ErrSessionExpired, int64(s.lease), s.ttl)
+	return fmt.Errorf("%w: lease %x not renewed within its TTL (%v) less the guard for this process's delays (%v)",
+		store.ErrSessionExpired, int64(s.lease), s.ttl, clockguard.Guard(s.ttl).Round(time.Millisecond))
 }
 
-// expireLocked ends the session if its deadline has passed, and reports
-// whether it did. s.mu is held.
+// expireLocked ends the session if its end (the deadline less the guard)
+// has passed, and reports whether it did. s.mu is held.
 func (s *Store) expireLocked() bool {
-	if s.ctx.Err() == nil && !time.Now().Before(s.deadline) {
+	if s.ctx.Err() == nil && !time.Now().Before(s.endsLocked()) {
 		return s.endLocked(s.expiredCause())
 	}
 	return false
+}
+
+// endsLocked returns when the session ends on the client unless a renewal
+// is acknowledged first: the deadline less the guard. s.mu is held.
+func (s *Store) endsLocked() time.Time {
+	return s.deadline.Add(-clockguard.Guard(s.ttl))
+}
+
+// ends is endsLocked without s.mu held.
+func (s *Store) ends() time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.endsLocked()
+}
+
+// untilCheck returns how long the keepalive loop's timer waits before it
+// looks at the session's end again: until the earliest end the guard
+// allows, and once that has passed, until the end the guard sets now; 0
+// when the end has passed.
+func (s *Store) untilCheck() time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if early := time.Until(s.deadline.Add(-clockguard.Limit(s.ttl))); early > 0 {
+		return early
+	}
+	return max(time.Until(s.endsLocked()), 0)
 }
 
 // renew renews the lease once, within ctx, and records the outcome: a
@@ -70,8 +107,8 @@ func (s *Store) renew(ctx context.Context) error {
 	switch {
 	case err == nil:
 		s.mu.Lock()
-		// An acknowledgement that arrives after the deadline comes too
-		// late: the session ended at the deadline.
+		// An acknowledgement that arrives after the end comes too late:
+		// the session ended then.
 		if ended := s.expireLocked(); ended || s.ctx.Err() != nil {
 			s.mu.Unlock()
 			if ended {
@@ -115,23 +152,23 @@ func (s *Store) renew(ctx context.Context) error {
 	return err
 }
 
-// keepAlive renews the lease until the session ends, and ends it when the
-// deadline passes.
+// keepAlive renews the lease until the session ends, and ends it when its
+// end passes.
 func (s *Store) keepAlive() {
 	defer s.wg.Done()
 	retry := min(s.ttl/3, 250*time.Millisecond)
 	attempt := min(max(min(s.ttl/5, 2*time.Second), 500*time.Millisecond), s.attempt)
 	next := time.NewTimer(s.untilRenewal())
 	defer next.Stop()
-	expiry := time.NewTimer(time.Until(s.leaseDeadline()))
+	expiry := time.NewTimer(s.untilCheck())
 	defer expiry.Stop()
 	for {
 		select {
 		case <-s.ctx.Done():
 			return
 		case <-expiry.C:
-			if left := time.Until(s.leaseDeadline()); left > 0 {
-				expiry.Reset(left) // renewed by a call meanwhile
+			if wait := s.untilCheck(); wait > 0 {
+				expiry.Reset(wait) // not yet, or renewed by a call meanwhile
 				continue
 			}
 			if s.expiryHook != nil {
@@ -142,16 +179,17 @@ func (s *Store) keepAlive() {
 		case <-next.C:
 		case <-s.kick:
 		}
-		ctx, cancel := context.WithTimeout(s.ctx, max(min(attempt, time.Until(s.leaseDeadline())), time.Millisecond))
+		ctx, cancel := context.WithTimeout(s.ctx, max(min(attempt, time.Until(s.ends())), time.Millisecond))
 		err := s.renew(ctx)
 		cancel()
-		switch {
-		case s.ctx.Err() != nil:
+		if s.ctx.Err() != nil {
 			return
-		case err == nil:
-			expiry.Reset(time.Until(s.leaseDeadline()))
+		}
+		// Renewed, or not: either way the guard may have moved.
+		expiry.Reset(s.untilCheck())
+		if err == nil {
 			next.Reset(s.untilRenewal())
-		default: // renew reported the disconnection
+		} else { // renew reported the disconnection
 			next.Reset(retry)
 		}
 	}
@@ -159,7 +197,8 @@ func (s *Store) keepAlive() {
 
 // untilRenewal returns the time until the next scheduled renewal: when a
 // third of the TTL has passed since the last acknowledged renewal was sent,
-// so that two more attempts fit before the deadline.
+// so that another attempt fits before the end even with the guard at its
+// limit (a third of the TTL).
 func (s *Store) untilRenewal() time.Duration {
 	return max(time.Until(s.leaseDeadline())-(s.ttl-s.ttl/3), 0)
 }
@@ -193,8 +232,9 @@ func (s *Store) watchConn() {
 // Context returns a context that is cancelled when the session ends, with
 // cause [store.ErrSessionExpired] (wrapped, saying why) when the lease was
 // lost or could not be renewed in time, or [store.ErrClosed] after Close.
-// It checks the session's deadline first: once the deadline has passed, the
-// context it returns is cancelled, even if no timer has noticed yet.
+// It checks the session's end first (the deadline less the guard; see
+// Sessions in the package doc): once the end has passed, the context it
+// returns is cancelled, even if no timer has noticed yet.
 func (s *Store) Context() context.Context {
 	s.mu.Lock()
 	ended := s.expireLocked()
@@ -207,7 +247,7 @@ func (s *Store) Context() context.Context {
 
 // Disconnected returns a channel that is closed when a lease renewal fails
 // (the connection is lost or the cluster has no leader) while the lease may
-// still be alive, and when the session ends (checked against the deadline
+// still be alive, and when the session ends (checked against its end
 // first, as Context does). After a successful renewal a new call returns a
 // new, open channel.
 func (s *Store) Disconnected() <-chan struct{} {
@@ -246,6 +286,7 @@ func (s *Store) Close() error {
 			err = fmt.Errorf("etcdstore: close: revoke lease %x: %w", int64(s.lease), classify(ctx, rerr))
 		}
 		s.wg.Wait()
+		s.unguard()
 		if s.ownClient {
 			s.cli.Close()
 		}
@@ -256,7 +297,7 @@ func (s *Store) Close() error {
 	return err
 }
 
-// sessionErr checks the deadline and returns the error every call fails
+// sessionErr checks the session's end and returns the error every call fails
 // with once the session has ended, or nil.
 func (s *Store) sessionErr() error {
 	s.mu.Lock()

@@ -11,6 +11,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/namespace"
 
+	"github.com/corral-go/corral/internal/clockguard"
 	"github.com/corral-go/corral/internal/reclaim"
 	"github.com/corral-go/corral/store"
 )
@@ -157,7 +158,7 @@ type Store struct {
 
 	mu          gosync.Mutex
 	closed      bool
-	deadline    time.Time     // the session ends then unless renewed; see session.go
+	deadline    time.Time     // the server cannot end the session before, unless renewed; see session.go
 	lastRenewal time.Time     // send time of the latest acknowledged renewal
 	disc        chan struct{} // the channel Disconnected returns now
 	discClosed  bool
@@ -168,6 +169,7 @@ type Store struct {
 	ops   ops   // a create's operations that depend on its parent alone; see create.go
 
 	wg        gosync.WaitGroup // background goroutines: keepalive, watches, undos
+	unguard   func()           // stops this Store's use of the clock guard's sampler
 	undos     gosync.WaitGroup // the undos alone, for tests
 	closeOnce gosync.Once
 }
@@ -227,6 +229,7 @@ func open(ctx context.Context, cli *clientv3.Client, o options, diag *dialDiag) 
 	s.watchCtx = clientv3.WithRequireLeader(s.ctx)
 	// Read before the keepalive loop can move it.
 	s.log.Debug("etcdstore: session opened", "lease", s.leaseHex(), "ttl", s.ttl, "deadline_in", time.Until(s.deadline))
+	s.unguard = clockguard.Use()
 	s.wg.Add(3)
 	go s.keepAlive()
 	go s.watchConn()

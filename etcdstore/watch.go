@@ -289,7 +289,7 @@ func (s *Store) open(ctx context.Context, spec *watchSpec) (watcher, *clientv3.G
 		// The attempt ended just now, and the watch with it.
 		return fail(context.Cause(actx))
 	}
-	// A read answered after the deadline proves nothing.
+	// A read answered after the session's end proves nothing.
 	if err := s.sessionErr(); err != nil {
 		return fail(err)
 	}
@@ -335,7 +335,7 @@ func (s *Store) serve(ctx context.Context, spec *watchSpec, w watcher, last *cli
 	defer func() { w.cancel() }()
 	send := func(t store.EventType, err error) {
 		if err == nil {
-			// An event that arrives after the session's deadline
+			// An event that arrives after the session's end
 			// may come from the server's expiry of the lease.
 			err = s.sessionErr()
 		}

@@ -34,9 +34,12 @@ import (
 // whenever no request that passed through the leader has been sent and
 // answered for syncEvery (a connected session's pacer, see pace). On a
 // working connection the deadline then stays at least
-// timeout × (1 - 1/20 - 1/3 - 2/8), over a third of a timeout, ahead of
-// the latest answer, less two round trips. That costs 8 syncs per session
-// timeout on an idle session, none on one that writes more often.
+// timeout × (1 - 1/3 - 2/8), over a third of a timeout, ahead of the
+// latest answer, less two round trips, and the session's end, a guard
+// earlier, over a quarter of a timeout on an idle machine (guard
+// timeout/8) and a twelfth with the guard at its limit (timeout/3). That
+// costs 8 syncs per session timeout on an idle session, none on one that
+// writes more often.
 
 // ZooKeeper's opcodes of the requests the Store may send (the client's
 // own are unexported), and opUnknown for a frame whose head is not known.

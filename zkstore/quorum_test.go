@@ -10,14 +10,14 @@ import (
 // request answered at least quorumLag before the one that passed through
 // the leader was sent (see quorum.go).
 func TestQuorumAnchor(t *testing.T) {
-	const timeout = 3 * time.Second // quorumLag 1 s, guard 150 ms
+	const timeout = 3 * time.Second // quorumLag 1 s
 	base := time.Now()
 	at := func(ms int) time.Time { return base.Add(time.Duration(ms) * time.Millisecond) }
 	s := &Store{base: base, noTimer: true}
 	deadline := func() time.Time { return s.base.Add(time.Duration(s.deadline.Load())) }
 	want := func(step string, ms int) {
 		t.Helper()
-		if got, w := deadline(), at(ms).Add(timeout-guard(timeout)); !got.Equal(w) {
+		if got, w := deadline(), at(ms).Add(timeout); !got.Equal(w) {
 			t.Errorf("%s: deadline +%v; want +%v", step, got.Sub(base), w.Sub(base))
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/corral-go/corral/internal/clockguard"
 	"github.com/corral-go/corral/store"
 	"github.com/go-zookeeper/zk"
 )
@@ -45,10 +46,11 @@ func (s *Store) heard(a ack) {
 	}
 }
 
-// ackLocked moves the session's deadline to sent + the negotiated timeout
-// (less the guard), if that is later than it is, and arms the timer that
-// ends the session at the deadline. sent is when a request began to be
-// sent that the leader has counted (see quorum.go). s.mu is held.
+// ackLocked moves the session's deadline to sent + the negotiated timeout,
+// if that is later than it is, and arms the timer that ends the session a
+// guard before the deadline (see expireLocked). sent is when a request
+// began to be sent that the leader has counted (see quorum.go). s.mu is
+// held.
 func (s *Store) ackLocked(sent time.Time) {
 	if s.ended != nil {
 		return
@@ -57,31 +59,43 @@ func (s *Store) ackLocked(sent time.Time) {
 		s.acked = sent
 	}
 	// The negotiated timeout may have changed: recompute from the latest
-	// acknowledgement either way.
-	end := s.acked.Add(s.negotiated - guard(s.negotiated))
-	deadline := end.Sub(s.base)
+	// acknowledgement either way. The timeout is stored first: a reader
+	// that sees the new deadline sees its timeout.
+	s.timeout.Store(int64(s.negotiated))
+	deadline := s.acked.Add(s.negotiated).Sub(s.base)
 	s.deadline.Store(int64(deadline))
 	if s.noTimer {
 		return
 	}
+	// The timer first wakes at the earliest end the guard allows; onTimer
+	// then looks at the guard of that moment.
+	at := deadline - clockguard.Limit(s.negotiated)
 	switch {
 	case s.timer == nil:
-		s.timer = time.AfterFunc(time.Until(end), s.onTimer)
-		s.timerAt = deadline
-	case deadline < s.timerAt:
+		s.timer = time.AfterFunc(at-time.Since(s.base), s.onTimer)
+		s.timerAt = at
+	case at < s.timerAt:
 		// Only a shorter timeout moves the deadline earlier.
-		s.timer.Reset(time.Until(end))
-		s.timerAt = deadline
+		s.timer.Reset(at - time.Since(s.base))
+		s.timerAt = at
 	}
 }
 
-// guard is how much earlier than the server can the session ends on the
-// client, for the client's own delays (a timer that fires late on a loaded
-// machine): a twentieth of the timeout, at most a second.
-func guard(timeout time.Duration) time.Duration { return min(timeout/20, time.Second) }
+// end returns when the session ends on the client, in time since base: the
+// deadline less the guard (see package clockguard), which is for the
+// client's own delays (a timer that fires late, a goroutine that wakes
+// late, on a loaded machine). It is 0 before the first connect response.
+func (s *Store) end() time.Duration {
+	d := s.deadline.Load()
+	if d == 0 {
+		return 0
+	}
+	return time.Duration(d) - clockguard.Guard(time.Duration(s.timeout.Load()))
+}
 
-// onTimer ends the session if its deadline has passed, or sets the timer
-// again for the deadline it has moved to since.
+// onTimer ends the session if its end has passed, or sets the timer again:
+// for the earliest end the guard allows, if the deadline has moved since,
+// or else for the end the guard sets now.
 func (s *Store) onTimer() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -90,19 +104,22 @@ func (s *Store) onTimer() {
 	}
 	s.expireLocked()
 	if s.ended == nil {
-		deadline := time.Duration(s.deadline.Load())
-		s.timer.Reset(deadline - time.Since(s.base))
-		s.timerAt = deadline
+		at := time.Duration(s.deadline.Load()) - clockguard.Limit(s.negotiated)
+		if now := time.Since(s.base); at <= now {
+			at = max(s.end(), now)
+		}
+		s.timer.Reset(at - time.Since(s.base))
+		s.timerAt = at
 	}
 }
 
-// expire ends the session if its deadline has passed. Everything that
-// reads the session's state calls it first, so a process that was stopped
-// past the deadline (SIGSTOP, a VM pause) sees the end on its first read,
-// whether or not the timer has run yet.
+// expire ends the session if its end has passed. Everything that reads the
+// session's state calls it first, so a process that was stopped past the
+// end (SIGSTOP, a VM pause) sees it on its first read, whether or not the
+// timer has run yet.
 func (s *Store) expire() {
-	d := s.deadline.Load()
-	if d == 0 || time.Since(s.base) < time.Duration(d) {
+	e := s.end()
+	if e == 0 || time.Since(s.base) < e {
 		return
 	}
 	s.mu.Lock()
@@ -112,12 +129,12 @@ func (s *Store) expire() {
 
 // expireLocked is expire with s.mu held.
 func (s *Store) expireLocked() {
-	d := s.deadline.Load()
-	if s.ended != nil || d == 0 || time.Since(s.base) < time.Duration(d) {
+	e := s.end()
+	if s.ended != nil || e == 0 || time.Since(s.base) < e {
 		return
 	}
-	s.endLocked(fmt.Errorf("%w: the leader has counted nothing from session %#x for the negotiated session timeout (%v): it has expired the session, or will",
-		store.ErrSessionExpired, s.timedID, s.negotiated))
+	s.endLocked(fmt.Errorf("%w: the leader has counted nothing from session %#x for the negotiated session timeout (%v) less the guard for this process's delays (%v): it has expired the session, or will",
+		store.ErrSessionExpired, s.timedID, s.negotiated, clockguard.Guard(s.negotiated).Round(time.Millisecond)))
 }
 
 // SessionTimeout returns the session timeout the server granted, which
@@ -187,8 +204,8 @@ func (s *Store) dial(network, addr string, timeout time.Duration) (net.Conn, err
 // have taken another.
 func (s *Store) handshakeBound(now time.Time, timeout time.Duration) time.Time {
 	by := now.Add(timeout / time.Duration(s.nservers))
-	if d := s.deadline.Load(); d != 0 {
-		left := time.Duration(d) - now.Sub(s.base)
+	if e := s.end(); e != 0 {
+		left := e - now.Sub(s.base)
 		by = minTime(by, now.Add(left/2))
 	}
 	return by

@@ -28,11 +28,25 @@
 //
 //	deadline = when the latest request the leader has counted began to be sent
 //	           + the negotiated session timeout
-//	           - a guard of a twentieth of that timeout (at most a second)
 //
-// The guard is for the client's own delays: the server expires the session
-// at the earliest at the deadline without the guard, and the timer that ends
-// the session on the client may fire late on a busy machine.
+// and ends the session a guard before it, at its end:
+//
+//	end   = deadline - guard
+//	guard = timeout/8 (at most 1 s) + 2 × this process's timer lateness,
+//	        at most timeout/3
+//
+// The guard is for the client's own delays: the leader expires the
+// session at the deadline at the earliest, and between the end and the
+// moment a holder sees its hold over, a loaded process waits for the CPU
+// twice (for the timer that ends the session, then for the holder's
+// goroutine). The lateness is the 99th percentile of how late a timer has
+// fired in this process over the last 10 s, measured by one sampler per
+// process (20 wake-ups a second while any session is open), so the guard
+// grows with the load and the fixed part, 250 ms at a 2 s timeout, is
+// what is left between the holder seeing its hold end and the leader's
+// expiry, on a machine as loaded as it was measured to be (see Sessions in
+// package store). It is read afresh at every check: a guard grown since
+// the last request moves the end earlier at once.
 //
 // The Store reads the client's connection both ways: the server answers
 // every request with exactly one reply, in order, so once k replies (watch
@@ -51,22 +65,24 @@
 // whenever no request of the session has passed through the leader for an
 // eighth of the timeout (8 requests per timeout on an idle session, none on
 // one that writes as often), so on a working connection the deadline stays
-// over a third of a timeout ahead. A stalled connection ends the session
-// on the client after a third to a half of the timeout, sooner than the
+// over a third of a timeout ahead, and the end over a quarter on an idle
+// machine (a twelfth with the guard at its limit). A stalled
+// connection ends the session on the client after a third to a half of
+// the timeout on an idle machine (less on a loaded one), sooner than the
 // two thirds the client waits before it gives the connection up: a Store
 // that must ride out longer stalls asks for a longer timeout. A server
 // restart or a change of leader only extends sessions (the server counts
 // their timeouts afresh), so the rule holds through them.
 //
-// Once the deadline has passed the session is over: [Store.Context] is
+// Once the end has passed the session is over: [Store.Context] is
 // cancelled with [store.ErrSessionExpired], every later call fails with it,
-// and so does a call whose answer arrives only after the deadline (the
+// and so does a call whose answer arrives only after the end (the
 // server may have applied it: its outcome is unknown, as with
 // [store.ErrDisconnected]); the client never connects again (it would make
 // a new session). The
-// Store checks the deadline whenever a call starts, a call's result or a
+// Store checks the end whenever a call starts, a call's result or a
 // watch's event is delivered, Context or Disconnected is called, and from a
-// timer: a process that was stopped past its deadline (SIGSTOP, a VM pause)
+// timer: a process that was stopped past its end (SIGSTOP, a VM pause)
 // sees its session over on its first read, before anything the connection
 // delivered meanwhile. So Context is cancelled before the server can expire
 // the session and let another session take over what its ephemeral nodes
@@ -76,7 +92,7 @@
 // While the connection is down, [Store.Disconnected] is closed and
 // ownership of the session's ephemeral nodes is unknown. Calls made
 // meanwhile wait for the reconnection, bounded by their ctx and by the
-// deadline; a request in flight when the connection broke fails with
+// session's end; a request in flight when the connection broke fails with
 // [store.ErrDisconnected]. The client tries the servers in turn, pausing
 // between rounds (50 ms, doubling up to 1 s); it gives up a server that has
 // not completed the handshake within the session timeout divided by the
@@ -209,6 +225,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/corral-go/corral/internal/clockguard"
 	"github.com/corral-go/corral/internal/reclaim"
 	"github.com/corral-go/corral/store"
 )
@@ -283,9 +300,12 @@ type Store struct {
 	ownXids   atomic.Uint32        // direct requests sent (see ownXid)
 
 	// The session's clock. The deadline is in nanoseconds since base (0
-	// until the first connect response), read without s.mu.
+	// until the first connect response), the negotiated timeout it was
+	// counted with in nanoseconds; both are read without s.mu.
 	base     time.Time
 	deadline atomic.Int64
+	timeout  atomic.Int64
+	unguard  func() // stops this Store's use of the clock guard's sampler
 
 	atStandIn   chan struct{} // closed when the client dials after the end
 	standInOnce sync.Once
@@ -306,7 +326,7 @@ type Store struct {
 	acked       time.Time     // latest send the leader has counted (see quorum.go)
 	proofs      []proof       // recent answers on the current connection, oldest first
 	leaderSent  time.Time     // latest send of an answered request that passed through the leader
-	timer       *time.Timer   // ends the session at its deadline
+	timer       *time.Timer   // ends the session at its end (see onTimer)
 	timerAt     time.Duration // when timer fires, since base
 	noTimer     bool
 	lastConnErr error // why the latest connection failed before its handshake
@@ -379,6 +399,7 @@ func Open(ctx context.Context, servers []string, opts ...Option) (*Store, error)
 		return nil, fmt.Errorf("zkstore: open: %w", err)
 	}
 	s.conn, s.events = &client{zk: conn, root: o.chroot}, events
+	s.unguard = clockguard.Use()
 	s.mu.Unlock()
 	go s.monitor()
 
@@ -427,8 +448,8 @@ func (s *Store) SessionID() int64 { return s.id.Load() }
 
 // Context returns a context that is cancelled when the session ends, with
 // store.ErrSessionExpired or store.ErrClosed (possibly wrapped) as its
-// cause. It checks the session's deadline first (see the package doc), so
-// a session past its deadline is seen as ended even before the timer that
+// cause. It checks the session's end first (see the package doc), so a
+// session past its end is seen as ended even before the timer that
 // ends it has run.
 func (s *Store) Context() context.Context {
 	s.expire()
@@ -439,7 +460,7 @@ func (s *Store) Context() context.Context {
 // connection to the server, or when the session ends. It is already closed
 // while the client is disconnected; after a reconnection to the same session
 // a new call returns a new channel. Like Context, it checks the session's
-// deadline first.
+// end first.
 func (s *Store) Disconnected() <-chan struct{} {
 	s.expire()
 	s.mu.Lock()
@@ -468,6 +489,7 @@ func (s *Store) Close() error {
 	<-s.stopped
 	s.calls.Wait()
 	s.workers.wg.Wait()
+	s.unguard()
 	return nil
 }
 

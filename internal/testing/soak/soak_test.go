@@ -5,11 +5,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"net/http"
 	"os"
-	"os/exec"
 	"runtime"
 	"strconv"
 	"strings"
@@ -39,9 +37,6 @@ const (
 	// it the soak runs for shortSoak.
 	longEnv   = "CORRAL_SOAK"
 	shortSoak = 3 * time.Second
-	// etcdChildEnv makes the test binary the soak's etcd server, with its
-	// data in the directory it names.
-	etcdChildEnv = "CORRAL_SOAK_ETCD_CHILD"
 )
 
 // The bounds the soak asserts. Every watch the recipes leave with the
@@ -63,24 +58,10 @@ const (
 )
 
 func TestMain(m *testing.M) {
-	if dir := os.Getenv(etcdChildEnv); dir != "" {
-		os.Exit(serveEtcd(dir))
+	if code, ok := etcdserver.ServeChild(); ok {
+		os.Exit(code)
 	}
 	goleak.VerifyTestMain(m)
-}
-
-// serveEtcd runs a single-member etcd in dir, prints its client URL and
-// serves until its stdin closes.
-func serveEtcd(dir string) int {
-	c, err := etcdserver.New(dir, 1)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer c.Close()
-	fmt.Println(c.Endpoints()[0])
-	_, _ = io.Copy(io.Discard, os.Stdin)
-	return 0
 }
 
 // soakLength returns how long the soak runs on each store, and whether it
@@ -121,7 +102,7 @@ func TestSoak(t *testing.T) {
 		})
 	})
 	t.Run("etcd", func(t *testing.T) {
-		ep := startEtcd(t)
+		ep := etcdserver.StartChild(t)
 		soak(t, d, long, server{
 			open: func(ctx context.Context) (store.Store, error) {
 				return etcdstore.Dial(ctx, clientv3.Config{Endpoints: []string{ep}, DialTimeout: 5 * time.Second})
@@ -130,57 +111,6 @@ func TestSoak(t *testing.T) {
 			dataWatches: func() (int, error) { return -1, nil },
 		})
 	})
-}
-
-// startEtcd starts the soak's etcd in a child process and returns its
-// client URL; the child stops when the test ends.
-func startEtcd(t *testing.T) string {
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), etcdChildEnv+"="+t.TempDir())
-	cmd.Stderr = os.Stderr
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	t.Cleanup(func() {
-		stdin.Close()
-		t := time.NewTimer(30 * time.Second)
-		defer t.Stop()
-		select {
-		case <-exited:
-		case <-t.C:
-			_ = cmd.Process.Kill()
-			<-exited
-		}
-	})
-	line := make(chan string, 1)
-	go func() {
-		s := bufio.NewScanner(stdout)
-		if s.Scan() {
-			line <- s.Text()
-		}
-		close(line)
-		_, _ = io.Copy(io.Discard, stdout)
-		exited <- cmd.Wait()
-	}()
-	select {
-	case ep, ok := <-line:
-		if !ok {
-			t.Fatal("soak: the etcd child exited before it served")
-		}
-		return ep
-	case <-time.After(2 * time.Minute):
-		t.Fatal("soak: the etcd child did not serve within 2 minutes")
-	}
-	return ""
 }
 
 // etcdWatchers returns the number of watchers the etcd server at ep holds
