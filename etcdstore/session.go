@@ -14,10 +14,11 @@ import (
 	"github.com/corral-go/corral/store"
 )
 
-// The session's lease is renewed with one KeepAliveOnce when a third of its
-// TTL has passed since the sending of the last acknowledged renewal, by the
-// keepalive loop, and on demand by a call made while the client is
-// disconnected (see begin).
+// The session's lease is renewed with one KeepAliveOnce when a third of the
+// time from the sending of the last acknowledged renewal to the session's
+// end (the TTL less the guard, see below) has passed, by the keepalive
+// loop, and on demand by a call made while the client is disconnected (see
+// begin).
 //
 // The expiry rule: a renewal sent at time t and acknowledged makes the
 // server's lease last until at least t+TTL, because the server renewed it
@@ -26,8 +27,8 @@ import (
 // time of the latest acknowledged renewal) + TTL, on the client's monotonic
 // clock, and the session ends with ErrSessionExpired a guard before the
 // deadline (see package clockguard: an eighth of the TTL, at most a
-// second, plus twice the process's recent timer lateness, at most a third
-// of the TTL) unless a newer renewal is acknowledged first, whether or not
+// second, plus twice the process's recent timer lateness, at most a
+// quarter of the TTL) unless a newer renewal is acknowledged first, whether or not
 // the server has expired the lease yet. The guard is what is left, on a
 // loaded machine, between the holder seeing its hold end and the server
 // handing it on. clientv3's own KeepAlive counts the TTL from the arrival
@@ -48,13 +49,14 @@ import (
 // alive at a moment exactly when the end known at that moment lies ahead.
 // The guard is read afresh at every check; whatever it is, the end is
 // before the deadline. The loop's timer first wakes at the earliest end
-// the guard allows (deadline less a third of the TTL), and then at the end
+// the guard allows (deadline less a quarter of the TTL), and then at the end
 // the guard sets then, so that a guard grown since the last renewal is
 // honoured by the timer too.
 //
-// A renewal that fails while the deadline is ahead (no connection, no
-// leader, timeout) reports a disconnection, and renewals are then retried
-// every 250 ms; the first one that succeeds reports the reconnection.
+// A renewal that fails while the end is ahead (no connection, no leader,
+// timeout) reports a disconnection, and renewals are then retried 250 ms
+// after the failed one began (at once after one that timed out); the first
+// one that succeeds reports the reconnection.
 
 // expiredCause is the cause of a session whose end passed.
 func (s *Store) expiredCause() error {
@@ -179,6 +181,7 @@ func (s *Store) keepAlive() {
 		case <-next.C:
 		case <-s.kick:
 		}
+		began := time.Now()
 		ctx, cancel := context.WithTimeout(s.ctx, max(min(attempt, time.Until(s.ends())), time.Millisecond))
 		err := s.renew(ctx)
 		cancel()
@@ -189,18 +192,24 @@ func (s *Store) keepAlive() {
 		expiry.Reset(s.untilCheck())
 		if err == nil {
 			next.Reset(s.untilRenewal())
-		} else { // renew reported the disconnection
-			next.Reset(retry)
+		} else {
+			// renew reported the disconnection. The retry is counted
+			// from the failed attempt's start: one that timed out
+			// has waited long enough, and the end is near.
+			next.Reset(max(retry-time.Since(began), 0))
 		}
 	}
 }
 
 // untilRenewal returns the time until the next scheduled renewal: when a
-// third of the TTL has passed since the last acknowledged renewal was sent,
-// so that another attempt fits before the end even with the guard at its
-// limit (a third of the TTL).
+// third of the time from the sending of the last acknowledged renewal to
+// the session's end (TTL less the guard) has passed, so that two more
+// attempts fit before the end.
 func (s *Store) untilRenewal() time.Duration {
-	return max(time.Until(s.leaseDeadline())-(s.ttl-s.ttl/3), 0)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	window := s.ttl - clockguard.Guard(s.ttl)
+	return max(time.Until(s.deadline.Add(-s.ttl+window/3)), 0)
 }
 
 func (s *Store) leaseDeadline() time.Time {

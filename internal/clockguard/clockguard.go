@@ -18,7 +18,7 @@
 //
 //	guard = Margin(timeout) + 2 × Lateness(), at most Limit(timeout)
 //	Margin(timeout) = timeout/8, at most 1 s
-//	Limit(timeout)  = timeout/3
+//	Limit(timeout)  = timeout/4
 //
 // The sampler is one goroutine for the whole process, whatever the number
 // of sessions: it sets a timer every SamplePeriod and records how late it
@@ -31,11 +31,11 @@
 // What the guard assumes: the delays after the deadline stay within the
 // margin plus twice the recent 99th percentile (a stall that begins after
 // the last sample and outlasts that is not foreseen), and the allowance
-// fits under Limit (at a 2 s timeout, a 99th percentile of up to 208 ms);
-// beyond that the guard stays at Limit, so that the session can still be
-// kept alive, and the margin shrinks by the excess. The Limit leaves room
-// for the renewals: both adapters renew within the first third of a
-// timeout.
+// fits under Limit (at a 2 s timeout, a 99th percentile of up to 125 ms).
+// Beyond that the guard stays at Limit and the margin shrinks by the
+// excess: a session ends earlier still only at the cost of being kept
+// alive at all, for the renewals (etcd) and the answers that move the
+// deadline (ZooKeeper) must come before the end.
 package clockguard
 
 import (
@@ -60,8 +60,8 @@ const (
 func Margin(timeout time.Duration) time.Duration { return min(timeout/8, time.Second) }
 
 // Limit returns the most the guard of a session of the given timeout can
-// be: a third of the timeout.
-func Limit(timeout time.Duration) time.Duration { return timeout / 3 }
+// be: a quarter of the timeout.
+func Limit(timeout time.Duration) time.Duration { return timeout / 4 }
 
 // Guard returns the guard of a session of the given timeout now:
 // Margin(timeout) plus twice Lateness(), at most Limit(timeout).

@@ -15,9 +15,9 @@ func TestGuard(t *testing.T) {
 	}{
 		{2 * time.Second, 0, 250 * time.Millisecond},
 		{2 * time.Second, 4 * time.Millisecond, 258 * time.Millisecond},
-		{2 * time.Second, 200 * time.Millisecond, 650 * time.Millisecond},
-		{2 * time.Second, 300 * time.Millisecond, 2 * time.Second / 3}, // at the limit
-		{10 * time.Second, 0, time.Second},                             // the margin's cap
+		{2 * time.Second, 100 * time.Millisecond, 450 * time.Millisecond},
+		{2 * time.Second, 200 * time.Millisecond, 500 * time.Millisecond}, // at the limit
+		{10 * time.Second, 0, time.Second},                                // the margin's cap
 		{30 * time.Second, 50 * time.Millisecond, 1100 * time.Millisecond},
 		{time.Second, 0, 125 * time.Millisecond},
 	} {

@@ -243,20 +243,17 @@ type outcome struct {
 
 func (o outcome) margin() time.Duration { return o.granted.Sub(o.ended) }
 
-// batch makes runs runs of every kind of hold on srv, all at once: each
-// opens a holder's session through a proxy of its own and a next
-// contender's session, takes the hold and queues the next contender; once
-// every run is ready, the holders' links freeze one after another over
-// spread, as f says.
+// batch makes runs runs of every kind of hold on srv, started one after
+// another over spread: each opens a holder's session through a proxy of
+// its own and a next contender's session, takes the hold, queues the next
+// contender and, a session timeout after the holder's session opened,
+// freezes the holder's link, as f says.
 func batch(t *testing.T, srv server, f freeze, runs int) []outcome {
 	ctx, cancel := context.WithTimeout(t.Context(), batchTimeout)
 	defer cancel()
 	n := runs * len(kinds)
 	var (
-		ready   gosync.WaitGroup
-		done    gosync.WaitGroup
-		start   = make(chan struct{})
-		t0      time.Time // set before start is closed
+		wg      gosync.WaitGroup
 		outs    = make([]outcome, n)
 		cleanMu gosync.Mutex
 		cleanup []func()
@@ -275,38 +272,29 @@ func batch(t *testing.T, srv server, f freeze, runs int) []outcome {
 		cleanup = append(cleanup, f)
 		cleanMu.Unlock()
 	}
-	ready.Add(n)
+	t0 := time.Now()
 	for k := range n {
 		// Interleaved, so that every kind meets the whole spread.
 		kd, run := kinds[k%len(kinds)], k/len(kinds)
 		p := fmt.Sprintf("/underload/%s/%s/%d", f.name, kd.name, run)
-		done.Go(func() {
-			var once gosync.Once
-			isReady := func() { once.Do(ready.Done) }
-			defer isReady() // a run that failed early counts as ready
-			outs[k] = race(ctx, srv, f, kd, p, atClose, func() time.Time {
-				isReady()
-				select {
-				case <-start:
-				case <-ctx.Done():
-					return time.Time{}
-				}
-				return t0.Add(spread * time.Duration(k) / time.Duration(n))
-			})
+		wg.Go(func() {
 			outs[k].kind, outs[k].run = kd.name, run
+			if err := waitUntil(ctx, t0.Add(spread*time.Duration(k)/time.Duration(n))); err != nil {
+				outs[k].err = err
+				return
+			}
+			o := race(ctx, srv, f, kd, p, atClose)
+			o.kind, o.run = kd.name, run
+			outs[k] = o
 		})
 	}
-	ready.Wait()
-	t0 = time.Now()
-	close(start)
-	done.Wait()
+	wg.Wait()
 	return outs
 }
 
-// race makes one run: it takes the hold, queues the next contender, calls
-// ready, which returns when the holder's link is to freeze (zero: never),
-// freezes it and records what follows.
-func race(ctx context.Context, srv server, f freeze, kd kind, p string, atClose func(func()), ready func() time.Time) (o outcome) {
+// race makes one run: it takes the hold, queues the next contender,
+// freezes the holder's link and records what follows.
+func race(ctx context.Context, srv server, f freeze, kd kind, p string, atClose func(func())) (o outcome) {
 	fail := func(format string, args ...any) outcome {
 		o.err = fmt.Errorf(format, args...)
 		return o
@@ -316,6 +304,7 @@ func race(ctx context.Context, srv server, f freeze, kd kind, p string, atClose 
 		return fail("proxy: %v", err)
 	}
 	atClose(func() { proxy.Close() })
+	opened := time.Now()
 	hst, err := srv.open(ctx, proxy.Addr(), session)
 	if err != nil {
 		return fail("open the holder's session: %v", err)
@@ -355,13 +344,14 @@ func race(ctx context.Context, srv server, f freeze, kd kind, p string, atClose 
 	if err := waitChildren(ctx, nst, p, 2); err != nil {
 		return fail("queue the next contender: %v", err)
 	}
-
-	at := ready()
-	if at.IsZero() {
-		return fail("never started: %v", ctx.Err())
+	// The holder holds for a session timeout first: its session has
+	// renewed its lease (etcd) or moved its deadline past the connect
+	// response's (ZooKeeper) by then, as a session does in its life.
+	if err := waitUntil(ctx, opened.Add(session)); err != nil {
+		return fail("holding: %v", err)
 	}
-	if err := waitUntil(ctx, at); err != nil {
-		return fail("waiting to freeze: %v", err)
+	if held.Err() != nil {
+		return fail("the hold ended before the freeze (cause %v)", context.Cause(held))
 	}
 	proxy.Freeze()
 	o.frozen, o.guard = time.Now(), clockguard.Guard(session)
