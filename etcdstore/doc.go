@@ -69,20 +69,31 @@
 //
 // # Sessions
 //
-// The Store renews its lease whenever a third of the TTL has passed since
-// it sent the last renewal the server acknowledged. The session ends, and
-// Context is cancelled with [store.ErrSessionExpired], at the first of: a
-// renewal answered "lease not found" (revoked, or expired on the server),
-// or the deadline, TTL after the sending of the last acknowledged renewal.
-// At the deadline the server cannot have expired the lease yet, so no other
-// session can have been handed this one's locks while it still believed it
-// held them.
+// The session's deadline is the sending of the last renewal the server
+// acknowledged plus the TTL: the server renews a lease when it receives the
+// renewal, so it cannot expire the lease, and hand the session's locks to
+// another session, before then. The session ends, and Context is
+// cancelled with [store.ErrSessionExpired], at the first of: a renewal
+// answered "lease not found" (revoked, or expired on the server), or the
+// session's end, a guard before the deadline. The guard is for this
+// process's own delays, which a loaded machine stretches (see Sessions in
+// package store): an eighth of the TTL, at most a second, plus twice the
+// 99th percentile of how late a timer has fired in this process over the
+// last 10 s, at most a quarter of the TTL. At a 2 s TTL the holder of a
+// lock sees it lost 250 ms before the server can expire the lease, as long
+// as the process's delays stay within what was measured; at the default
+// 10 s TTL, a second before.
 //
-// The deadline is checked synchronously wherever the session's state is
-// read, not only by a timer: at the start of every call, in Context and
+// The Store renews the lease when a third of the time from the sending of
+// the last acknowledged renewal to the session's end has passed (about a
+// third of the TTL less the guard), so that two more attempts fit before
+// the end.
+//
+// The end is checked synchronously wherever the session's state is read,
+// not only by a timer: at the start of every call, in Context and
 // Disconnected, and when a reply arrives. A call never succeeds once the
-// deadline has passed, and a reply that arrives after it ends the session
-// and fails the call with ErrSessionExpired, since the server may have
+// end has passed, and a reply that arrives after it ends the session and
+// fails the call with ErrSessionExpired, since the server may have
 // expired the lease before it answered. (A write failed that way may have
 // been applied, as with [store.ErrDisconnected]; an ephemeral node it made
 // goes with the lease.)
@@ -90,12 +101,13 @@
 // Open anchors the deadline on the sending of the Grant. When the Grant's
 // reply took more than a third of the TTL (a restarting server, a leader
 // election), Open renews the lease at once and anchors on that renewal, so
-// it never returns a session that is past, or close to, its deadline.
+// it never returns a session that is past, or close to, its end.
 //
 // A failed renewal closes the Disconnected channel and renewals are then
-// retried every 250 ms; meanwhile every call first renews the lease (one
-// attempt, see Bounds), so a call that succeeds after a disconnection has
-// seen its session alive.
+// retried 250 ms after the failed one began (at once after one that timed
+// out); meanwhile every call first renews the lease (one attempt, see
+// Bounds), so a call that succeeds after a disconnection has seen its
+// session alive.
 //
 // # Bounds
 //
@@ -120,7 +132,8 @@
 //     link): raise the bound.
 //   - Each renewal of the keepalive loop is bounded by
 //     min(attempt timeout, max(500 ms, min(TTL/5, 2 s))) and by the
-//     deadline; after a failed one, the next follows 250 ms later.
+//     session's end; after a failed one, the next follows 250 ms after the
+//     failed one began.
 //   - A Create whose ctx ends while one of its requests may be applied
 //     waits for its undo (see Abandoned creates) at most one attempt
 //     timeout more, then returns ctx's error.

@@ -63,3 +63,7 @@ const InlineDepth = inlineDepth
 
 // FreshName is the name of a new sequential node requested at p.
 func FreshName(p string) string { return freshName(p) }
+
+// End returns when the session ends on the client unless renewed: its
+// deadline less the guard.
+func End(s *Store) time.Time { return s.ends() }

@@ -25,33 +25,33 @@ import (
 // after t. The server can only expire the lease, and so hand the session's
 // locks to someone else, after that. So the session's deadline is (send
 // time of the latest acknowledged renewal) + TTL, on the client's monotonic
-// clock, and the session ends with ErrSessionExpired a guard before the
-// deadline (see package clockguard: an eighth of the TTL, at most a
-// second, plus twice the process's recent timer lateness, at most a
-// quarter of the TTL) unless a newer renewal is acknowledged first, whether or not
-// the server has expired the lease yet. The guard is what is left, on a
-// loaded machine, between the holder seeing its hold end and the server
-// handing it on. clientv3's own KeepAlive counts the TTL from the arrival
-// of the reply instead, which can be later than the server's expiry by the
-// reply's latency; hence this loop. A leader change or a server restart
-// only extends leases, never shortens them, so the rule holds through
-// them. A renewal answered with "lease not found" (revoked, or expired on
-// the server) ends the session at once.
+// clock, and the session ends with ErrSessionExpired at its end, a guard
+// before the deadline (see package clockguard: an eighth of the TTL, at
+// most a second, plus twice the process's recent timer lateness, at most a
+// quarter of the TTL), unless a newer renewal is acknowledged first,
+// whether or not the server has expired the lease yet. The guard is what
+// is left, on a loaded machine, between the holder seeing its hold end and
+// the server handing it on. clientv3's own KeepAlive counts the TTL from
+// the arrival of the reply instead, which can be later than the server's
+// expiry by the reply's latency; hence this loop. A leader change or a
+// server restart only extends leases, never shortens them, so the rule
+// holds through them. A renewal answered with "lease not found" (revoked,
+// or expired on the server) ends the session at once.
 //
-// The end (deadline less guard) is enforced where session state is read,
-// not only by the loop's timer, which may run late on a loaded machine: at
-// the start of every call (begin), in Context and Disconnected, and when a
-// reply arrives (do, renew, serve). A reply that arrives after the end
-// proves nothing about the moment the server handled it: the server may
-// have expired the lease and handed the session's locks on before, so it
-// ends the session instead of counting as a success. As the deadline only
-// moves at acknowledgements that arrive before the end, the session is
-// alive at a moment exactly when the end known at that moment lies ahead.
-// The guard is read afresh at every check; whatever it is, the end is
-// before the deadline. The loop's timer first wakes at the earliest end
-// the guard allows (deadline less a quarter of the TTL), and then at the end
-// the guard sets then, so that a guard grown since the last renewal is
-// honoured by the timer too.
+// The end is enforced where session state is read, not only by the loop's
+// timer, which may run late on a loaded machine: at the start of every
+// call (begin), in Context and Disconnected, and when a reply arrives (do,
+// renew, serve). A reply that arrives after the end proves nothing about
+// the moment the server handled it: the server may have expired the lease
+// and handed the session's locks on before, so it ends the session instead
+// of counting as a success. As the deadline only moves at acknowledgements
+// that arrive before the end, the session is alive at a moment exactly
+// when the end known at that moment lies ahead. The guard is read afresh
+// at every check: one that grew since the last renewal moves the end
+// earlier at once, and one that shrank as the load passed moves an end not
+// yet reached later, never past the deadline. The loop's timer first wakes
+// at the earliest end the guard allows (the deadline less a quarter of the
+// TTL), and then at the end the guard sets then.
 //
 // A renewal that fails while the end is ahead (no connection, no leader,
 // timeout) reports a disconnection, and renewals are then retried 250 ms

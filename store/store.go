@@ -146,15 +146,36 @@
 // cause ([ErrSessionExpired] or [ErrClosed]) and every later call fails with
 // that error. A session never comes back: a new session is a new Store.
 //
-// The client's session clock runs ahead of the server's. An adapter ends
-// its session no later than the server can: at the send time of the latest
-// contact the server acknowledged plus the timeout the server granted, on
-// the client's monotonic clock. It checks this whenever a call starts or
-// delivers its result, whenever Context or Disconnected is called, and by a
-// timer; so a hold tied to Context is lost before the server can hand it to
-// another session, and a process resumed past the deadline (SIGSTOP, a VM
-// pause) sees the end on its first read. A call whose answer arrives after
-// the session ended fails with the session's end; its outcome is unknown.
+// The client's session clock runs ahead of the server's. The server cannot
+// end a session before its deadline: the send time of the latest contact
+// it acknowledged plus the timeout it granted, on the client's monotonic
+// clock. An adapter ends its session a guard earlier, for the client's own
+// delays: between the end and the moment a holder sees its hold over, a
+// loaded process waits for the CPU (for the timer that ends the session,
+// then for the goroutine that waits on the hold). The guard is
+//
+//	timeout/8 (at most 1 s) + 2 × this process's timer lateness, at most timeout/4
+//
+// where the lateness is the 99th percentile of how late a timer has fired
+// in the process over the last 10 s, measured by one sampler per process
+// while any session is open (20 wake-ups a second). So the guard grows with
+// the load, and what is left between the holder seeing its hold end and
+// the server's earliest expiry is the fixed part, timeout/8 (250 ms at a
+// 2 s timeout), as long as the process's delays at that moment stay within
+// twice their recent 99th percentile and that fits under the limit (at a
+// 2 s timeout, a 99th percentile of up to 125 ms). A stall that begins
+// after the last sample and outlasts that, or a heavier load, eats into the
+// fixed part; fencing tokens cover what it cannot. The price: a session
+// ends after silence of its timeout less the guard, not of its timeout,
+// and must be renewed (etcd) or answered through the leader (ZooKeeper)
+// within that.
+//
+// An adapter checks the end whenever a call starts or delivers its result,
+// whenever Context or Disconnected is called, and by a timer; so a hold tied
+// to Context is lost before the server can hand it to another session, and
+// a process resumed past the end (SIGSTOP, a VM pause) sees it on its first
+// read. A call whose answer arrives after the session ended fails with the
+// session's end; its outcome is unknown.
 //
 // Losing the connection without losing the session is reported apart from
 // expiry, by [Store.Disconnected]: while disconnected the client cannot know

@@ -47,3 +47,14 @@ const MaxIdle = maxIdle
 func Directs(s *Store) uint32 { return s.ownXids.Load() }
 
 func DirectUp(s *Store) bool { return s.live.Load() != nil }
+
+// SessionEnd returns when the Store's session ends on the client unless
+// its deadline moves: the deadline less the guard, or the zero time before
+// the first connect response.
+func SessionEnd(s *Store) time.Time {
+	e := s.end()
+	if e == 0 {
+		return time.Time{}
+	}
+	return s.base.Add(e)
+}

@@ -37,7 +37,7 @@ import (
 // timeout × (1 - 1/3 - 2/8), over a third of a timeout, ahead of the
 // latest answer, less two round trips, and the session's end, a guard
 // earlier, over a quarter of a timeout on an idle machine (guard
-// timeout/8) and a twelfth with the guard at its limit (timeout/3). That
+// timeout/8) and a sixth with the guard at its limit (timeout/4). That
 // costs 8 syncs per session timeout on an idle session, none on one that
 // writes more often.
 

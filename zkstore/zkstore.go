@@ -33,7 +33,7 @@
 //
 //	end   = deadline - guard
 //	guard = timeout/8 (at most 1 s) + 2 × this process's timer lateness,
-//	        at most timeout/3
+//	        at most timeout/4
 //
 // The guard is for the client's own delays: the leader expires the
 // session at the deadline at the earliest, and between the end and the
@@ -66,23 +66,22 @@
 // eighth of the timeout (8 requests per timeout on an idle session, none on
 // one that writes as often), so on a working connection the deadline stays
 // over a third of a timeout ahead, and the end over a quarter on an idle
-// machine (a twelfth with the guard at its limit). A stalled
-// connection ends the session on the client after a third to a half of
-// the timeout on an idle machine (less on a loaded one), sooner than the
-// two thirds the client waits before it gives the connection up: a Store
-// that must ride out longer stalls asks for a longer timeout. A server
+// machine (a sixth with the guard at its limit). A stalled connection ends
+// the session on the client after a third to a half of the timeout on an
+// idle machine (less on a loaded one), sooner than the two thirds the
+// client waits before it gives the connection up: a Store that must ride
+// out longer stalls asks for a longer timeout. A server
 // restart or a change of leader only extends sessions (the server counts
 // their timeouts afresh), so the rule holds through them.
 //
 // Once the end has passed the session is over: [Store.Context] is
 // cancelled with [store.ErrSessionExpired], every later call fails with it,
-// and so does a call whose answer arrives only after the end (the
-// server may have applied it: its outcome is unknown, as with
+// and so does a call whose answer arrives only after the end (the server
+// may have applied it: its outcome is unknown, as with
 // [store.ErrDisconnected]); the client never connects again (it would make
-// a new session). The
-// Store checks the end whenever a call starts, a call's result or a
-// watch's event is delivered, Context or Disconnected is called, and from a
-// timer: a process that was stopped past its end (SIGSTOP, a VM pause)
+// a new session). The Store checks the end whenever a call starts, a
+// call's result or a watch's event is delivered, Context or Disconnected
+// is called, and from a timer: a process that was stopped past its end (SIGSTOP, a VM pause)
 // sees its session over on its first read, before anything the connection
 // delivered meanwhile. So Context is cancelled before the server can expire
 // the session and let another session take over what its ephemeral nodes
