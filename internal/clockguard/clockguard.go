@@ -22,7 +22,8 @@
 //
 // The sampler is one goroutine for the whole process, whatever the number
 // of sessions: it sets a timer every SamplePeriod and records how late it
-// fired, keeping the last Window samples (10 s). Lateness is their 99th
+// fired, keeping the last Window samples (10 s; kept across a pause of
+// less than that while no session is open). Lateness is their 99th
 // percentile, or how late the pending sample already is, if that is more:
 // a process that was stopped (SIGSTOP, a VM pause) or starved counts the
 // stall at once, before its sampler runs again. It runs while at least one
@@ -92,11 +93,17 @@ func Use() (done func()) {
 	defer sampler.mu.Unlock()
 	sampler.users++
 	if sampler.users == 1 {
+		now := time.Since(epoch)
+		// Samples taken less than a window ago still count: sessions
+		// that come and go keep what was measured.
+		if now-sampler.stopped > SamplePeriod*Window {
+			sampler.w = window{}
+		}
+		sampler.p99.Store(int64(sampler.w.p99()))
 		sampler.stop = make(chan struct{})
 		sampler.exited = make(chan struct{})
-		sampler.p99.Store(0)
-		sampler.due.Store(int64(time.Since(epoch) + SamplePeriod))
-		go sample(sampler.stop, sampler.exited)
+		sampler.due.Store(int64(now + SamplePeriod))
+		go sample(&sampler.w, sampler.stop, sampler.exited)
 	}
 	var once gosync.Once
 	return func() { once.Do(leave) }
@@ -112,6 +119,7 @@ func leave() {
 	}
 	close(sampler.stop)
 	<-sampler.exited
+	sampler.stopped = time.Since(epoch)
 	sampler.due.Store(0)
 	sampler.p99.Store(0)
 }
@@ -122,10 +130,12 @@ var epoch = time.Now()
 // sampler is the process's one sampler. p99 and due are read without mu:
 // p99 in nanoseconds, due in nanoseconds since epoch (0: not sampling).
 var sampler struct {
-	mu     gosync.Mutex
-	users  int
-	stop   chan struct{} // closed to stop the goroutine
-	exited chan struct{} // closed when it has exited
+	mu      gosync.Mutex
+	users   int
+	stop    chan struct{} // closed to stop the goroutine
+	exited  chan struct{} // closed when it has exited
+	w       window        // the samples: the goroutine's while it runs
+	stopped time.Duration // when it last stopped, since epoch
 
 	p99 atomic.Int64
 	due atomic.Int64
@@ -133,9 +143,8 @@ var sampler struct {
 
 // sample is the sampler's goroutine: it measures how late its timer fires,
 // every SamplePeriod, until stop is closed.
-func sample(stop <-chan struct{}, exited chan<- struct{}) {
+func sample(w *window, stop <-chan struct{}, exited chan<- struct{}) {
 	defer close(exited)
-	var w window
 	t := time.NewTimer(SamplePeriod)
 	defer t.Stop()
 	for {

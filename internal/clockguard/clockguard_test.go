@@ -109,3 +109,28 @@ func TestLatenessCountsStall(t *testing.T) {
 		t.Errorf("Guard(2s) after a %v stall = %v; want the limit, %v", stall, got, want)
 	}
 }
+
+// TestSamplesOutlivePause: samples taken less than a window ago count for
+// the next user after a pause with no user; older ones do not.
+func TestSamplesOutlivePause(t *testing.T) {
+	const stall = 300 * time.Millisecond
+	for _, c := range []struct {
+		name   string
+		pause  time.Duration
+		counts bool
+	}{
+		{"short pause", time.Second, true},
+		{"long pause", 2 * SamplePeriod * Window, false},
+	} {
+		sampler.mu.Lock()
+		sampler.w = window{}
+		sampler.w.add(stall)
+		sampler.stopped = time.Since(epoch) - c.pause
+		sampler.mu.Unlock()
+		done := Use()
+		if got := Lateness() >= stall; got != c.counts {
+			t.Errorf("%s: Lateness() = %v after a %v stall; counted %v, want %v", c.name, Lateness(), stall, got, c.counts)
+		}
+		done()
+	}
+}
