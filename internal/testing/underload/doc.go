@@ -12,13 +12,24 @@
 // ZooKeeper is a Java process, and etcd a child process, as in production,
 // so that the load delays the holder and the server each on its own.
 //
-// Each store's holders freeze for three lengths: a blip (an eighth of the
-// session, the guard's margin), which the hold must survive; until the
-// hold ends on the client, and no longer (the server's lease or session
-// still lives); and past the session timeout. The freezes of a batch are
-// spread over half a second, the period of etcd's scan for expired leases,
-// so that the runs meet every phase of it. CORRAL_LOAD_RUNS sets the runs
-// per store, kind of hold and freeze (default 5; the acceptance run is 20).
+// Each store's holders freeze, a session timeout after they opened, for
+// three lengths: a blip (an eighth of the session, the guard's margin),
+// which the hold must survive; until the hold ends on the client, and no
+// longer (the server's lease or session still lives); and past the session
+// timeout. The runs of a batch start over half a second, the period of
+// etcd's scan for expired leases, so that they meet every phase of it.
+// CORRAL_LOAD_RUNS sets the runs per store, kind of hold and freeze:
+// default 5, which CI runs (about 40 s); the acceptance run is 20:
+//
+//	CORRAL_LOAD_RUNS=20 go test -v -run TestHoldEndsBeforeNextGrantUnderLoad ./internal/testing/underload/
+//
+// The promise assumes that the process's delays stay within what the guard
+// allows for. The test measures them with a sampler of its own, and holds
+// every run to the margin unless the run met a stall beyond that (a
+// machine loaded beyond the stated load: other processes, a neighbouring
+// test binary); those it reports, with the stall, and holds only to ending
+// the hold before the next grant where the stall was shorter than half
+// the guard. A test whose every run met such a stall fails.
 //
 // It is test-only, like every package under internal/testing.
 package underload

@@ -38,9 +38,10 @@ const (
 	// wantMargin is what every run must keep between the hold's end and
 	// the next grant: the guard's margin at a 2 s session.
 	wantMargin = 250 * time.Millisecond
-	// spread is how far apart the first and the last freeze of a batch
-	// are: etcd looks for expired leases every 500 ms, and a run whose
-	// lease expires just before a look has the least room.
+	// spread is how far apart the first and the last run of a batch
+	// start: etcd looks for expired leases every 500 ms, and a run whose
+	// lease expires just before a look has the least room; runs started
+	// over that long meet every phase of it.
 	spread = 500 * time.Millisecond
 	// batchTimeout bounds one batch, from the first session opened to
 	// the last grant.
@@ -76,16 +77,15 @@ func TestMain(m *testing.M) {
 // must cost no hold.
 //
 // The promise assumes that the process's delays stay within what the guard
-// allows for (see package clockguard). The test measures them on its own,
-// with a sampler of its own, and holds a run to the promise unless it met
-// a stall beyond that: longer than the most the guard can allow for
-// (stallBound) while it ran, or, in the last guard before the hold ended,
-// longer than half the allowance the guard had then (the end waits for the
-// CPU twice), give or take grantFloor. Such a run, on a machine loaded
-// beyond the stated load, must still end the hold before the next grant
-// where the stall was shorter than half the guard; the report counts
-// them, and a test whose every run met one fails, as one that tested
-// nothing.
+// allows for (see package clockguard). The test measures them with a
+// sampler of its own, and holds a run to the promise unless it met a load
+// beyond that while it ran: a stall longer than the most the guard can
+// allow for (stallBound), the guard at its limit, or, in the last guard
+// before the hold ended, a stall longer than half the allowance the guard
+// had then (the end waits for the CPU twice), give or take grantFloor.
+// Such a run must still end the hold before the next grant where the stall
+// was shorter than half the guard; the report names them, and a test whose
+// every run met such a load fails, as one that tested nothing.
 func TestHoldEndsBeforeNextGrantUnderLoad(t *testing.T) {
 	runs := envInt(t, runsEnv, defaultRuns)
 	spinners := envInt(t, spinnersEnv, 3*runtime.NumCPU()/2)
@@ -296,6 +296,8 @@ func (o *outcome) judge(st *stalls) {
 	}
 	if d := st.longest(o.opened, end); d > stallBound {
 		o.disturbed = fmt.Sprintf("a %v stall while it ran (the guard allows for %v at most)", d.Round(time.Millisecond), stallBound)
+	} else if st.limited(o.opened, end) {
+		o.disturbed = fmt.Sprintf("the guard at its limit (%v) while it ran: this process's recent delays were beyond what it allows for", clockguard.Limit(session))
 	}
 	var crit time.Duration
 	if !o.ended.IsZero() {
@@ -324,10 +326,12 @@ func (o *outcome) judge(st *stalls) {
 }
 
 // stalls records how late a timer of this process fires, every
-// stallPeriod, apart from the guard's own sampler: the load the runs met.
+// stallPeriod, apart from the guard's own sampler, and when the guard was
+// at its limit: the load the runs met.
 type stalls struct {
-	mu   gosync.Mutex
-	seen []stall // those longer than stallFloor
+	mu      gosync.Mutex
+	seen    []stall     // those longer than stallFloor
+	atLimit []time.Time // when the guard was at its limit
 }
 
 // A stall is a timer due at from that fired at to.
@@ -355,9 +359,15 @@ func watchStalls(t *testing.T) *stalls {
 				return
 			}
 			now := time.Now()
-			if now.Sub(due) > stallFloor {
+			limited := clockguard.Guard(session) >= clockguard.Limit(session)
+			if now.Sub(due) > stallFloor || limited {
 				st.mu.Lock()
-				st.seen = append(st.seen, stall{due, now})
+				if now.Sub(due) > stallFloor {
+					st.seen = append(st.seen, stall{due, now})
+				}
+				if limited {
+					st.atLimit = append(st.atLimit, now)
+				}
 				st.mu.Unlock()
 			}
 			due = now.Add(stallPeriod)
@@ -365,6 +375,19 @@ func watchStalls(t *testing.T) *stalls {
 		}
 	}()
 	return st
+}
+
+// limited reports whether the guard was at its limit at some time in
+// [from, to]: the process's recent delays were beyond what it allows for.
+func (st *stalls) limited(from, to time.Time) bool {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	for _, at := range st.atLimit {
+		if !at.Before(from) && !at.After(to) {
+			return true
+		}
+	}
+	return false
 }
 
 // longest returns the longest stall that overlaps [from, to].
