@@ -24,12 +24,13 @@
 //	CORRAL_LOAD_RUNS=20 go test -v -run TestHoldEndsBeforeNextGrantUnderLoad ./internal/testing/underload/
 //
 // The promise assumes that the process's delays stay within what the guard
-// allows for. The test measures them with a sampler of its own, and holds
-// every run to the margin unless the run met a stall beyond that (a
-// machine loaded beyond the stated load: other processes, a neighbouring
-// test binary); those it reports, with the stall, and holds only to ending
-// the hold before the next grant where the stall was shorter than half
-// the guard. A test whose every run met such a stall fails.
+// allows for. The test measures them with a sampler of its own: a margin
+// below 250 ms is excused only where a stall as the hold ended went beyond
+// what the guard allowed for then (and must still be positive where that
+// stall was shorter than half the guard), and a hold lost before its
+// freeze or over the blip only where the run met a load beyond the stated
+// one (other processes, a neighbouring test binary). The report names the
+// excused runs; a test whose every margin was excused fails.
 //
 // It is test-only, like every package under internal/testing.
 package underload
