@@ -83,11 +83,11 @@ var misuseFuncs = map[string][]string{
 	"group.WithMeterProvider":       {"group options(zero)"},
 	"partition.Join":                {"partition.Join", "partition.Join(cancelled)", "partition.Member.Leave"},
 	"partition.WithGrace":           {"partition.Join", "partition options(zero)"}, // drawPartitionOptions: zero, negative, nil
+	"partition.WithRetryDelay":      {"partition.Join", "partition options(zero)"}, // drawPartitionOptions: zero, negative
 	"partition.WithLogger":          {"partition options(zero)"},
 	"partition.WithMeterProvider":   {"partition options(zero)"},
 	"partition.MembersDir":          {"partition.Dirs"},
 	"partition.ShardsDir":           {"partition.Dirs"},
-	"partition.ShardCountDir":       {"partition.Dirs"},
 	"partition.Assign":              {"partition.Assign"},
 }
 
