@@ -1,0 +1,327 @@
+package queue_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	gosync "sync"
+	"testing"
+	"time"
+
+	"github.com/corral-go/corral/internal/testing/backends"
+	"github.com/corral-go/corral/internal/testing/curator"
+	"github.com/corral-go/corral/internal/testing/zkserver"
+	"github.com/corral-go/corral/queue"
+	"github.com/corral-go/corral/store"
+	"github.com/corral-go/corral/zkstore"
+)
+
+// BenchmarkCurator puts corral's queue beside Apache Curator's
+// DistributedQueue itself, on one ZooKeeper server started for it, in the
+// same run: Curator runs in a JVM of its own (package curator compiles and
+// starts it; the benchmark skips, saying what is missing, without javac or
+// Debian's libcurator-recipes-java).
+//
+// Puts, with 1 and 8 producers on one session each: Curator's put (in the
+// background, its default) from that many threads, then flushPuts; corral's
+// Put and PutBatch (of CORRAL_PUT_BATCH items, default 100) from that many
+// goroutines, and with CORRAL_PUT_INFLIGHT (a list, such as "1,4,8")
+// corral's Put again with that many requests in flight at most. Each
+// variant runs for about CORRAL_PUT_MS (default 1000) per round (Curator: as
+// many items as its last round's rate puts in that time), CORRAL_PUT_ROUNDS
+// rounds (default 6) in turns, in one order and then the other. It reports
+// per variant puts/s over all rounds, the median over the rounds of its
+// ratio to Curator's rate in the same round, the client's CPU time per item
+// (corral: this process; Curator: its JVM), the server's, and the requests
+// in flight: their mean over the round's time (Little's law: the sum of
+// every request's time in flight over the time) and their peak, with the
+// items per request (Curator sends one per item; corral's are counted in
+// a pass of their own, through a wrapper that times each request).
+//
+// Drain: a backlog of CORRAL_DRAIN_ITEMS (default 5,000) items, put
+// beforehand, drained by one consumer on a session of its own: Curator's
+// DistributedQueue consumer and corral's Consumer (at-most-once, as
+// Curator's is), timed from the consumer's start (its first listing
+// included) to the last item consumed, CORRAL_DRAIN_ROUNDS rounds (default
+// 3), alternating which goes first.
+//
+//	go test ./queue/ -run '^$' -bench Curator -benchtime 1x
+func BenchmarkCurator(b *testing.B) {
+	if !backends.Selected("zk") {
+		b.Skip("zk not in CORRAL_STORES")
+	}
+	if err := curator.Available(); err != nil {
+		b.Skipf("needs Curator to run beside: %v", err)
+	}
+	zkserver.Require(b)
+	srv, err := zkserver.Start(zkserver.Config{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { srv.Close() })
+	cq, err := curator.Start(b.Context(), b.TempDir(), srv.Addr())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { cq.Close() })
+	env := &curatorEnv{srv: srv, cq: cq}
+	for _, n := range []int{1, 8} {
+		b.Run(fmt.Sprintf("put/producers=%d", n), func(b *testing.B) {
+			for b.Loop() {
+				env.comparePuts(b, n)
+			}
+		})
+	}
+	b.Run("drain", func(b *testing.B) {
+		for b.Loop() {
+			env.compareDrains(b)
+		}
+	})
+}
+
+type curatorEnv struct {
+	srv *zkserver.Server
+	cq  *curator.Queue
+}
+
+// open opens a session of corral's on the server, closed when b ends.
+func (e *curatorEnv) open(b *testing.B) store.Store {
+	ctx, cancel := context.WithTimeout(b.Context(), time.Minute)
+	defer cancel()
+	st, err := zkstore.Open(ctx, []string{e.srv.Addr()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { st.Close() })
+	return st
+}
+
+// flight is what a variant's requests in flight were.
+type flight struct {
+	mean     float64 // over the variant's time
+	peak     int
+	perItems float64 // items per request
+}
+
+func (e *curatorEnv) comparePuts(b *testing.B, producers int) {
+	ctx := b.Context()
+	data := []byte("payload")
+	path := benchPath(b)
+	batchN := envInt("CORRAL_PUT_BATCH", 100)
+	batch := slices.Repeat([][]byte{data}, batchN)
+	st := e.open(b)
+	newVariants := func(st store.Store) []*putVariant {
+		q := mustQueue(b, st, path+"/corral")
+		vs := []*putVariant{
+			{name: "corral", put: func(ctx context.Context) (int, error) { return 1, q.Put(ctx, data) }},
+			{name: "corral-batch", put: func(ctx context.Context) (int, error) { return batchN, q.PutBatch(ctx, batch) }},
+		}
+		for _, n := range envInts("CORRAL_PUT_INFLIGHT") {
+			qn := mustQueue(b, st, path+"/corral", queue.WithPutsInFlight(n))
+			vs = append(vs, &putVariant{name: fmt.Sprintf("corral-if%d", n),
+				put: func(ctx context.Context) (int, error) { return 1, qn.Put(ctx, data) }})
+		}
+		return vs
+	}
+	cur := &putVariant{name: "curator"}
+	variants := append([]*putVariant{cur}, newVariants(st)...)
+	d := time.Duration(envInt("CORRAL_PUT_MS", 1000)) * time.Millisecond
+	// Warm up: the queues' first checks, the JVM's compiler.
+	curRate := 2000.0
+	curFlight := map[string]float64{}
+	curatorRound := func() float64 {
+		n := max(int(curRate*d.Seconds()), 100)
+		cpu0, srv0 := procCPU(b, e.cq.Pid()), procCPU(b, e.srv.Pid())
+		took, peak, mean, err := e.cq.Put(ctx, path+"/curator", producers, n)
+		if err != nil {
+			b.Fatal(err)
+		}
+		cur.cpu += procCPU(b, e.cq.Pid()) - cpu0
+		cur.srvCPU += procCPU(b, e.srv.Pid()) - srv0
+		cur.items += int64(n)
+		cur.took += took
+		curFlight["mean"] += mean * took.Seconds()
+		curFlight["peak"] = max(curFlight["peak"], float64(peak))
+		curRate = float64(n) / took.Seconds()
+		return curRate
+	}
+	for range 2 {
+		curatorRound()
+	}
+	*cur = putVariant{name: "curator"}
+	clear(curFlight)
+	for _, v := range variants[1:] {
+		if _, err := v.put(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+	rounds := envInt("CORRAL_PUT_ROUNDS", 6)
+	ratios := make([][]float64, len(variants))
+	for r := range rounds {
+		order := slices.Clone(variants)
+		if r%2 == 1 {
+			slices.Reverse(order)
+		}
+		rates := map[*putVariant]float64{}
+		for _, v := range order {
+			if v == cur {
+				rates[v] = curatorRound()
+				continue
+			}
+			rates[v] = runPuts(b, v, producers, d, e.srv.Pid())
+		}
+		for i, v := range variants {
+			ratios[i] = append(ratios[i], rates[v]/rates[cur])
+		}
+	}
+	flights := map[string]flight{"curator": {mean: curFlight["mean"] / cur.took.Seconds(), peak: int(curFlight["peak"]), perItems: 1}}
+	// Requests in flight, counted apart: the timing wrapper's own cost
+	// stays out of the rates.
+	fs := &flightStore{Store: st, bc: st.(store.BatchCreator)}
+	for _, v := range newVariants(fs) {
+		if _, err := v.put(ctx); err != nil { // the Queue's first check
+			b.Fatal(err)
+		}
+		fs.reset()
+		runPuts(b, v, producers, d/2, 0)
+		flights[v.name] = fs.flight()
+	}
+	var line strings.Builder
+	for i, v := range variants {
+		b.ReportMetric(v.rate(), v.name+"-puts/s")
+		b.ReportMetric(float64(v.cpu.Microseconds())/float64(v.items), v.name+"-cpu-µs/item")
+		b.ReportMetric(float64(v.srvCPU.Microseconds())/float64(v.items), v.name+"-srv-µs/item")
+		f := flights[v.name]
+		b.ReportMetric(f.mean, v.name+"-inflight")
+		b.ReportMetric(float64(f.peak), v.name+"-inflight-peak")
+		b.ReportMetric(f.perItems, v.name+"-items/req")
+		if i > 0 {
+			b.ReportMetric(median(ratios[i]), v.name+"/curator")
+			fmt.Fprintf(&line, "%s %.2fx (rounds %.2f), ", v.name, median(ratios[i]), ratios[i])
+		}
+	}
+	b.ReportMetric(0, "ns/op")
+	load, _ := os.ReadFile("/proc/loadavg")
+	b.Logf("producers=%d: %sCurator's %.0f puts/s; load %s", producers, line.String(), cur.rate(), load)
+}
+
+func (e *curatorEnv) compareDrains(b *testing.B) {
+	ctx := b.Context()
+	items := envInt("CORRAL_DRAIN_ITEMS", 5000)
+	rounds := envInt("CORRAL_DRAIN_ROUNDS", 3)
+	prodSt := e.open(b)
+	cons := e.open(b)
+	type result struct {
+		took, cpu, srvCPU time.Duration
+	}
+	var cur, cor result
+	var ratios []float64
+	data := slices.Repeat([][]byte{[]byte("payload")}, store.MaxBatchNodes)
+	for r := range rounds {
+		path := benchPath(b)
+		curatorDrain := func() time.Duration {
+			if _, _, _, err := e.cq.Put(ctx, path+"/curator", 8, items); err != nil {
+				b.Fatal(err)
+			}
+			cpu0, srv0 := procCPU(b, e.cq.Pid()), procCPU(b, e.srv.Pid())
+			took, err := e.cq.Drain(ctx, path+"/curator", items)
+			if err != nil {
+				b.Fatal(err)
+			}
+			cur.took += took
+			cur.cpu += procCPU(b, e.cq.Pid()) - cpu0
+			cur.srvCPU += procCPU(b, e.srv.Pid()) - srv0
+			return took
+		}
+		corralDrain := func() time.Duration {
+			prod := mustQueue(b, prodSt, path+"/corral")
+			for left := items; left > 0; left -= len(data) {
+				if err := prod.PutBatch(ctx, data[:min(left, len(data))]); err != nil {
+					b.Fatal(err)
+				}
+			}
+			q := mustQueue(b, cons, path+"/corral")
+			cpu0, srv0 := selfCPU(), procCPU(b, e.srv.Pid())
+			res := drain(b, items, time.Now(), []func(ctx context.Context, done func()) error{corralConsumer(q)}, nil, nil)
+			cor.took += res.took
+			cor.cpu += selfCPU() - cpu0
+			cor.srvCPU += procCPU(b, e.srv.Pid()) - srv0
+			return res.took
+		}
+		var ct, qt time.Duration
+		if r%2 == 0 {
+			ct, qt = curatorDrain(), corralDrain()
+		} else {
+			qt, ct = corralDrain(), curatorDrain()
+		}
+		ratios = append(ratios, ct.Seconds()/qt.Seconds())
+	}
+	n := float64(items * rounds)
+	for name, r := range map[string]result{"curator": cur, "corral": cor} {
+		b.ReportMetric(n/r.took.Seconds(), name+"-items/s")
+		b.ReportMetric(float64(r.cpu.Microseconds())/n, name+"-cpu-µs/item")
+		b.ReportMetric(float64(r.srvCPU.Microseconds())/n, name+"-srv-µs/item")
+	}
+	b.ReportMetric(median(ratios), "corral/curator")
+	b.ReportMetric(0, "ns/op")
+	b.Logf("drain of %d items: corral %.2fx Curator (rounds %.2f)", items, median(ratios), ratios)
+}
+
+// flightStore times the batch creates sent through it: how many were in
+// flight, on average over the time since reset and at most, and how many
+// items each carried.
+type flightStore struct {
+	store.Store
+	bc store.BatchCreator
+
+	mu        gosync.Mutex
+	n, peak   int
+	since     time.Time // of the last change of n
+	start     time.Time
+	area      time.Duration // the sum of n over time
+	reqs, all int
+}
+
+var _ store.Wrapper = (*flightStore)(nil)
+
+func (f *flightStore) Unwrap() store.Store { return f.Store }
+
+func (f *flightStore) CreateBatch(ctx context.Context, parent string, batch []store.BatchNode, mode store.Mode) ([]store.Node, error) {
+	f.change(+1, len(batch))
+	defer f.change(-1, 0)
+	return f.bc.CreateBatch(ctx, parent, batch, mode)
+}
+
+func (f *flightStore) change(d, items int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	now := time.Now()
+	f.area += time.Duration(f.n) * now.Sub(f.since)
+	f.since = now
+	f.n += d
+	f.peak = max(f.peak, f.n)
+	if d > 0 {
+		f.reqs++
+		f.all += items
+	}
+}
+
+func (f *flightStore) reset() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.start, f.since = time.Now(), time.Now()
+	f.area, f.peak, f.reqs, f.all = 0, f.n, 0, 0
+}
+
+func (f *flightStore) flight() flight {
+	f.change(0, 0)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return flight{
+		mean:     float64(f.area) / float64(f.since.Sub(f.start)),
+		peak:     f.peak,
+		perItems: float64(f.all) / float64(max(f.reqs, 1)),
+	}
+}
