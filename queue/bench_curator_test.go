@@ -10,6 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-zookeeper/zk"
+
+	"github.com/corral-go/corral/internal/names"
 	"github.com/corral-go/corral/internal/testing/backends"
 	"github.com/corral-go/corral/internal/testing/curator"
 	"github.com/corral-go/corral/internal/testing/zkserver"
@@ -67,6 +70,7 @@ func BenchmarkCurator(b *testing.B) {
 	}
 	b.Cleanup(func() { cq.Close() })
 	env := &curatorEnv{srv: srv, cq: cq}
+	env.conn = (&putEnv{servers: []string{srv.Addr()}}).dialZK(b)
 	for _, n := range []int{1, 8} {
 		b.Run(fmt.Sprintf("put/producers=%d", n), func(b *testing.B) {
 			for b.Loop() {
@@ -82,8 +86,29 @@ func BenchmarkCurator(b *testing.B) {
 }
 
 type curatorEnv struct {
-	srv *zkserver.Server
-	cq  *curator.Queue
+	srv  *zkserver.Server
+	cq   *curator.Queue
+	conn *zk.Conn // to delete what a round put
+}
+
+// wipe deletes the children of dir, so that the server's heap holds the
+// same few nodes at every variant's turn: a round of 1 s puts tens of
+// thousands of items, which would otherwise pile up in the server's 256 MB
+// over the rounds and make its collector's pauses the last variants' cost.
+func (e *curatorEnv) wipe(b *testing.B, dir string) {
+	kids, _, err := e.conn.Children(dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for chunk := range slices.Chunk(kids, 1000) {
+		ops := make([]any, len(chunk))
+		for i, k := range chunk {
+			ops[i] = &zk.DeleteRequest{Path: dir + "/" + k, Version: -1}
+		}
+		if _, err := e.conn.Multi(ops...); err != nil {
+			b.Fatal(err)
+		}
+	}
 }
 
 // open opens a session of corral's on the server, closed when b ends.
@@ -118,6 +143,7 @@ func (e *curatorEnv) comparePuts(b *testing.B, producers int) {
 			{name: "corral", put: func(ctx context.Context) (int, error) { return 1, q.Put(ctx, data) }},
 			{name: "corral-batch", put: func(ctx context.Context) (int, error) { return batchN, q.PutBatch(ctx, batch) }},
 		}
+		vs = append(vs, asyncVariant("corral-async", q, data))
 		for _, n := range envInts("CORRAL_PUT_INFLIGHT") {
 			qn := mustQueue(b, st, path+"/corral", queue.WithPutsInFlight(n))
 			vs = append(vs, &putVariant{name: fmt.Sprintf("corral-if%d", n),
@@ -149,13 +175,12 @@ func (e *curatorEnv) comparePuts(b *testing.B, producers int) {
 	}
 	for range 2 {
 		curatorRound()
+		e.wipe(b, path+"/curator")
 	}
 	*cur = putVariant{name: "curator"}
 	clear(curFlight)
 	for _, v := range variants[1:] {
-		if _, err := v.put(ctx); err != nil {
-			b.Fatal(err)
-		}
+		warmUp(b, v)
 	}
 	rounds := envInt("CORRAL_PUT_ROUNDS", 6)
 	ratios := make([][]float64, len(variants))
@@ -168,9 +193,11 @@ func (e *curatorEnv) comparePuts(b *testing.B, producers int) {
 		for _, v := range order {
 			if v == cur {
 				rates[v] = curatorRound()
+				e.wipe(b, path+"/curator")
 				continue
 			}
 			rates[v] = runPuts(b, v, producers, d, e.srv.Pid())
+			e.wipe(b, path+"/corral/"+names.Items)
 		}
 		for i, v := range variants {
 			ratios[i] = append(ratios[i], rates[v]/rates[cur])
@@ -181,12 +208,11 @@ func (e *curatorEnv) comparePuts(b *testing.B, producers int) {
 	// stays out of the rates.
 	fs := &flightStore{Store: st, bc: st.(store.BatchCreator)}
 	for _, v := range newVariants(fs) {
-		if _, err := v.put(ctx); err != nil { // the Queue's first check
-			b.Fatal(err)
-		}
+		warmUp(b, v)
 		fs.reset()
 		runPuts(b, v, producers, d/2, 0)
 		flights[v.name] = fs.flight()
+		e.wipe(b, path+"/corral/"+names.Items)
 	}
 	var line strings.Builder
 	for i, v := range variants {
@@ -323,5 +349,45 @@ func (f *flightStore) flight() flight {
 		mean:     float64(f.area) / float64(f.since.Sub(f.start)),
 		peak:     f.peak,
 		perItems: float64(f.all) / float64(max(f.reqs, 1)),
+	}
+}
+
+// asyncVariant puts data into q with PutAsync, each producer as fast as
+// PutAsync returns; flush waits for every put started.
+func asyncVariant(name string, q *queue.Queue, data []byte) *putVariant {
+	var mu gosync.Mutex
+	var started []*queue.Pending
+	return &putVariant{
+		name: name,
+		put: func(ctx context.Context) (int, error) {
+			p := q.PutAsync(ctx, data, 0)
+			mu.Lock()
+			started = append(started, p)
+			mu.Unlock()
+			return 1, nil
+		},
+		flush: func(ctx context.Context) error {
+			mu.Lock()
+			ps := started
+			started = nil
+			mu.Unlock()
+			for _, p := range ps {
+				if err := p.Wait(ctx); err != nil {
+					return err
+				}
+			}
+			return nil
+		},
+	}
+}
+
+// warmUp puts once with v: the Queue's first check.
+func warmUp(b *testing.B, v *putVariant) {
+	_, err := v.put(b.Context())
+	if err == nil && v.flush != nil {
+		err = v.flush(b.Context())
+	}
+	if err != nil {
+		b.Fatal(err)
 	}
 }

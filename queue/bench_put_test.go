@@ -94,8 +94,11 @@ type putEnv struct {
 // putVariant is one way to put items: put adds them (one item, or a
 // batch) and reports how many it added.
 type putVariant struct {
-	name  string
-	put   func(ctx context.Context) (int, error)
+	name string
+	put  func(ctx context.Context) (int, error)
+	// flush, when set, waits for what put started and left in flight
+	// (PutAsync's): a run's time includes it.
+	flush func(ctx context.Context) error
 	items int64
 	took  time.Duration
 	// cpu is this process's CPU time (on etcd the embedded server's
@@ -225,6 +228,11 @@ func runPuts(b *testing.B, v *putVariant, producers int, d time.Duration, srvPid
 		})
 	}
 	wg.Wait()
+	if v.flush != nil {
+		if err := v.flush(ctx); err != nil {
+			b.Error(err)
+		}
+	}
 	took := time.Since(start)
 	runtime.ReadMemStats(&after)
 	v.took += took
