@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	gosync "sync"
@@ -27,11 +28,14 @@ import (
 // starts it; the benchmark skips, saying what is missing, without javac or
 // Debian's libcurator-recipes-java).
 //
-// Puts, with 1 and 8 producers on one session each: Curator's put (in the
-// background, its default) from that many threads, then flushPuts; corral's
-// Put and PutBatch (of CORRAL_PUT_BATCH items, default 100) from that many
-// goroutines, and with CORRAL_PUT_INFLIGHT (a list, such as "1,4,8")
-// corral's Put again with that many requests in flight at most. Each
+// Puts, with 1 and 8 producers on one session each: Curator's put from that
+// many threads, in the background (its default; "curator") and in the
+// foreground ("curator-fg": each put returns once stored, as corral's Put
+// does), then flushPuts; corral's Put, PutBatch (of CORRAL_PUT_BATCH items,
+// default 100) and PutAsync (each producer as fast as PutAsync returns,
+// then a wait for every Pending) from that many goroutines, and with
+// CORRAL_PUT_INFLIGHT (a list, such as "1,4,8") corral's Put again with
+// that many requests in flight at most. Each
 // variant runs for about CORRAL_PUT_MS (default 1000) per round (Curator: as
 // many items as its last round's rate puts in that time), CORRAL_PUT_ROUNDS
 // rounds (default 6) in turns, in one order and then the other. It reports
@@ -131,7 +135,6 @@ type flight struct {
 }
 
 func (e *curatorEnv) comparePuts(b *testing.B, producers int) {
-	ctx := b.Context()
 	data := []byte("payload")
 	path := benchPath(b)
 	batchN := envInt("CORRAL_PUT_BATCH", 100)
@@ -151,35 +154,24 @@ func (e *curatorEnv) comparePuts(b *testing.B, producers int) {
 		}
 		return vs
 	}
-	cur := &putVariant{name: "curator"}
-	variants := append([]*putVariant{cur}, newVariants(st)...)
+	cur := &curatorPuts{dir: path + "/curator"}
+	curFg := &curatorPuts{dir: path + "/curator-fg", fg: true}
+	curs := map[*putVariant]*curatorPuts{}
+	for _, c := range []*curatorPuts{cur, curFg} {
+		c.v = &putVariant{name: filepath.Base(c.dir)}
+		curs[c.v] = c
+	}
+	variants := append([]*putVariant{cur.v, curFg.v}, newVariants(st)...)
 	d := time.Duration(envInt("CORRAL_PUT_MS", 1000)) * time.Millisecond
 	// Warm up: the queues' first checks, the JVM's compiler.
-	curRate := 2000.0
-	curFlight := map[string]float64{}
-	curatorRound := func() float64 {
-		n := max(int(curRate*d.Seconds()), 100)
-		cpu0, srv0 := procCPU(b, e.cq.Pid()), procCPU(b, e.srv.Pid())
-		took, peak, mean, err := e.cq.Put(ctx, path+"/curator", producers, n)
-		if err != nil {
-			b.Fatal(err)
+	for _, c := range []*curatorPuts{cur, curFg} {
+		for range 2 {
+			e.curatorRound(b, c, producers, d)
 		}
-		cur.cpu += procCPU(b, e.cq.Pid()) - cpu0
-		cur.srvCPU += procCPU(b, e.srv.Pid()) - srv0
-		cur.items += int64(n)
-		cur.took += took
-		curFlight["mean"] += mean * took.Seconds()
-		curFlight["peak"] = max(curFlight["peak"], float64(peak))
-		curRate = float64(n) / took.Seconds()
-		return curRate
+		*c.v = putVariant{name: c.v.name}
+		c.flight, c.peak = 0, 0
 	}
-	for range 2 {
-		curatorRound()
-		e.wipe(b, path+"/curator")
-	}
-	*cur = putVariant{name: "curator"}
-	clear(curFlight)
-	for _, v := range variants[1:] {
+	for _, v := range variants[2:] {
 		warmUp(b, v)
 	}
 	rounds := envInt("CORRAL_PUT_ROUNDS", 6)
@@ -191,19 +183,21 @@ func (e *curatorEnv) comparePuts(b *testing.B, producers int) {
 		}
 		rates := map[*putVariant]float64{}
 		for _, v := range order {
-			if v == cur {
-				rates[v] = curatorRound()
-				e.wipe(b, path+"/curator")
+			if c, ok := curs[v]; ok {
+				rates[v] = e.curatorRound(b, c, producers, d)
 				continue
 			}
 			rates[v] = runPuts(b, v, producers, d, e.srv.Pid())
 			e.wipe(b, path+"/corral/"+names.Items)
 		}
 		for i, v := range variants {
-			ratios[i] = append(ratios[i], rates[v]/rates[cur])
+			ratios[i] = append(ratios[i], rates[v]/rates[cur.v])
 		}
 	}
-	flights := map[string]flight{"curator": {mean: curFlight["mean"] / cur.took.Seconds(), peak: int(curFlight["peak"]), perItems: 1}}
+	flights := map[string]flight{}
+	for _, c := range curs {
+		flights[c.v.name] = flight{mean: c.flight / c.v.took.Seconds(), peak: c.peak, perItems: 1}
+	}
 	// Requests in flight, counted apart: the timing wrapper's own cost
 	// stays out of the rates.
 	fs := &flightStore{Store: st, bc: st.(store.BatchCreator)}
@@ -230,7 +224,41 @@ func (e *curatorEnv) comparePuts(b *testing.B, producers int) {
 	}
 	b.ReportMetric(0, "ns/op")
 	load, _ := os.ReadFile("/proc/loadavg")
-	b.Logf("producers=%d: %sCurator's %.0f puts/s; load %s", producers, line.String(), cur.rate(), load)
+	b.Logf("producers=%d: %sCurator's %.0f puts/s; load %s", producers, line.String(), cur.v.rate(), load)
+}
+
+// curatorPuts is a variant of Curator's puts, in the background or in the
+// foreground, into the queue at dir.
+type curatorPuts struct {
+	v      *putVariant
+	dir    string
+	fg     bool
+	rate   float64 // the last round's: it sizes the next
+	flight float64 // the mean in flight × the time, over the rounds
+	peak   int
+}
+
+// curatorRound runs a round of c, with as many items as its last rate puts
+// in d, and returns its rate; then it deletes what it put.
+func (e *curatorEnv) curatorRound(b *testing.B, c *curatorPuts, producers int, d time.Duration) float64 {
+	if c.rate == 0 {
+		c.rate = 2000
+	}
+	n := max(int(c.rate*d.Seconds()), 100)
+	cpu0, srv0 := procCPU(b, e.cq.Pid()), procCPU(b, e.srv.Pid())
+	took, peak, mean, err := e.cq.Put(b.Context(), c.dir, producers, n, c.fg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	c.v.cpu += procCPU(b, e.cq.Pid()) - cpu0
+	c.v.srvCPU += procCPU(b, e.srv.Pid()) - srv0
+	c.v.items += int64(n)
+	c.v.took += took
+	c.flight += mean * took.Seconds()
+	c.peak = max(c.peak, peak)
+	c.rate = float64(n) / took.Seconds()
+	e.wipe(b, c.dir)
+	return c.rate
 }
 
 func (e *curatorEnv) compareDrains(b *testing.B) {
@@ -248,7 +276,7 @@ func (e *curatorEnv) compareDrains(b *testing.B) {
 	for r := range rounds {
 		path := benchPath(b)
 		curatorDrain := func() time.Duration {
-			if _, _, _, err := e.cq.Put(ctx, path+"/curator", 8, items); err != nil {
+			if _, _, _, err := e.cq.Put(ctx, path+"/curator", 8, items, false); err != nil {
 				b.Fatal(err)
 			}
 			cpu0, srv0 := procCPU(b, e.cq.Pid()), procCPU(b, e.srv.Pid())

@@ -49,6 +49,7 @@ type putter struct {
 	inFlight int           // requests of puts in flight
 	pending  []*putGroup   // the groups waiting for it, oldest first
 	room     chan struct{} // closed when a group leaves pending; nil when no PutAsync waits
+	alone    chan struct{} // a semaphore: PutAsyncs sent alone, in flight (see putAlone)
 	// tests: called by a Put that joined a group, by a member that left
 	// its group, and by a PutAsync that waits for room.
 	onJoin, onLeave, onHold func()
@@ -249,7 +250,7 @@ func (q *Queue) send(ctx context.Context, bc store.BatchCreator, batch []store.B
 func (q *Queue) putAsync(ctx context.Context, data []byte, prio int64) (*putGroup, error) {
 	bc, ok := store.Find[store.BatchCreator](q.st)
 	if !ok || itemSize(q.items, data) > store.MaxBatchSize {
-		return q.putAlone(ctx, data, prio), nil
+		return q.putAlone(ctx, data, prio)
 	}
 	p, limit := &q.puts, q.opts.maxPuts()
 	p.mu.Lock()
@@ -300,16 +301,34 @@ func (p *putter) backlogged(limit, size int) bool {
 
 // putAlone creates an item that goes in a request of its own (one too large
 // for a batch, or a store without store.BatchCreator), on a goroutine, as
-// the one member of a group of its own.
-func (q *Queue) putAlone(ctx context.Context, data []byte, prio int64) *putGroup {
+// the one member of a group of its own. Such requests take slots of their
+// own, as many as the cap: it waits for one while they are all taken.
+func (q *Queue) putAlone(ctx context.Context, data []byte, prio int64) (*putGroup, error) {
+	slots := q.puts.aloneSlots(q.opts.maxPuts())
+	select {
+	case slots <- struct{}{}:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 	g := &putGroup{done: make(chan struct{}), members: 1, async: 1}
 	g.ctx, g.cancel = context.WithCancelCause(ctx)
 	id := newID()
 	data = slices.Clone(data) // the caller may reuse its buffer once PutAsync returns
 	go func() {
+		defer func() { <-slots }()
 		q.settle(g, q.create(g.ctx, q.items, names.ItemName(prio, id), data, id))
 	}()
-	return g
+	return g, nil
+}
+
+// aloneSlots returns the semaphore of the PutAsyncs that go alone.
+func (p *putter) aloneSlots(n int) chan struct{} {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.alone == nil {
+		p.alone = make(chan struct{}, n)
+	}
+	return p.alone
 }
 
 // Pending is a put started by [Queue.PutAsync]: it reports the put's

@@ -112,8 +112,12 @@
 // and the server writes its log once per request. A server with cores to
 // spare serves more requests in flight side by side: there a cap of as
 // many as the producers can put faster.
-// PutBatch puts up to store.MaxBatchNodes items in one request. The
-// README gives figures beside Curator's and etcd's own queue puts.
+// PutBatch puts up to store.MaxBatchNodes items in one request. PutAsync
+// returns before its item is stored, with a Pending to wait on (as
+// Curator's DistributedQueue puts in the background and flushPuts waits),
+// so that one goroutine fills requests of up to store.MaxBatchNodes items
+// as they go; what it gives up against Put is in its doc. The README gives
+// figures beside Curator's DistributedQueue and etcd's own queue puts.
 //
 // # Cost of a take
 //
@@ -498,7 +502,10 @@ func (q *Queue) PutPriority(ctx context.Context, data []byte, priority int) erro
 // as Put), and while the Queue's puts are that far behind the store that
 // as many full requests (store.MaxBatchNodes items each) wait to be sent
 // as may be in flight: then until one of them is sent, so that a producer
-// faster than the store is held back rather than filling memory. When ctx
+// faster than the store is held back rather than filling memory (an item
+// that goes in a request of its own, being too large for a batch or on a
+// store without store.BatchCreator, waits while as many such requests are
+// in flight). When ctx
 // ends before the item joined a request, the Pending fails with ctx's
 // error; when it ends later, the item leaves its request, which is called
 // off once all of its items have left (the Pending then reports ctx's

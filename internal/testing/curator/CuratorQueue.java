@@ -3,9 +3,12 @@
 // one command a line on standard input and reads one answer a line on
 // standard output. Every answer is "ok" and numbers, or "err" and a reason.
 //
-//	put PATH PRODUCERS ITEMS  PRODUCERS threads share ITEMS puts into the
-//	                          queue at PATH (Curator's put, in the
-//	                          background as by default), then flushPuts:
+//	put PATH PRODUCERS ITEMS MODE
+//	                          PRODUCERS threads share ITEMS puts into the
+//	                          queue at PATH (Curator's put: MODE "bg" in
+//	                          the background, Curator's default; "fg" in
+//	                          the foreground, each put returning once
+//	                          its item is stored), then flushPuts:
 //	                          "ok ITEMS NANOS PEAK SUMNANOS", where PEAK is
 //	                          the most puts in flight at once and SUMNANOS
 //	                          the sum of every put's time in flight (over
@@ -86,7 +89,7 @@ public final class CuratorQueue {
             try {
                 switch (f[0]) {
                     case "put":
-                        answer = cq.put(f[1], Integer.parseInt(f[2]), Integer.parseInt(f[3]));
+                        answer = cq.put(f[1], Integer.parseInt(f[2]), Integer.parseInt(f[3]), f[4].equals("bg"));
                         break;
                     case "drain":
                         answer = cq.drain(f[1], Integer.parseInt(f[2]));
@@ -106,8 +109,9 @@ public final class CuratorQueue {
         cq.client.close();
     }
 
-    private String put(String path, int producers, int items) throws Exception {
-        DistributedQueue<Item> queue = QueueBuilder.builder(client, null, SERIALIZER, path).buildQueue();
+    private String put(String path, int producers, int items, boolean background) throws Exception {
+        DistributedQueue<Item> queue = QueueBuilder.builder(client, null, SERIALIZER, path)
+                .putInBackground(background).buildQueue();
         AtomicInteger inFlight = new AtomicInteger();
         AtomicInteger peak = new AtomicInteger();
         LongAdder flightNanos = new LongAdder();

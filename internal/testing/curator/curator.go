@@ -141,12 +141,17 @@ func Start(ctx context.Context, dir, addr string) (*Queue, error) {
 func (q *Queue) Pid() int { return q.cmd.Process.Pid }
 
 // Put puts items into the queue at path from producers threads, with
-// Curator's DistributedQueue.put (in the background, Curator's default),
-// then waits for them with flushPuts. It returns the time from the first put
-// to the flush's return, the most puts in flight at once, and their mean in
+// Curator's DistributedQueue.put, in the background (Curator's default) or,
+// with foreground set, each put returning once its item is stored, then
+// waits for them with flushPuts. It returns the time from the first put to
+// the flush's return, the most puts in flight at once, and their mean in
 // flight over that time.
-func (q *Queue) Put(ctx context.Context, path string, producers, items int) (took time.Duration, peak int, mean float64, err error) {
-	f, err := q.do(ctx, fmt.Sprintf("put %s %d %d", path, producers, items), 4)
+func (q *Queue) Put(ctx context.Context, path string, producers, items int, foreground bool) (took time.Duration, peak int, mean float64, err error) {
+	mode := "bg"
+	if foreground {
+		mode = "fg"
+	}
+	f, err := q.do(ctx, fmt.Sprintf("put %s %d %d %s", path, producers, items, mode), 4)
 	if err != nil {
 		return 0, 0, 0, err
 	}
