@@ -122,8 +122,7 @@ func (p *putter) join(ctx context.Context, dir string, prio int64, data []byte) 
 	size := itemSize(dir, data)
 	var g *putGroup
 	if n := len(p.pending); n > 0 {
-		last := p.pending[n-1]
-		if len(last.batch) < store.MaxBatchNodes && last.size+size <= store.MaxBatchSize {
+		if last := p.pending[n-1]; last.fits(size) {
 			g = last
 		}
 	}
@@ -295,8 +294,12 @@ func (p *putter) backlogged(limit, size int) bool {
 	if n < limit {
 		return false
 	}
-	last := p.pending[n-1]
-	return len(last.batch) >= store.MaxBatchNodes || last.size+size > store.MaxBatchSize
+	return !p.pending[n-1].fits(size)
+}
+
+// fits reports whether an item of size fits g's request.
+func (g *putGroup) fits(size int) bool {
+	return len(g.batch) < store.MaxBatchNodes && g.size+size <= store.MaxBatchSize
 }
 
 // putAlone creates an item that goes in a request of its own (one too large
