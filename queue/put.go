@@ -247,6 +247,9 @@ func (q *Queue) send(ctx context.Context, bc store.BatchCreator, batch []store.B
 // than the cap are in flight; it waits first while the cap's worth of full
 // requests waits to be sent. It returns the group of the item's request.
 func (q *Queue) putAsync(ctx context.Context, data []byte, prio int64) (*putGroup, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err // as Put's request would fail
+	}
 	bc, ok := store.Find[store.BatchCreator](q.st)
 	if !ok || itemSize(q.items, data) > store.MaxBatchSize {
 		return q.putAlone(ctx, data, prio)

@@ -106,11 +106,11 @@ func TestPutAsyncCoalesce(t *testing.T) {
 			}
 		}
 		leave(errLeft)
-		g.release <- struct{}{} // the first request returns
+		releaseOne(t, ctx, g) // the first request returns
 		if k := arrived(); k != 3 {
 			t.Errorf("the waiting PutAsyncs' request carries %d items; want 3", k)
 		}
-		g.release <- struct{}{}
+		releaseOne(t, ctx, g)
 		waitAll(t, ctx, append(ps, first))
 
 		// A request every item left is called off.
@@ -162,26 +162,33 @@ func TestPutAsyncHoldsBack(t *testing.T) {
 		}
 		held := make(chan struct{}, 1)
 		queue.OnPutHold(q, func() { held <- struct{}{} })
-		blocked := make(chan *queue.Pending)
-		go func() { blocked <- q.PutAsync(ctx, []byte("z"), 0) }()
+		waitHeld := func(what string) {
+			t.Helper()
+			select {
+			case <-held:
+			case <-ctx.Done():
+				t.Fatalf("%s behind a full request did not wait", what)
+			}
+		}
+		// One whose ctx ends while it waits fails with ctx's error.
+		waiting, stopWaiting := context.WithCancel(ctx)
+		gaveUp := make(chan *queue.Pending, 1)
+		go func() { gaveUp <- q.PutAsync(waiting, []byte("y"), 0) }()
+		waitHeld("a PutAsync")
+		stopWaiting()
 		select {
-		case <-held:
-		case p := <-blocked:
-			t.Fatalf("PutAsync behind a full request returned %v; want it to wait", p)
+		case p := <-gaveUp:
+			if err := p.Err(); !errors.Is(err, context.Canceled) {
+				t.Errorf("PutAsync whose ctx ended while it waited: Err() = %v; want %v", err, context.Canceled)
+			}
 		case <-ctx.Done():
-			t.Fatal("PutAsync behind a full request neither waited nor returned")
+			t.Fatal("PutAsync whose ctx ended while it waited did not return")
 		}
-		ended, end := context.WithCancel(ctx)
-		end()
-		if err := q.PutAsync(ended, []byte("y"), 0).Err(); !errors.Is(err, context.Canceled) {
-			t.Errorf("PutAsync with an ended ctx behind a full request: Err() = %v; want %v", err, context.Canceled)
-		}
-		select { // the ended PutAsync waited too
-		case <-held:
-		case <-ctx.Done():
-			t.Fatal("the PutAsync with an ended ctx did not wait")
-		}
-		g.release <- struct{}{} // the request in flight returns: the full one goes
+		// One that waits goes once the full request is sent.
+		blocked := make(chan *queue.Pending, 1)
+		go func() { blocked <- q.PutAsync(ctx, []byte("z"), 0) }()
+		waitHeld("another PutAsync")
+		releaseOne(t, ctx, g) // the request in flight returns: the full one goes
 		var p *queue.Pending
 		select {
 		case p = <-blocked:
@@ -304,4 +311,14 @@ func TestPutAsyncAlone(t *testing.T) {
 		waitAll(t, ctx, ps)
 		drainAll(t, ctx, q, 2)
 	})
+}
+
+// releaseOne lets one request held by g return.
+func releaseOne(t *testing.T, ctx context.Context, g *gateStore) {
+	t.Helper()
+	select {
+	case g.release <- struct{}{}:
+	case <-ctx.Done():
+		t.Fatal("no request waited to return")
+	}
 }
