@@ -4,9 +4,9 @@
 // jars into a temporary directory, starts it in a JVM of its own connected
 // to a ZooKeeper server, and drives it one command at a time.
 //
-// It needs javac and java (Java 17 comes with the zookeeper package) and the
-// packages libcurator-recipes-java and libcurator-framework-java, whose
-// jars' Class-Path names the rest (Curator's client, ZooKeeper, Guava).
+// It needs java and javac (a JDK, such as Debian's default-jdk-headless) and
+// the package libcurator-recipes-java, which brings Curator's framework and
+// client, Guava and SLF4J; the jars' Class-Path names what they need.
 // [Available] says what is missing; benchmarks skip with that message, and
 // the project's test command never needs any of it.
 //
@@ -53,7 +53,7 @@ func Available() error {
 	}
 	for _, jar := range Jars {
 		if _, err := os.Stat(jar); err != nil {
-			return fmt.Errorf("curator: Curator not installed (apt-get install -y libcurator-recipes-java libcurator-framework-java slf4j-nop): %w", err)
+			return fmt.Errorf("curator: Curator not installed (apt-get install -y libcurator-recipes-java libslf4j-java): %w", err)
 		}
 	}
 	return nil
