@@ -66,6 +66,9 @@ type Queue struct {
 	in     io.WriteCloser
 	lines  chan string // the program's answers; closed when it exits
 	stderr *tail
+
+	closeOnce gosync.Once
+	closeErr  error
 }
 
 // tail keeps what the program wrote to its standard error, for the error
@@ -212,8 +215,13 @@ func (q *Queue) answer(ctx context.Context) (string, error) {
 	}
 }
 
-// Close stops the program and waits for it.
+// Close stops the program and waits for it. It is idempotent.
 func (q *Queue) Close() error {
+	q.closeOnce.Do(func() { q.closeErr = q.close() })
+	return q.closeErr
+}
+
+func (q *Queue) close() error {
 	q.in.Close() // the program closes its client at the end of its input
 	done := make(chan struct{})
 	go func() {
