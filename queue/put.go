@@ -375,10 +375,10 @@ func (p *Pending) Done() <-chan struct{} {
 // the item was stored, and otherwise the reason it may not have been, as
 // Put would return it: an error of the store (store.ErrSessionExpired,
 // store.ErrClosed, ...), bad input (store.ErrInvalidArgument,
-// store.ErrTooLarge, ErrMismatch, ...) or, when PutAsync's ctx ended
-// before the request that holds the item returned, ctx's error with its
-// cause (the item may then have been stored or not). Every Pending of one
-// request reports the same outcome.
+// store.ErrTooLarge, ErrMismatch, ...) or, when the request was called off
+// because the ctx of every PutAsync in it had ended, the error of the last
+// of them with its cause (the item may then have been stored or not).
+// Every Pending of one request reports the same outcome.
 func (p *Pending) Err() error {
 	switch {
 	case p == nil || p.g == nil && p.err == nil:

@@ -499,23 +499,23 @@ func (q *Queue) PutPriority(ctx context.Context, data []byte, priority int) erro
 // one goroutine's PutAsyncs are stored in the order of the calls.
 //
 // It blocks only for the Queue's first check of its path (once per Queue,
-// as Put), and while the Queue's puts are that far behind the store that
-// as many full requests (store.MaxBatchNodes items each) wait to be sent
-// as may be in flight: then until one of them is sent, so that a producer
-// faster than the store is held back rather than filling memory (an item
-// that goes in a request of its own, being too large for a batch or on a
-// store without store.BatchCreator, waits while as many such requests are
-// in flight). When ctx
-// ends before the item joined a request, the Pending fails with ctx's
-// error; when it ends later, the item leaves its request, which is called
-// off once all of its items have left (the Pending then reports ctx's
-// error, and the item may have been stored or not). Misuse (a nil or zero
-// Queue, bad options) and data over store.MaxDataSize fail the Pending
-// before any I/O, as do ErrMismatch and ErrKindMismatch at the first
-// check. After the session ended the Pending fails with
-// store.ErrSessionExpired or store.ErrClosed. PutAsync never returns nil,
-// and is safe for concurrent use. No goroutine outlives the requests in
-// flight.
+// as Put does), and while the Queue's puts are so far behind the store
+// that as many full requests (store.MaxBatchNodes items each) wait to be
+// sent as may be in flight: then until one of them is sent, so that a
+// producer faster than the store is held back rather than filling memory.
+// (An item that goes in a request of its own, too large for a batch or on
+// a store without store.BatchCreator, waits while as many such requests
+// are in flight.) When ctx ends before the item joined a request, the
+// Pending fails with ctx's error; when it ends later, the item leaves its
+// request, which is called off once all of its items have left, and the
+// Pending reports the request's outcome: nil if it stored the items, else
+// the error of the ctx that ended last (the item may then have been
+// stored or not). Misuse (a nil or zero Queue, a bad option) and data over
+// store.MaxDataSize fail the Pending before any I/O, ErrMismatch and
+// ErrKindMismatch at the first check. After the session ended the Pending
+// fails with store.ErrSessionExpired or store.ErrClosed. PutAsync never
+// returns nil and is safe for concurrent use; no goroutine of its outlives
+// the requests in flight.
 func (q *Queue) PutAsync(ctx context.Context, data []byte, priority int) *Pending {
 	if err := q.usable("put"); err != nil {
 		return failed(err)
