@@ -37,7 +37,9 @@ import (
 //     create of a persistent sequential node under the queue path,
 //     nothing else), with go-zookeeper on a connection of its own, on a
 //     server started for the benchmark; corral's session is opened on it
-//     directly too (no test proxy).
+//     directly too (no test proxy). That is Curator's put in the
+//     foreground; BenchmarkCurator runs Curator itself, whose default puts
+//     in the background.
 //   - etcd: etcd's own experimental/recipes Queue.Enqueue, on the client
 //     of corral's session.
 //
