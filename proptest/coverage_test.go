@@ -51,11 +51,11 @@ var misuseFuncs = map[string][]string{
 	"sync.WithLogger":               {"sync options(zero)"},
 	"sync.WithMeterProvider":        {"sync options(zero)"},
 	"sync.WithPathLabel":            {"sync options(zero)"},
-	"queue.New":                     {"Queue.Put", "Queue.PutBatch", "Queue.TryTake", "Queue.Take(cancelled)", "Queue.Peek", "Queue.Len", "Queue.Settings", "Queue.Consume(cancelled)"},
+	"queue.New":                     {"Queue.Put", "Queue.PutAsync", "Queue.PutBatch", "Queue.TryTake", "Queue.Take(cancelled)", "Queue.Peek", "Queue.Len", "Queue.Settings", "Queue.Consume(cancelled)"},
 	"queue.WithDelivery":            {"Queue.Put", "Queue.Settings"}, // drawQueueOptions: good, bad, disagreeing
 	"queue.WithVisibilityTimeout":   {"Queue.Put", "Queue.Settings"},
 	"queue.WithDeadLetter":          {"Queue.Put", "Queue.Settings"},
-	"queue.WithPutsInFlight":        {"Queue.Put", "Queue.Settings"},
+	"queue.WithPutsInFlight":        {"Queue.Put", "Queue.PutAsync", "Queue.Settings"},
 	"queue.WithLogger":              {"queue options(zero)"},
 	"queue.WithMeterProvider":       {"queue options(zero)"},
 	"queue.WithPathLabel":           {"queue options(zero)"},
