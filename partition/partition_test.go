@@ -45,8 +45,8 @@ func TestSpread(t *testing.T) {
 		}
 		// etcd's client may see its member node deleted (the lease
 		// revoked) before it learns that the lease is gone.
-		if err := ws[2].m.Err(); !errors.Is(err, store.ErrSessionExpired) && !errors.Is(err, partition.ErrMemberLost) {
-			t.Errorf("Err of the expired member = %v; want store.ErrSessionExpired or ErrMemberLost", err)
+		if err := ws[2].m.Err(); !errors.Is(err, store.ErrSessionExpired) && !errors.Is(err, partition.ErrNodeDeleted) {
+			t.Errorf("Err of the expired member = %v; want store.ErrSessionExpired or ErrNodeDeleted", err)
 		}
 		waitBalanced(t, tick, ws[:2], k)
 
