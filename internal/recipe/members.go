@@ -33,7 +33,7 @@ type Members struct {
 	st     store.Store
 	dir    string
 	family names.Family
-	also   names.Family // read too, in a directory that holds them
+	also   names.Family      // read too, in a directory that holds them
 	known  map[string]Member // by path: the members of the last read
 	dirs   map[string]int64  // by path: the Seq of the directories of the last read
 }
