@@ -10,7 +10,10 @@ import (
 
 // Store is one session on a Server. It implements store.Store,
 // store.ChildrenWatcher, store.NodeWatcher, store.CreateLister, store.WindowLister,
-// store.SeqDeleter and store.FrontDeleter, and is safe for concurrent use. The zero value is not usable; get one from Server.Open or New.
+// store.SeqDeleter, store.FrontDeleter, store.GetDeleter,
+// store.ChildrenFollower, store.ChildCounter, store.GuardedCreator,
+// store.BatchCreator and store.GuardedWriter, and is safe for concurrent
+// use. The zero value is not usable; get one from Server.Open or New.
 type Store struct {
 	srv    *Server
 	id     int64

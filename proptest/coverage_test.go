@@ -228,6 +228,16 @@ var misuseElsewhere = map[string]string{
 	"store.WatchNode":              "TestMisuseValues",
 	"store.Find":                   "TestFind",
 	"store.ImplicitDirs":           "TestImplicitDirs",
+	"store.CheckOp":                "TestValidateWrite",
+	"store.CreateOp":               "TestValidateWrite",
+	"store.SetOp":                  "TestValidateWrite",
+	"store.DeleteOp":               "TestValidateWrite",
+	"store.ValidateWrite":          "TestValidateWrite",
+	"store.OpType.String":          "TestValidateWrite",
+	"store.Write":                  "TestWrite",
+	"store.GuardRefused":           "TestWrite",
+	"store.OpRefused":              "TestWrite",
+	"store.WriteError.Unwrap":      "TestWrite",
 }
 
 // TestMisuseCoverageAdapters is TestMisuseCoverage for adapterPackages.
