@@ -6,6 +6,7 @@ import (
 	"fmt"
 	gosync "sync"
 
+	"github.com/corral-go/corral/internal/holderr"
 	"github.com/corral-go/corral/internal/recipe"
 	"github.com/corral-go/corral/store"
 )
@@ -105,7 +106,7 @@ func (l *Leadership) Resign(ctx context.Context) error {
 	if l == nil || l.hold == nil {
 		return fmt.Errorf("election: resign: %w: leadership not won by a campaign", store.ErrInvalidArgument)
 	}
-	if _, err := l.hold.Release(ctx, ErrResigned); err != nil {
+	if _, err := l.hold.Release(ctx, ErrResigned); err != nil && !errors.Is(err, holderr.ErrReleased) {
 		return fmt.Errorf("election: resign: %w", err)
 	}
 	return nil

@@ -95,9 +95,7 @@ func (e *Election) Observe(ctx context.Context) *Observer {
 	if err := e.validate(); err != nil {
 		return &Observer{l: runner.Stopped[Leader](fmt.Errorf("election: observe %q: %w", e.Path(), err))}
 	}
-	return &Observer{l: runner.Start(ctx, func(ctx context.Context, out chan<- Leader) error {
-		return runner.Cause(ctx, e.observe(ctx, out))
-	})}
+	return &Observer{l: runner.Start(ctx, e.observe)}
 }
 
 // Observer follows the leader of an election; see Election.Observe. Its
@@ -139,59 +137,21 @@ func (o *Observer) loop() *runner.Loop[Leader] {
 // observe sends the leader on out as it changes, until ctx or the session
 // ends or a read fails for good, and returns why.
 func (e *Election) observe(ctx context.Context, out chan<- Leader) error {
-	var (
-		attempt int // retries since the last read (see recipe.Pause)
-		last    Leader
-		sent    bool
-		// counted is the last leader the metrics know of.
-		counted Leader
-		seen    bool
-	)
-	for {
-		if err := e.alive(ctx); err != nil {
-			return err
-		}
-		wctx, cancel := context.WithCancel(ctx)
-		cur, ch, err := e.current(wctx)
-		if err != nil {
-			cancel()
-			if !e.transient(ctx, err) {
-				return e.observeErr(ctx, err)
-			}
-			if err := recipe.Pause(ctx, e.st, attempt); err != nil {
-				return err
-			}
-			attempt++
-			continue
-		}
-		attempt = 0
-		var send chan<- Leader // nil: the receiver has cur already
-		if !sent || !cur.equal(last) {
-			if seen && (cur.Path != counted.Path || cur.Token != counted.Token) {
+	var counted Leader // the last leader the metrics know of
+	return recipe.Follow(ctx, e.st, out, recipe.Follower[Leader]{
+		Read: func(ctx context.Context) (Leader, []<-chan store.Event, error) {
+			l, ch, err := e.current(ctx)
+			return l, []<-chan store.Event{ch}, err
+		},
+		Equal: Leader.equal,
+		Changed: func(ctx context.Context, cur Leader, first bool) {
+			if !first && (cur.Path != counted.Path || cur.Token != counted.Token) {
 				e.rec.LeaderChanged(ctx, cur.Path, cur.Token)
 			}
-			counted, seen = cur, true
-			send = out
-		}
-		taken, err := runner.Offer(ctx, send, cur, ch)
-		cancel()
-		if err != nil {
-			return err
-		}
-		if taken {
-			last, sent = cur, true
-		}
-	}
-}
-
-// observeErr is the error an observer stops with after a failed read: the
-// session's end if it ended, else the read's error.
-func (e *Election) observeErr(ctx context.Context, err error) error {
-	recipe.SyncSession(e.st)
-	if err := e.alive(ctx); err != nil {
-		return err
-	}
-	return fmt.Errorf("election: observe %q: %w", e.path, err)
+			counted = cur
+		},
+		Failed: func(err error) error { return fmt.Errorf("election: observe %q: %w", e.path, err) },
+	})
 }
 
 // current returns the leader now and a watch, set on ctx, that fires when it

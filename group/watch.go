@@ -68,9 +68,7 @@ func Watch(ctx context.Context, st store.Store, path string, opts ...Option) *Wa
 		return &Watcher{l: runner.Stopped[[]Member](fmt.Errorf("group: watch %q: %w", path, err))}
 	}
 	g := &watch{st: st, path: path, log: o.tel.Logger, rec: telemetry.New(o.tel, telemetry.KindGroup, path, ErrNodeDeleted)}
-	return &Watcher{l: runner.Start(ctx, func(ctx context.Context, out chan<- []Member) error {
-		return runner.Cause(ctx, g.run(ctx, out))
-	})}
+	return &Watcher{l: runner.Start(ctx, g.run)}
 }
 
 // Watcher follows the members of a group; see Watch. Its methods are safe
@@ -120,53 +118,22 @@ type watch struct {
 // run sends the members on out as they change, until ctx or the session
 // ends or a read fails for good, and returns why.
 func (g *watch) run(ctx context.Context, out chan<- []Member) error {
-	var (
-		last []Member
-		sent bool
-		// learned is the last list the metrics know of, sent or not.
-		learned []Member
-		seen    bool
-	)
-	for attempt := 0; ; {
-		if err := alive(ctx, g.st); err != nil {
-			return err
-		}
-		wctx, cancel := context.WithCancel(ctx)
-		cur, ch, err := g.current(wctx)
-		if err != nil {
-			cancel()
-			if recipe.RideOut(ctx, g.st, err, attempt) {
-				attempt++
-				continue
-			}
-			if err := alive(ctx, g.st); err != nil {
-				return err
-			}
-			return fmt.Errorf("group: watch %q: %w", g.path, recipe.SessionErr(g.st, err))
-		}
-		attempt = 0
-		if !seen || !equal(cur, learned) {
-			g.rec.GroupSeen(ctx, len(cur), seen)
-			learned, seen = cur, true
-		}
-		var send chan<- []Member // nil: the receiver has cur already
-		var list []Member
-		if !sent || !equal(cur, last) {
+	return recipe.Follow(ctx, g.st, out, recipe.Follower[[]Member]{
+		Read: func(ctx context.Context) ([]Member, []<-chan store.Event, error) {
+			ms, ch, err := g.current(ctx)
+			return ms, []<-chan store.Event{ch}, err
+		},
+		Equal: equal,
+		Copy:  clone,
+		Changed: func(ctx context.Context, cur []Member, first bool) {
+			g.rec.GroupSeen(ctx, len(cur), !first)
 			if g.log != nil {
 				g.log.LogAttrs(ctx, slog.LevelDebug, "corral: group changed",
 					slog.String("path", g.path), slog.Int("members", len(cur)))
 			}
-			send, list = out, clone(cur)
-		}
-		taken, err := runner.Offer(ctx, send, list, ch)
-		cancel()
-		if err != nil {
-			return err
-		}
-		if taken {
-			last, sent = cur, true
-		}
-	}
+		},
+		Failed: func(err error) error { return fmt.Errorf("group: watch %q: %w", g.path, err) },
+	})
 }
 
 // clone returns a copy of ms that shares nothing with it.
@@ -176,17 +143,6 @@ func clone(ms []Member) []Member {
 		c[i] = Member{Path: m.Path, Value: bytes.Clone(m.Value), Token: m.Token}
 	}
 	return c
-}
-
-// alive returns ctx's error or the session's cause, if either has ended.
-func alive(ctx context.Context, st store.Store) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	if sctx := st.Context(); sctx.Err() != nil {
-		return context.Cause(sctx)
-	}
-	return nil
 }
 
 // current returns the members now and a watch, set on ctx, that fires when

@@ -514,16 +514,16 @@ func (r *reader) ordered(ctx context.Context, rep *Report, kids []store.Child) e
 		cs, nodes = append(cs, c), append(nodes, n)
 	}
 	for i, c := range cs {
-		mode, blocker := Exclusive, recipe.Predecessor
+		mode, order := Exclusive, recipe.Predecessor
 		switch {
 		case rep.Kind == Election:
 			mode = Candidate // the first leads, whatever the kinds
 		case c.Kind == recipe.Reader:
-			mode, blocker = Reader, recipe.LastWriter
+			mode, order = Reader, recipe.LastWriter
 		case c.Kind == recipe.Writer:
 			mode = Writer
 		}
-		rep.add(contender(nodes[i], mode), blocker(cs, i) < 0)
+		rep.add(contender(nodes[i], mode), order.Grants(cs, i))
 	}
 	return nil
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"reflect"
 	"time"
 
 	"github.com/corral-go/corral/internal/recipe"
@@ -50,7 +49,7 @@ func Watch(ctx context.Context, st store.Store, root string) *Watcher {
 		return &Watcher{l: runner.Stopped[[]Report](err)}
 	}
 	return &Watcher{l: runner.Start(ctx, func(ctx context.Context, out chan<- []Report) error {
-		return runner.Cause(ctx, watch(ctx, st, root, out))
+		return watch(ctx, st, root, out)
 	})}
 }
 
@@ -86,39 +85,18 @@ func (w *Watcher) loop() *runner.Loop[[]Report] {
 // ends or a walk fails for good, and returns why.
 func watch(ctx context.Context, st store.Store, root string, out chan<- []Report) error {
 	var g grants
-	for attempt := 0; ; {
-		begun := time.Now()
-		wctx, stop := context.WithCancel(ctx)
-		r := &reader{st: st, watch: true}
-		reps, err := r.snapshot(wctx, root)
-		if err != nil {
-			stop()
-			if ctx.Err() != nil {
-				return ctx.Err()
+	return recipe.Follow(ctx, st, out, recipe.Follower[[]Report]{
+		Read: func(ctx context.Context) ([]Report, []<-chan store.Event, error) {
+			r := &reader{st: st, watch: true}
+			reps, err := r.snapshot(ctx, root)
+			if err != nil {
+				return nil, nil, err
 			}
-			if sctx := st.Context(); sctx.Err() != nil {
-				return context.Cause(sctx)
-			}
-			if !errors.Is(err, store.ErrDisconnected) {
-				return err
-			}
-			if err := recipe.Pause(ctx, st, attempt); err != nil {
-				return err
-			}
-			attempt++
-			continue
-		}
-		attempt = 0
-		g.mark(reps)
-		err = send(ctx, st, out, reps, r.evs)
-		stop()
-		if err != nil {
-			return err
-		}
-		if err := sleep(ctx, MinInterval-time.Since(begun)); err != nil {
-			return err
-		}
-	}
+			g.mark(reps)
+			return reps, r.evs, nil
+		},
+		MinInterval: MinInterval,
+	})
 }
 
 // snapshot walks root with watches; a missing root gives no reports and a
@@ -142,35 +120,6 @@ func (r *reader) snapshot(ctx context.Context, root string) ([]Report, error) {
 	}
 	r.evs = append(r.evs, ev)
 	return reps, nil
-}
-
-// send offers reps on out until it is taken, and then waits until
-// one of evs fires; a watch that fires first makes reps stale, and send
-// returns to walk again.
-func send(ctx context.Context, st store.Store, out chan<- []Report, reps []Report, evs []<-chan store.Event) error {
-	cases := make([]reflect.SelectCase, 0, len(evs)+3)
-	for _, ev := range evs {
-		cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ev)})
-	}
-	done := len(cases)
-	cases = append(cases,
-		reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ctx.Done())},
-		reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(st.Context().Done())},
-		reflect.SelectCase{Dir: reflect.SelectSend, Chan: reflect.ValueOf(out), Send: reflect.ValueOf(reps)})
-	sendCase := len(cases) - 1
-	for {
-		i, _, _ := reflect.Select(cases)
-		switch {
-		case i == done:
-			return ctx.Err()
-		case i == done+1:
-			return context.Cause(st.Context())
-		case i == sendCase:
-			cases = cases[:sendCase] // sent: now only wait
-			continue
-		}
-		return nil // a watch fired (or can no longer fire): walk again
-	}
 }
 
 // grants remembers, from one snapshot to the next, the contenders of the
@@ -213,18 +162,4 @@ func (g *grants) mark(reps []Report) {
 		}
 	}
 	g.first, g.at, g.holding = true, at, holding
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }

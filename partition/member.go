@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"slices"
 	gosync "sync"
+	"time"
 
 	"github.com/corral-go/corral/group"
 	"github.com/corral-go/corral/internal/names"
@@ -72,8 +73,7 @@ func Join(ctx context.Context, st store.Store, path string, shards int, id strin
 		return nil, fmt.Errorf("partition: join %q: %w", path, err)
 	}
 	gopts := []group.Option{group.WithLogger(o.tel.Logger), group.WithMeterProvider(o.tel.MeterProvider)}
-	jopts := append([]group.Option{group.WithDisconnectPolicy(group.KeepOnDisconnect)}, gopts...)
-	ms, err := group.Join(ctx, st, MembersDir(path), []byte(id), jopts...)
+	ms, err := group.Join(ctx, st, MembersDir(path), []byte(id), group.WithLogger(o.tel.Logger), group.WithMeterProvider(o.tel.MeterProvider))
 	if err != nil {
 		return nil, fmt.Errorf("partition: join %q: %w", path, errors.Join(err, recipe.Remove(ctx, st, nil, count)))
 	}
@@ -296,18 +296,20 @@ func (m *Member) setOwned(s *Shard, add bool) (delivered bool) {
 // ended while the shard is still the member's (a lost connection, a
 // Release). It returns once ctx has ended and the shard is released.
 func (m *Member) work(ctx context.Context, i int) {
-	dir := shardDir(m.path, i)
+	spec := &recipe.Spec{
+		Dir: shardDir(m.path, i), Prefix: names.Lock, Order: recipe.Predecessor, Rec: m.rec,
+		Data: func(time.Time) []byte { return []byte(m.id) },
+		Hold: recipe.HoldOptions{Deleted: ErrNodeDeleted, Disconnected: ErrDisconnected},
+	}
 	for attempt := 0; ctx.Err() == nil; {
-		a := m.rec.Begin(ctx)
-		n, waited, err := recipe.AcquireWaited(ctx, m.st, m.rec, dir, names.Lock, []byte(m.id), recipe.Predecessor)
+		h, err := recipe.Acquire(ctx, m.st, spec)
 		if err != nil {
-			a.Failed(ctx, err)
-			// A lost connection, or anything else (another recipe's
-			// nodes in the shard's directory, say): try again while
-			// the shard is ours and the session lives.
+			// Another recipe's nodes in the shard's directory, say:
+			// try again while the shard is ours and the session
+			// lives (a lost connection, Acquire rides out itself).
 			if l := m.opts.tel.Logger; l != nil && ctx.Err() == nil {
 				l.LogAttrs(ctx, slog.LevelDebug, "corral: shard not granted",
-					slog.String("path", dir), slog.Int("attempt", attempt), slog.Any("error", err))
+					slog.String("path", spec.Dir), slog.Int("attempt", attempt), slog.Any("error", err))
 			}
 			if recipe.Pause(ctx, m.st, attempt) != nil {
 				return
@@ -316,10 +318,6 @@ func (m *Member) work(ctx context.Context, i int) {
 			continue
 		}
 		attempt = 0
-		h := recipe.NewHold(m.st, n, recipe.HoldOptions{
-			Deleted: ErrNodeDeleted, Disconnected: ErrDisconnected, Front: waited,
-			OnEnd: a.Granted(ctx, n).End, Rec: m.rec,
-		})
 		m.hold(ctx, newShard(i, h))
 	}
 }

@@ -49,10 +49,10 @@ func groupCalls(t *rapid.T, p string, data []byte) []misuseCall {
 			return m.Leave(ctx)
 		}},
 		{"group.Watch", func(ctx context.Context, _ *misuseSession, st store.Store) error {
-			return watchGroup(ctx, st, p, gopts)
+			return watchGroup(ctx, st, p, watchOptions(gopts))
 		}},
 		{"group.Watch(cancelled)", func(ctx context.Context, _ *misuseSession, st store.Store) error {
-			return watchGroup(cancelled(ctx), st, p, gopts)
+			return watchGroup(cancelled(ctx), st, p, watchOptions(gopts))
 		}},
 		{"group options(zero)", func(ctx context.Context, _ *misuseSession, st store.Store) error {
 			m, err := group.Join(ctx, st, p, data, group.WithLogger(nil), group.WithMeterProvider(nil), group.WithDisconnectPolicy(0))
@@ -125,16 +125,33 @@ func groupCalls(t *rapid.T, p string, data []byte) []misuseCall {
 
 // drawGroupOptions draws the options of a group: none, good, an unknown
 // policy, a nil option.
-func drawGroupOptions(t *rapid.T) []group.Option {
-	switch rapid.IntRange(0, 3).Draw(t, "group options") {
+func drawGroupOptions(t *rapid.T) []group.JoinOption {
+	switch rapid.IntRange(0, 4).Draw(t, "group options") {
 	case 1:
-		return []group.Option{group.WithDisconnectPolicy(group.KeepOnDisconnect)}
+		return []group.JoinOption{group.WithDisconnectPolicy(group.LoseOnDisconnect)}
 	case 2:
-		return []group.Option{group.WithDisconnectPolicy(7)}
+		return []group.JoinOption{group.WithDisconnectPolicy(7)}
 	case 3:
-		return []group.Option{nil}
+		return []group.JoinOption{nil}
+	case 4:
+		return []group.JoinOption{group.Option(nil)}
 	}
 	return nil
+}
+
+// watchOptions returns the options of opts that a watcher takes (those
+// that are group.Options), with a nil one for each nil one.
+func watchOptions(opts []group.JoinOption) []group.Option {
+	var wo []group.Option
+	for _, o := range opts {
+		switch o := o.(type) {
+		case nil:
+			wo = append(wo, nil)
+		case group.Option:
+			wo = append(wo, o)
+		}
+	}
+	return wo
 }
 
 // drawPartitionOptions draws the options of a partition member: none, no

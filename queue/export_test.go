@@ -14,12 +14,10 @@ const MaxSpread = maxSpread
 // does: the next take follows anew.
 func DropView(q *Queue) {
 	for _, claims := range []bool{false, true} {
-		if sv, ok := views.Load(viewKey{q.st, q.path, claims}); ok {
-			if v, ok := sv.(*sharedView).v.(*followView); ok {
-				v.mu.Lock()
-				v.drop()
-				v.mu.Unlock()
-			}
+		if v, ok := q.view(claims).(*followView); ok {
+			v.mu.Lock()
+			v.drop()
+			v.mu.Unlock()
 		}
 	}
 }

@@ -29,9 +29,8 @@ import (
 // Context, and each read hold is a ReadHold with its own Context, Token and
 // Unlock.
 type RWMutex struct {
-	w    exclusive
-	opts lockOptions
-	rrec *telemetry.Recorder // of the readers
+	w     exclusive
+	rspec *recipe.Spec // of the readers
 }
 
 // NewRWMutex returns an RWMutex on the lock at path in st. It does no I/O;
@@ -39,7 +38,7 @@ type RWMutex struct {
 // store.ErrInvalidPath.
 func NewRWMutex(st store.Store, path string, opts ...LockOption) *RWMutex {
 	o := newLockOptions(opts)
-	rw := &RWMutex{opts: o, rrec: o.recorder(telemetry.KindRead, path, ErrNodeDeleted)}
+	rw := &RWMutex{rspec: o.spec(path, names.Read, recipe.LastWriter, o.recorder(telemetry.KindRead, path, ErrNodeDeleted))}
 	rw.w.init(st, path, names.Write, telemetry.KindWrite, o)
 	return rw
 }
@@ -91,13 +90,11 @@ func (rw *RWMutex) RLock(ctx context.Context) (*ReadHold, error) {
 	if ctx.Err() != nil {
 		return nil, acquireErr(ctx, "rlock", rw.w.path, nil)
 	}
-	a := rw.rrec.Begin(ctx)
-	n, err := recipe.Acquire(ctx, rw.w.st, rw.rrec, rw.w.path, names.Read, rw.opts.nodeData(a.Start()), recipe.LastWriter)
+	h, err := recipe.Acquire(ctx, rw.w.st, rw.rspec)
 	if err != nil {
-		a.Failed(ctx, err)
 		return nil, acquireErr(ctx, "rlock", rw.w.path, err)
 	}
-	return rw.rgrant(n, a.Granted(ctx, n)), nil
+	return &ReadHold{path: rw.w.path, hold: h}, nil
 }
 
 // TryRLock tries to acquire a read hold without waiting. It returns the
@@ -107,21 +104,14 @@ func (rw *RWMutex) TryRLock(ctx context.Context) (*ReadHold, bool, error) {
 	if err := rw.ex().usable("tryrlock"); err != nil {
 		return nil, false, err
 	}
-	a := rw.rrec.Try()
-	n, ok, err := recipe.TryAcquire(ctx, rw.w.st, rw.rrec, rw.w.path, names.Read, rw.opts.nodeData(a.Start()), recipe.LastWriter)
+	h, err := recipe.TryAcquire(ctx, rw.w.st, rw.rspec)
 	if err != nil {
-		a.Failed(ctx, err)
 		return nil, false, acquireErr(ctx, "tryrlock", rw.w.path, err)
 	}
-	if !ok {
-		a.Busy(ctx)
+	if h == nil {
 		return nil, false, nil
 	}
-	return rw.rgrant(n, a.Granted(ctx, n)), true, nil
-}
-
-func (rw *RWMutex) rgrant(n store.Node, held *telemetry.Holding) *ReadHold {
-	return &ReadHold{path: rw.w.path, hold: recipe.NewHold(rw.w.st, n, rw.opts.holdWith(rw.rrec, held))}
+	return &ReadHold{path: rw.w.path, hold: h}, true, nil
 }
 
 // ReadHold is one read hold of an RWMutex, held from RLock (or a TryRLock

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 	"sync/atomic"
 
 	"github.com/corral-go/corral/internal/holderr"
@@ -175,7 +174,7 @@ type Semaphore struct {
 	path string
 	n    int
 	opts lockOptions
-	rec  *telemetry.Recorder
+	spec *recipe.Spec // of the leases
 
 	limit storedLimit
 }
@@ -185,7 +184,9 @@ type Semaphore struct {
 // stored one are reported by the first Acquire or TryAcquire.
 func NewSemaphore(st store.Store, path string, n int, opts ...LockOption) *Semaphore {
 	o := newLockOptions(opts)
-	s := &Semaphore{st: st, path: path, n: n, opts: o, rec: o.recorder(telemetry.KindSemaphore, path, ErrNodeDeleted)}
+	s := &Semaphore{st: st, path: path, n: n, opts: o}
+	s.spec = o.spec(path, names.Lease, recipe.Order{Block: s.blockers, Granted: handOn},
+		o.recorder(telemetry.KindSemaphore, path, ErrNodeDeleted))
 	s.limit.family = names.Leases
 	return s
 }
@@ -215,18 +216,11 @@ func (s *Semaphore) Acquire(ctx context.Context) (*Lease, error) {
 	if err := s.prepare(ctx, "acquire"); err != nil {
 		return nil, err
 	}
-	a := s.rec.Begin(ctx)
-	node, kids, err := s.create(ctx, s.opts.nodeData(a.Start()))
+	h, err := recipe.Acquire(ctx, s.st, s.spec)
 	if err != nil {
-		a.Failed(ctx, err)
 		return nil, acquireErr(ctx, "acquire", s.path, err)
 	}
-	if err := s.wait(ctx, node, kids); err != nil {
-		err = errors.Join(err, recipe.Remove(ctx, s.st, s.rec, node))
-		a.Failed(ctx, err)
-		return nil, acquireErr(ctx, "acquire", s.path, err)
-	}
-	return s.grant(node, a.Granted(ctx, node)), nil
+	return &Lease{path: s.path, hold: h}, nil
 }
 
 // TryAcquire acquires a lease if one is free now, without waiting. It
@@ -238,30 +232,14 @@ func (s *Semaphore) TryAcquire(ctx context.Context) (*Lease, bool, error) {
 	if err := s.prepare(ctx, "tryacquire"); err != nil {
 		return nil, false, err
 	}
-	a := s.rec.Try()
-	node, kids, err := s.create(ctx, s.opts.nodeData(a.Start()))
+	h, err := recipe.TryAcquire(ctx, s.st, s.spec)
 	if err != nil {
-		a.Failed(ctx, err)
 		return nil, false, acquireErr(ctx, "tryacquire", s.path, err)
 	}
-	leases := semLeases(s.path, kids)
-	i := dbIndex(leases, node.Path)
-	switch {
-	case i < 0:
-		err = s.ownGone(node.Path)
-	case i < s.n:
-		// Without CreateLister a waiter that came later may have listed
-		// this node before it was granted, and watch it.
-		if err = s.handOn(ctx, node, len(leases)-i-1); err == nil {
-			return s.grant(node, a.Granted(ctx, node)), true, nil
-		}
+	if h == nil {
+		return nil, false, nil
 	}
-	if err = errors.Join(err, recipe.Remove(ctx, s.st, s.rec, node)); err != nil {
-		a.Failed(ctx, err)
-		return nil, false, acquireErr(ctx, "tryacquire", s.path, err)
-	}
-	a.Busy(ctx)
-	return nil, false, nil
+	return &Lease{path: s.path, hold: h}, true, nil
 }
 
 // prepare checks the limit, and the stored one the first time.
@@ -287,98 +265,38 @@ func (s *Semaphore) prepare(ctx context.Context, op string) error {
 	return nil
 }
 
-// create makes the own lease node with data and lists the semaphore's
-// children right after, in one round trip when the store can.
-func (s *Semaphore) create(ctx context.Context, data []byte) (store.Node, []store.Child, error) {
-	return recipe.CreateChildren(ctx, s.st, s.rec, s.path, names.Lease, data)
-}
-
-// wait blocks until own is among the n lowest leases, re-listing them after
-// every wait.
-func (s *Semaphore) wait(ctx context.Context, own store.Node, kids []store.Child) error {
-	for {
-		leases := semLeases(s.path, kids)
-		i := dbIndex(leases, own.Path)
-		switch {
-		case i < 0:
-			return s.ownGone(own.Path)
-		case i < s.n:
-			if err := recipe.Confirm(ctx, s.st, own); err != nil {
-				return s.lost(own.Path, err)
-			}
-			return s.handOn(ctx, own, len(leases)-i-1)
-		}
-		if _, _, err := recipe.WaitAny(ctx, s.st, semBlockers(leases, i, s.n)); err != nil {
-			return err
-		}
-		var err error
-		if kids, err = recipe.Children(ctx, s.st, s.path); err != nil {
-			return err
-		}
-		if err := recipe.CheckFamily(s.path, kids, names.Leases); err != nil {
-			return err
-		}
+// blockers is the semaphore's order (recipe.Order.Block): the n lowest
+// leases hold; the first waiter (own == n) waits for any of the n holders
+// to go; every later one for the waiter before it to go or to be touched
+// (a lease node's version is 0 until its holder touches it, see handOn).
+func (s *Semaphore) blockers(dir string, cs []recipe.Contender, own int) []recipe.Watch {
+	switch {
+	case own < s.n:
+		return nil
+	case own > s.n:
+		w := cs[own-1].Watch(dir)
+		w.Touch = true
+		return []recipe.Watch{w}
 	}
-}
-
-// semBlockers returns what the waiter at index i of leases waits on: the
-// first waiter (i == n) for any of the n holders to go; every later one for
-// the waiter before it to go or to be touched (a lease node's version is 0
-// until its holder touches it, see handOn).
-func semBlockers(leases []dbNode, i, n int) []recipe.Watch {
-	if i > n {
-		return []recipe.Watch{{Path: leases[i-1].path, Seq: leases[i-1].seq, Touch: true}}
-	}
-	ws := make([]recipe.Watch, n)
-	for j, l := range leases[:n] {
-		ws[j] = recipe.Watch{Path: l.path, Seq: l.seq}
+	ws := make([]recipe.Watch, s.n)
+	for j, c := range cs[:s.n] {
+		ws[j] = c.Watch(dir)
 	}
 	return ws
 }
 
-// handOn is the last step of a grant to own, followed in line by behind
-// leases: the next in line may be watching own, so touch it (setting its
-// data again, the identity record included), and it moves up and watches
-// the holders in its turn.
-func (s *Semaphore) handOn(ctx context.Context, own store.Node, behind int) error {
+// handOn is the last step of a grant to own (recipe.Order.Granted),
+// followed in line by behind leases: the next in line may be watching own,
+// so touch it (setting its data again, the identity record included), and
+// it moves up and watches the holders in its turn.
+func handOn(ctx context.Context, st store.Store, own store.Node, behind int) error {
 	if behind == 0 {
 		return nil
 	}
-	_, err := recipe.Retry(ctx, s.st, func() (store.Node, error) {
-		return s.st.Set(ctx, own.Path, own.Data, store.AnyVersion)
+	_, err := recipe.Retry(ctx, st, func() (store.Node, error) {
+		return st.Set(ctx, own.Path, own.Data, store.AnyVersion)
 	})
 	return err
-}
-
-// semLeases returns the lease nodes among the children of dir, by Seq.
-func semLeases(dir string, kids []store.Child) []dbNode {
-	var ls []dbNode
-	for _, k := range kids {
-		if strings.Contains(k.Name, names.Lease) {
-			ls = append(ls, dbNode{path: store.Join(dir, k.Name), seq: k.Seq})
-		}
-	}
-	return ls
-}
-
-// lost is the error of a grant that Confirm refused: the lease's own when
-// its node is gone or the session ended.
-func (s *Semaphore) lost(path string, err error) error {
-	if errors.Is(err, store.ErrNoNode) || s.st.Context().Err() != nil {
-		return s.ownGone(path)
-	}
-	return err
-}
-
-func (s *Semaphore) ownGone(path string) error {
-	if s.st.Context().Err() != nil {
-		return fmt.Errorf("lease %q: %w", path, context.Cause(s.st.Context()))
-	}
-	return fmt.Errorf("lease %q: %w", path, ErrNodeDeleted)
-}
-
-func (s *Semaphore) grant(node store.Node, held *telemetry.Holding) *Lease {
-	return &Lease{path: s.path, hold: recipe.NewHold(s.st, node, s.opts.holdWith(s.rec, held))}
 }
 
 // Lease is one of a Semaphore's n leases, held from Acquire until Release.

@@ -3,15 +3,13 @@
 // stopped with, and a Close that waits for its goroutine. A watcher, an
 // observer, a consumer or a candidate is a Loop plus the body of its loop,
 // so that every one of them closes its channels in the same order and
-// reports Err the same way. Offer is the step of a body that follows a
-// value: offer the latest, and drop it for a newer one once it is stale.
+// reports Err the same way. The body of a loop that follows a value is
+// recipe.Follow.
 package runner
 
 import (
 	"context"
 	gosync "sync"
-
-	"github.com/corral-go/corral/store"
 )
 
 // Loop is one goroutine running a loop body, and the channel the body sends
@@ -110,27 +108,6 @@ func (l *Loop[T]) Close(cause error) error {
 	l.Stop(cause)
 	<-l.Done()
 	return nil
-}
-
-// Offer offers v on out until a receiver takes it, and then waits until
-// stale fires: the watch that fires once v may be out of date. It returns
-// false early when stale fires before v is taken (the loop reads again and
-// offers the newer value instead), and ctx's error when ctx ends first. A
-// nil out offers nothing: Offer only waits for stale.
-func Offer[T any](ctx context.Context, out chan<- T, v T, stale <-chan store.Event) (taken bool, err error) {
-	select {
-	case out <- v:
-	case <-stale:
-		return false, nil
-	case <-ctx.Done():
-		return false, ctx.Err()
-	}
-	select {
-	case <-stale:
-		return true, nil
-	case <-ctx.Done():
-		return true, ctx.Err()
-	}
 }
 
 // Cause returns the cause of ctx once ctx has ended, else err: the error of

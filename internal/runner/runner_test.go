@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/corral-go/corral/internal/runner"
-	"github.com/corral-go/corral/store"
 	"go.uber.org/goleak"
 )
 
@@ -171,54 +170,4 @@ func TestCause(t *testing.T) {
 	if err := runner.Cause(ctx, context.Canceled); !errors.Is(err, errClosed) {
 		t.Errorf("Cause(ended ctx, Canceled) = %v; want %v", err, errClosed)
 	}
-}
-
-// TestOffer: a value is offered until taken and then the watch is waited
-// for; a watch that fires first makes the offer stale; a nil channel only
-// waits; an ended ctx stops both waits.
-func TestOffer(t *testing.T) {
-	fired := func() <-chan store.Event {
-		ch := make(chan store.Event, 1)
-		ch <- store.Event{Type: store.EventDeleted}
-		close(ch)
-		return ch
-	}
-	t.Run("taken", func(t *testing.T) {
-		out, stale := make(chan int), make(chan store.Event, 1)
-		go func() {
-			<-out
-			stale <- store.Event{Type: store.EventDeleted}
-		}()
-		if taken, err := runner.Offer(t.Context(), out, 1, stale); !taken || err != nil {
-			t.Errorf("Offer = %v, %v; want true, nil", taken, err)
-		}
-	})
-	t.Run("stale first", func(t *testing.T) {
-		if taken, err := runner.Offer(t.Context(), make(chan int), 1, fired()); taken || err != nil {
-			t.Errorf("Offer = %v, %v; want false, nil", taken, err)
-		}
-	})
-	t.Run("nil out", func(t *testing.T) {
-		if taken, err := runner.Offer(t.Context(), nil, 1, fired()); taken || err != nil {
-			t.Errorf("Offer = %v, %v; want false, nil", taken, err)
-		}
-	})
-	t.Run("ctx ends before the receiver", func(t *testing.T) {
-		ctx, cancel := context.WithCancel(t.Context())
-		cancel()
-		if taken, err := runner.Offer(ctx, make(chan int), 1, nil); taken || !errors.Is(err, context.Canceled) {
-			t.Errorf("Offer = %v, %v; want false, %v", taken, err, context.Canceled)
-		}
-	})
-	t.Run("ctx ends before the watch", func(t *testing.T) {
-		ctx, cancel := context.WithCancel(t.Context())
-		out := make(chan int)
-		go func() {
-			<-out
-			cancel()
-		}()
-		if taken, err := runner.Offer(ctx, out, 1, nil); !taken || !errors.Is(err, context.Canceled) {
-			t.Errorf("Offer = %v, %v; want true, %v", taken, err, context.Canceled)
-		}
-	})
 }
