@@ -201,15 +201,16 @@ const (
 	short
 )
 
-// decode returns the value data holds and its encoding. Empty data (a node
-// made by kazoo's Counter, or as a directory) is 0, encoded as Curator's
-// DistributedAtomicLong encodes. Text comes first: kazoo's 4- and 8-digit
-// values have a binary encoding's length, while a binary value of only
-// ASCII digits is at least 808,464,432 (SharedCount) or 3.4e18.
+// decode returns the value data holds and its encoding. Empty data is 0 in
+// kazoo's text: kazoo's Counter makes its node empty (ensure_path) before
+// its first add, while Curator makes its node with its first value. Text
+// comes first: kazoo's 4- and 8-digit values have a binary encoding's
+// length, while a binary value of only ASCII digits is at least
+// 808,464,432 (SharedCount) or 3.4e18.
 func decode(data []byte) (int64, encoding, error) {
 	switch {
 	case len(data) == 0:
-		return 0, long, nil
+		return 0, text, nil
 	case decimal(data):
 		v, err := strconv.ParseInt(string(data), 10, 64)
 		if err != nil {

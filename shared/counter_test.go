@@ -77,7 +77,7 @@ func TestCounterEncodings(t *testing.T) {
 			err         error
 		}{
 			{"new", nil, 5, 5, long(5), nil},
-			{"empty", []byte{}, -3, -3, long(-3), nil},
+			{"empty", []byte{}, -3, -3, []byte("-3"), nil},
 			{"long", long(1 << 40), 1, 1<<40 + 1, long(1<<40 + 1), nil},
 			{"long negative", long(-7), 2, -5, long(-5), nil},
 			{"kazoo", []byte("41"), 1, 42, []byte("42"), nil},

@@ -32,9 +32,10 @@
 // big-endian two's complement) where it makes the node, so that a Java
 // process's DistributedAtomicLong and a Go process's Counter share one
 // counter on ZooKeeper; it reads kazoo's Counter (the value as decimal
-// text) and Curator's SharedCount (4 bytes, as kazoo's Counter with
-// support_curator writes it) as well, and keeps the encoding it finds. On
-// etcd and memstore the encoding is the same.
+// text, in a node kazoo makes empty) and Curator's SharedCount (4 bytes,
+// as kazoo's Counter with support_curator writes it) as well, and keeps
+// the encoding it finds, so that it shares a counter with whichever client
+// made it. On etcd and memstore the encoding is the same.
 //
 // A path that holds another recipe's nodes (a lock's contenders, a queue)
 // is refused with [ErrKindMismatch] on the first call of a handle.
