@@ -67,7 +67,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -225,12 +224,12 @@ type Report struct {
 	// Path is the directory.
 	Path string `json:"path"`
 	Kind Kind   `json:"kind"`
-	// Limit is the stored limit of a semaphore or double barrier (0 when
-	// none is stored), and 0 for the other kinds.
+	// Limit is the limit of a semaphore or double barrier, as its nodes
+	// record it (0 when none does), and 0 for the other kinds.
 	Limit int `json:"limit,omitempty"`
 	// Holders hold the recipe, in order: the holder of a lock (or its
 	// readers), the leader of an election, the semaphore's leases within
-	// its limit (every lease when no limit is stored, as with Curator's
+	// its limit (every lease when none records a limit, as with Curator's
 	// semaphore), the members of a double barrier's released round.
 	Holders []Contender `json:"holders"`
 	// Waiters wait behind them, in order: the election's other
@@ -576,24 +575,20 @@ func identify(data []byte) (*Identity, []byte) {
 	return nil, data
 }
 
-// limit reads the limit stored in the node at p, 0 when there is none.
-func (r *reader) limit(ctx context.Context, p string) (int, error) {
-	n, err := r.st.Get(ctx, p)
-	if err != nil {
-		return 0, err
+// limit returns the limit the nodes of kids with marker record in their
+// names (names.WithSetting), 0 when none does: the first one's, which the
+// others agree with (they are refused otherwise).
+func limit(kids []store.Child, marker string) int {
+	for _, k := range kids {
+		if l, ok := names.SettingOf(k.Name, marker, 'n'); ok {
+			return l
+		}
 	}
-	l, err := strconv.Atoi(strings.TrimSpace(string(n.Data)))
-	if err != nil || l < 1 {
-		return 0, nil
-	}
-	return l, nil
+	return 0
 }
 
 func (r *reader) semaphore(ctx context.Context, rep *Report, kids []store.Child) error {
-	l, err := r.limit(ctx, rep.Path)
-	if err != nil {
-		return err
-	}
+	l := limit(kids, names.Lease)
 	rep.Limit = l
 	i := 0
 	for _, k := range kids {
@@ -628,11 +623,7 @@ func (r *reader) group(ctx context.Context, rep *Report, kids []store.Child) err
 }
 
 func (r *reader) doubleBarrier(ctx context.Context, rep *Report, kids []store.Child) error {
-	l, err := r.limit(ctx, rep.Path)
-	if err != nil {
-		return err
-	}
-	rep.Limit = l
+	rep.Limit = limit(kids, names.Member)
 	// The ready node holds the first and the last Seq of the released
 	// round; it changes without a change of children, so it is watched.
 	var lo, hi int64 = 0, -1

@@ -53,7 +53,7 @@ var misuseSentinels = []error{
 	context.DeadlineExceeded,
 	sync.ErrKindMismatch,
 	sync.ErrInvalidLimit,
-	sync.ErrLimitMismatch,
+	sync.ErrMismatch,
 	sync.ErrNotLocked,
 	sync.ErrNotEntered,
 	sync.ErrReleased,

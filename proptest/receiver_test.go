@@ -25,7 +25,7 @@ var misuseReceivers = []any{
 	(*sync.Mutex)(nil), (*sync.RWMutex)(nil), (*sync.MultiMutex)(nil),
 	(*sync.StripedMutex)(nil), (*sync.Stripe)(nil), (*sync.Semaphore)(nil),
 	(*sync.Lease)(nil), (*sync.ReadHold)(nil), (*sync.Barrier)(nil), (*sync.DoubleBarrier)(nil),
-	(*sync.LimitError)(nil), (*sync.MemberError)(nil),
+	(*sync.MemberError)(nil),
 	(*queue.Queue)(nil), (*queue.Item)(nil), (*queue.Consumer)(nil),
 	queue.Delivery(0),
 	(*election.Election)(nil), (*election.Leadership)(nil),

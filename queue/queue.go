@@ -314,8 +314,9 @@ var (
 	// ErrConsumerClosed is the cause reported by a Consumer stopped by Close.
 	ErrConsumerClosed = errors.New("queue: consumer closed")
 	// ErrMismatch: the settings stored with the queue differ from the
-	// options the Queue was given.
-	ErrMismatch = errors.New("queue: settings differ from the queue's")
+	// options the Queue was given. It is the same error as
+	// sync.ErrMismatch and partition.ErrMismatch.
+	ErrMismatch = recipe.ErrMismatch
 	// ErrKindMismatch: the path holds another kind of recipe's nodes.
 	ErrKindMismatch = recipe.ErrKindMismatch
 	// ErrClaimLost: the item's claim ended (its visibility timeout

@@ -38,9 +38,10 @@ var (
 // the first n to arrive (in the order of their nodes' Seq). A participant
 // that arrives while a round is filling beyond n, or while a released round
 // is still inside, waits for the next round, which fills once every member
-// of the round before it has left. The barrier's node stores n, and an Enter
-// with a different n fails with a *LimitError (ErrLimitMismatch); an n under
-// 1 fails with ErrInvalidLimit.
+// of the round before it has left. Every member node records n in its
+// name ("member-n3-…"), and an Enter with an n that differs from that of a
+// member there fails with ErrMismatch; an n under 1 fails with
+// ErrInvalidLimit.
 //
 // # Layout
 //
@@ -90,8 +91,9 @@ type DoubleBarrier struct {
 	turn chan struct{}
 	self *DoubleBarrier // b itself, unless b is a copy
 
+	limit *recipe.Setting // n, as the member nodes record it
+
 	// Guarded by turn.
-	limit   storedLimit
 	entered bool
 	me      dbNode  // own node, while entered
 	round   dbRound // own round, while entered
@@ -122,7 +124,7 @@ func NewDoubleBarrier(st store.Store, path string, n int, opts ...LockOption) *D
 	b := &DoubleBarrier{st: st, path: path, n: n, opts: o, turn: make(chan struct{}, 1),
 		rec: o.recorder(telemetry.KindDoubleBarrier, path, ErrMemberLost)}
 	b.self = b
-	b.limit.family = names.Members
+	b.limit = limitSetting(names.Member, n)
 	b.turn <- struct{}{}
 	return b
 }
@@ -156,8 +158,8 @@ func (b *DoubleBarrier) Path() string {
 }
 
 // Enter joins the barrier and blocks until the participant's round of n is
-// complete. The first call also stores n with the barrier, or checks it
-// against the stored one (a *LimitError when they differ).
+// complete. It fails with ErrMismatch when a member there has another n. A
+// lost connection is ridden out while ctx and the session live.
 //
 // When ctx ends first Enter deletes the participant's node and returns
 // ctx.Err(), unless the round was released with it in just then: Enter then
@@ -191,13 +193,12 @@ func (b *DoubleBarrier) Enter(ctx context.Context) error {
 }
 
 func (b *DoubleBarrier) enter(ctx context.Context, a telemetry.Attempt) error {
-	if err := b.limit.check(ctx, b.st, b.path, b.n); err != nil {
-		return b.fail(ctx, "enter", err)
-	}
 	if err := recipe.Flush(ctx, b.st, b.path); err != nil {
 		return b.fail(ctx, "enter", err)
 	}
-	node, err := b.st.Create(ctx, store.Join(b.path, names.Member), b.opts.nodeData(a.Start()), store.EphemeralSequential)
+	node, err := recipe.Retry(ctx, b.st, func() (store.Node, error) {
+		return b.st.Create(ctx, store.Join(b.path, b.limit.Prefix()), b.opts.nodeData(a.Start()), store.EphemeralSequential)
+	})
 	if err != nil {
 		return b.fail(ctx, "enter", err)
 	}
@@ -384,6 +385,11 @@ func (b *DoubleBarrier) enterStep(ctx context.Context, me dbNode) (dbRound, bool
 	var old, fresh []dbNode
 	found := false
 	for _, m := range b.members(kids) {
+		if m.seq < me.seq {
+			if err := b.limit.Check(b.path, store.Base(m.path)); err != nil {
+				return dbRound{}, false, err
+			}
+		}
 		found = found || m.path == me.path
 		if released && m.seq <= prev.hi {
 			old = append(old, m)

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
-	"sync/atomic"
 
 	"github.com/corral-go/corral/internal/holderr"
 	"github.com/corral-go/corral/internal/names"
@@ -14,117 +12,22 @@ import (
 	"github.com/corral-go/corral/store"
 )
 
-// Errors of the Semaphore and the DoubleBarrier.
+// Errors of the Semaphore, the StripedMutex and the DoubleBarrier.
 var (
-	// ErrInvalidLimit: a Semaphore or DoubleBarrier was made with a limit
-	// under 1.
+	// ErrInvalidLimit: a Semaphore, StripedMutex or DoubleBarrier was made
+	// with a limit under 1.
 	ErrInvalidLimit = errors.New("sync: limit must be at least 1")
-	// ErrLimitMismatch: the limit stored with a Semaphore or DoubleBarrier
-	// differs from the caller's; the error is a *LimitError.
-	ErrLimitMismatch = errors.New("sync: limit differs from the stored one")
+	// ErrMismatch: the limit of a Semaphore, StripedMutex or DoubleBarrier
+	// differs from the one of those using its path now. It is the same
+	// error as partition.ErrMismatch and queue.ErrMismatch.
+	ErrMismatch = recipe.ErrMismatch
 )
 
-// LimitError reports that a participant's limit differs from the one stored
-// with the Semaphore or DoubleBarrier it joins: every participant of one
-// semaphore or barrier must agree on its limit. It matches ErrLimitMismatch
-// with errors.Is.
-type LimitError struct {
-	Path   string // the node of the semaphore or barrier
-	Limit  int    // the caller's limit
-	Stored int    // the stored limit; 0 when the node holds something else
-}
-
-func (e *LimitError) Error() string {
-	if e == nil {
-		return ErrLimitMismatch.Error()
-	}
-	if e.Stored == 0 {
-		return fmt.Sprintf("sync: %q holds no limit, want %d", e.Path, e.Limit)
-	}
-	return fmt.Sprintf("sync: %q has limit %d, not %d", e.Path, e.Stored, e.Limit)
-}
-
-// Unwrap returns ErrLimitMismatch.
-func (e *LimitError) Unwrap() error { return ErrLimitMismatch }
-
-// storedLimit is the limit of a Semaphore, StripedMutex or DoubleBarrier as
-// the store has it: the first call that needs it stores it with the
-// recipe's node or checks it against the stored one (storeLimit), and later
-// calls trust that. Concurrent first calls each check, so that none waits
-// for another's I/O beyond its own ctx. family is that of the nodes the
-// recipe keeps in its node itself (names.NoFamily: none there, as a
-// StripedMutex keeps its stripes a level below). The zero value has
-// checked nothing.
-type storedLimit struct {
-	family  names.Family
-	checked atomic.Bool
-}
-
-// check makes sure, once, that the node at path stores n.
-func (l *storedLimit) check(ctx context.Context, st store.Store, path string, n int) error {
-	if l.checked.Load() {
-		return nil
-	}
-	if err := storeLimit(ctx, st, path, n, l.family); err != nil {
-		return err
-	}
-	l.checked.Store(true)
-	return nil
-}
-
-// storeLimit makes sure the node at path stores the limit n: it creates the
-// node holding n, or fills it in when it exists empty (made as the parent of
-// a participant that came first), and otherwise checks that the stored limit
-// is n. Concurrent callers agree through the node's version. An empty node
-// that holds the nodes of another kind of recipe than family (a lock's
-// directory) is refused before it is filled in (ErrKindMismatch), as the
-// participant's create would be refused after: it stays as that recipe
-// left it.
-func storeLimit(ctx context.Context, st store.Store, path string, n int, family names.Family) error {
-	want := []byte(strconv.Itoa(n))
-	for {
-		_, err := st.Create(ctx, path, want, store.Persistent)
-		if err == nil {
-			return nil
-		}
-		if !errors.Is(err, store.ErrNodeExists) {
-			return err
-		}
-		node, err := st.Get(ctx, path)
-		if errors.Is(err, store.ErrNoNode) {
-			continue // deleted meanwhile: try again
-		}
-		if err != nil {
-			return err
-		}
-		if len(node.Data) == 0 {
-			if family != names.NoFamily {
-				kids, err := recipe.Children(ctx, st, path)
-				if errors.Is(err, store.ErrNoNode) {
-					continue // deleted meanwhile: try again
-				}
-				if err != nil {
-					return err
-				}
-				if err := recipe.CheckFamily(path, kids, family); err != nil {
-					return err
-				}
-			}
-			_, err := st.Set(ctx, path, want, node.Version)
-			if errors.Is(err, store.ErrBadVersion) || errors.Is(err, store.ErrNoNode) {
-				continue // someone else got there first: check theirs
-			}
-			return err
-		}
-		got, err := strconv.Atoi(string(node.Data))
-		if err != nil || got < 1 {
-			got = 0
-		}
-		if got != n {
-			return &LimitError{Path: path, Limit: n, Stored: got}
-		}
-		return nil
-	}
+// limitSetting returns the setting that the contenders of a Semaphore,
+// StripedMutex or DoubleBarrier with marker record of limit n: in their
+// names, so that it goes with the last of them (recipe.Setting).
+func limitSetting(marker string, n int) *recipe.Setting {
+	return &recipe.Setting{Marker: marker, Key: 'n', Value: n, Name: "limit"}
 }
 
 // Errors of the Semaphore's leases. The causes a lost lease reports on its
@@ -156,9 +59,12 @@ var (
 // it. The first waiter sets one watch per holder, so a large n makes its
 // waits dearer, and nobody else's.
 //
-// The limit n is stored in the semaphore's node by the first participant,
-// and Acquire and TryAcquire with another n fail with a *LimitError
-// (ErrLimitMismatch); an n under 1 fails with ErrInvalidLimit.
+// The limit n is recorded in every lease's node name ("lease-n3-…"), and
+// Acquire and TryAcquire with an n that differs from that of a lease
+// there fail with ErrMismatch; an n under 1 fails with ErrInvalidLimit.
+// The limit lives only as long as the leases: once the last is released,
+// the semaphore's node goes with it (see Parents in package store), and
+// the next Acquire sets the limit anew.
 //
 // A Semaphore is safe for concurrent use: its goroutines acquire leases
 // independently, each counting against n. A Semaphore must not be copied
@@ -175,19 +81,19 @@ type Semaphore struct {
 	n    int
 	opts lockOptions
 	spec *recipe.Spec // of the leases
-
-	limit storedLimit
 }
 
 // NewSemaphore returns a Semaphore of n leases whose node is at path in st.
-// It does no I/O: an invalid path, an n under 1 or one that differs from the
-// stored one are reported by the first Acquire or TryAcquire.
+// It does no I/O: an invalid path and an n under 1 are reported by every
+// Acquire and TryAcquire, and an n that differs from that of the leases
+// there by the one that meets them.
 func NewSemaphore(st store.Store, path string, n int, opts ...LockOption) *Semaphore {
 	o := newLockOptions(opts)
 	s := &Semaphore{st: st, path: path, n: n, opts: o}
-	s.spec = o.spec(path, names.Lease, recipe.Order{Block: s.blockers, Granted: handOn},
+	limit := limitSetting(names.Lease, n)
+	s.spec = o.spec(path, limit.Prefix(), recipe.Order{Block: s.blockers, Granted: handOn},
 		o.recorder(telemetry.KindSemaphore, path, ErrNodeDeleted))
-	s.limit.family = names.Leases
+	s.spec.Setting = limit
 	return s
 }
 
@@ -242,7 +148,7 @@ func (s *Semaphore) TryAcquire(ctx context.Context) (*Lease, bool, error) {
 	return &Lease{path: s.path, hold: h}, true, nil
 }
 
-// prepare checks the limit, and the stored one the first time.
+// prepare checks the Semaphore and its limit.
 func (s *Semaphore) prepare(ctx context.Context, op string) error {
 	if s == nil || s.st == nil {
 		return opErr(op, s.Path(), fmt.Errorf("%w: semaphore not made by NewSemaphore with a store", store.ErrInvalidArgument))
@@ -258,9 +164,6 @@ func (s *Semaphore) prepare(ctx context.Context, op string) error {
 	}
 	if ctx.Err() != nil {
 		return acquireErr(ctx, op, s.path, nil)
-	}
-	if err := s.limit.check(ctx, s.st, s.path, s.n); err != nil {
-		return acquireErr(ctx, op, s.path, err)
 	}
 	return nil
 }

@@ -31,19 +31,20 @@ const handOverTries = 1
 // lands, so more tries mostly lose more.
 const freeTries = 2
 
-// A stripe's contenders are named "s<i>-lock-" when their Lock takes any
-// stripe, and "s<i>-only-lock-" when it is limited to some (it is never
-// handed another stripe). Both end in Curator's "lock-", just before the
-// sequence suffix.
+// A stripe's contenders are named "s<i>-lock-n<k>-" when their Lock takes
+// any stripe, and "s<i>-only-lock-n<k>-" when it is limited to some (it is
+// never handed another stripe), where k is the number of stripes (see
+// limitSetting). Both hold Curator's "lock-".
 const onlyMarker = "only-"
 
-// stripePrefix is the name prefix of a contender for stripe i.
-func stripePrefix(i int, all bool) string {
+// stripePrefix is the name prefix of a contender for stripe i, with the
+// setting k of the stripes' number.
+func stripePrefix(i int, all bool, k *recipe.Setting) string {
 	p := "s" + strconv.Itoa(i) + "-"
 	if !all {
 		p += onlyMarker
 	}
-	return p + names.Lock
+	return p + k.Prefix()
 }
 
 // stripeOf returns the stripe of the contender named name and whether its
@@ -91,7 +92,8 @@ func stripeBlocker(cs []recipe.Contender, own int) int {
 // one (see the example).
 //
 // The stripes' contenders are ephemeral sequential nodes in one directory,
-// path + "/stripes", named "s<i>-lock-" for stripe i (or "s<i>-only-lock-")
+// path + "/stripes", named "s<i>-lock-n<k>-" for stripe i (or
+// "s<i>-only-lock-n<k>-")
 // and ordered by Seq as a Mutex's are; a contender waits only for the last
 // earlier contender of its own stripe. Each grant has the stripe's own hold
 // context and fencing token (the node's store.Node.Fence, which grows with
@@ -101,9 +103,11 @@ func stripeBlocker(cs []recipe.Contender, own int) int {
 // behind it and waits for every stripe before it: it holds the whole
 // resource, for a stock-taking or a restocking.
 //
-// The number of stripes k is stored in the node at the path by the first
-// caller, and Lock and TryLock with another k fail with a *LimitError
-// (ErrLimitMismatch); a k under 1 fails with ErrInvalidLimit.
+// The number of stripes k is recorded in every contender's name, and Lock
+// and TryLock with a k that differs from that of a contender there fail
+// with ErrMismatch; a k under 1 fails with ErrInvalidLimit. It lives as long
+// as the contenders do: once the last stripe is unlocked, the stripes'
+// directory and the node at the path go with it.
 //
 // # Waiting without a herd
 //
@@ -167,7 +171,7 @@ type StripedMutex struct {
 	// Lock tries that stripe last.
 	handed atomic.Int64
 
-	limit storedLimit // k
+	stripes *recipe.Setting // k, as the contenders record it
 }
 
 // NewStripedMutex returns a StripedMutex of k stripes whose node is at path
@@ -175,7 +179,8 @@ type StripedMutex struct {
 // from the stored one are reported by the first Lock or TryLock.
 func NewStripedMutex(st store.Store, path string, k int, opts ...LockOption) *StripedMutex {
 	o := newLockOptions(opts)
-	return &StripedMutex{st: st, path: path, k: k, opts: o, rec: o.recorder(telemetry.KindStriped, path, ErrNodeDeleted)}
+	return &StripedMutex{st: st, path: path, k: k, opts: o, rec: o.recorder(telemetry.KindStriped, path, ErrNodeDeleted),
+		stripes: limitSetting(names.Lock, k)}
 }
 
 // Path returns the path of the striped lock's node.
@@ -269,9 +274,6 @@ func (s *StripedMutex) prepare(ctx context.Context, op string, stripes []int) ([
 	}
 	if ctx.Err() != nil {
 		return nil, s.opErr(ctx, op, nil)
-	}
-	if err := s.limit.check(ctx, s.st, s.path, s.k); err != nil {
-		return nil, s.opErr(ctx, op, err)
 	}
 	return set, nil
 }
@@ -384,7 +386,7 @@ func (s *StripedMutex) acquire(ctx context.Context, a telemetry.Attempt, ord []i
 // spec returns the spec of a contender for stripe i, of a Lock that takes
 // any stripe (all) or not.
 func (s *StripedMutex) spec(i int, all bool) *recipe.Spec {
-	return s.opts.spec(s.dir(), stripePrefix(i, all), recipe.Order{Block: func(dir string, cs []recipe.Contender, own int) []recipe.Watch {
+	sp := s.opts.spec(s.dir(), stripePrefix(i, all, s.stripes), recipe.Order{Block: func(dir string, cs []recipe.Contender, own int) []recipe.Watch {
 		b := stripeBlocker(cs, own)
 		if b < 0 {
 			return nil
@@ -398,6 +400,8 @@ func (s *StripedMutex) spec(i int, all bool) *recipe.Spec {
 		}
 		return ws
 	}}, s.rec)
+	sp.Setting = s.stripes
+	return sp
 }
 
 // firstFree returns the first index with an empty line not tried yet, or

@@ -24,6 +24,7 @@ package names
 
 import (
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/corral-go/corral/store"
@@ -74,6 +75,33 @@ const (
 	// settings).
 	ConfigMagic = "corral queue "
 )
+
+// WithSetting returns the name prefix of a contender with marker that also
+// records a setting every contender of its directory must agree on (a
+// semaphore's limit, a partition's number of shards): the marker, the
+// setting's key, its value in decimal and a dash ("lease-" 'n' 3 is
+// "lease-n3-"). The store's unique suffix follows it. A setting kept in
+// the contenders' names lives exactly as long as they do: a directory with
+// none left holds no setting.
+func WithSetting(marker string, key byte, v int) string {
+	return marker + string(key) + strconv.Itoa(v) + "-"
+}
+
+// SettingOf returns the setting key of the contender named name, made with
+// marker and WithSetting, and whether it records one (a value of at least
+// 1). A name of an earlier layout, or of another client, records none.
+func SettingOf(name, marker string, key byte) (int, bool) {
+	_, rest, ok := strings.Cut(name, marker)
+	if !ok || len(rest) < 3 || rest[0] != key {
+		return 0, false
+	}
+	digits, _, ok := strings.Cut(rest[1:], "-")
+	v, err := strconv.Atoi(digits)
+	if !ok || err != nil || v < 1 || digits[0] == '+' {
+		return 0, false
+	}
+	return v, true
+}
 
 // protected starts Curator's protected names, "_c_<uuid>-".
 const protected = "_c_"

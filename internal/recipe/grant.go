@@ -97,6 +97,10 @@ type Spec struct {
 	Data func(start time.Time) []byte
 	// Order says what a contender waits for.
 	Order Order
+	// Setting, when not nil, is what the contenders must agree on: Enter
+	// refuses a contender whose view shows an earlier one with another
+	// value (ErrMismatch). Prefix must record it (Setting.Prefix).
+	Setting *Setting
 	// Rec records the acquisitions and holds, and the removals of their
 	// nodes; nil records nothing.
 	Rec *telemetry.Recorder
@@ -202,24 +206,36 @@ type Line struct {
 // so that the new node never lines up behind one of them. On error no node
 // is left behind, or the error says it will be removed (ErrRemovalPending);
 // a directory that holds another recipe's nodes fails with
-// ErrKindMismatch.
+// ErrKindMismatch, and a contender whose setting differs from one before it
+// with ErrMismatch.
 func Enter(ctx context.Context, st store.Store, spec *Spec, a telemetry.Attempt) (*Line, error) {
 	var data []byte
 	if spec.Data != nil {
 		data = spec.Data(a.Start())
 	}
-	if spec.Order.Window == 0 {
-		n, cs, err := Create(ctx, st, spec.Rec, spec.Dir, spec.Prefix, data)
-		if err != nil {
-			return nil, err
-		}
-		return &Line{st: st, spec: spec, a: a, node: n, v: view{cs: cs, complete: true}}, nil
+	l := &Line{st: st, spec: spec, a: a}
+	var err error
+	if spec.Order.Window == 0 || spec.Setting != nil {
+		// A setting is agreed on with every contender before.
+		var cs []Contender
+		l.node, cs, err = Create(ctx, st, spec.Rec, spec.Dir, spec.Prefix, data)
+		l.v = view{cs: cs, complete: true}
+	} else {
+		l.node, l.v, err = create(ctx, st, spec.Rec, spec.Dir, spec.Prefix, data, spec.Order.Window)
 	}
-	n, v, err := create(ctx, st, spec.Rec, spec.Dir, spec.Prefix, data, spec.Order.Window)
 	if err != nil {
 		return nil, err
 	}
-	return &Line{st: st, spec: spec, a: a, node: n, v: v}, nil
+	if s := spec.Setting; s != nil {
+		i := Index(l.v.cs, l.node.Name())
+		if i < 0 {
+			return nil, errors.Join(OwnGone(st, l.node.Path), l.Leave(ctx))
+		}
+		if err := s.Agree(spec.Dir, l.v.cs, i); err != nil {
+			return nil, errors.Join(err, l.Leave(ctx))
+		}
+	}
+	return l, nil
 }
 
 // Node returns the contender's node.
