@@ -5,6 +5,10 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
+	"os"
+	"slices"
+	"strconv"
 	gosync "sync"
 	"sync/atomic"
 	"testing"
@@ -175,72 +179,142 @@ func (quietLog) Printf(string, ...any) {}
 
 // BenchmarkCounterAdd measures adds per second to one counter by 1, 8 and
 // 32 concurrent adders, each with a session (a client) of its own, with
-// shared.Counter and beside it with a compare-and-set loop written with
-// the store's own client (go-zookeeper's Set with a version; etcd's Txn on
-// ModRevision), interleaved: corral, then raw, at each count. It reports
-// adds/s; the counter ends at exactly b.N on both (checked).
+// shared.Counter beside a compare-and-set loop written with the store's
+// own client (go-zookeeper's Set with a version; etcd's Txn on
+// ModRevision, whose other branch reads the key for the next try). The
+// two run in interleaved rounds of CORRAL_SHARED_ROUND (1s) each,
+// CORRAL_SHARED_ROUNDS (5) of each, so that a shared machine's load
+// weighs on both alike; it reports the medians of both rates and of the
+// rounds' ratios, and checks that each counter ends at exactly the number
+// of adds made. Run it with -benchtime 1x.
 func BenchmarkCounterAdd(b *testing.B) {
+	rounds := envInt("CORRAL_SHARED_ROUNDS", 5)
+	round := time.Duration(envInt("CORRAL_SHARED_ROUND_MS", 1000)) * time.Millisecond
 	for _, name := range []string{"zk", "etcd"} {
 		b.Run(name, func(b *testing.B) {
 			s := newBenchServer(b, name)
 			for _, n := range []int{1, 8, 32} {
-				for _, kind := range []string{"corral", "raw"} {
-					b.Run(fmt.Sprintf("adders=%d/%s", n, kind), func(b *testing.B) {
-						benchAdd(b, s, kind, n)
-					})
-				}
+				b.Run(fmt.Sprintf("adders=%d", n), func(b *testing.B) {
+					for b.Loop() {
+						benchAdd(b, s, n, rounds, round)
+					}
+				})
 			}
 		})
 	}
 }
 
+func envInt(name string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
+		return v
+	}
+	return def
+}
+
 var benchRuns atomic.Int64
 
-func benchAdd(b *testing.B, s *benchServer, kind string, n int) {
+// benchAdd runs rounds of n corral adders and n raw ones, alternately,
+// each for d, and reports the medians.
+func benchAdd(b *testing.B, s *benchServer, n, rounds int, d time.Duration) {
 	ctx := context.Background()
-
-	path := fmt.Sprintf("/shared-bench/%d-%d", time.Now().UnixNano(), benchRuns.Add(1))
-	as := s.adders(b, kind, path, n)
-	defer func() {
-		for _, a := range as {
-			a.close()
+	sides := make([]*benchSide, 2)
+	for i, kind := range []string{"corral", "raw"} {
+		path := fmt.Sprintf("/shared-bench/%d-%d-%s", time.Now().UnixNano(), benchRuns.Add(1), kind)
+		side := &benchSide{kind: kind, path: path, as: s.adders(b, kind, path, n)}
+		defer side.close()
+		// The node made, and each adder's first read done, before any
+		// round.
+		for _, a := range side.as {
+			if err := a.add(ctx, 0); err != nil {
+				b.Fatal(err)
+			}
 		}
-	}()
-	// The node made, and each adder's first read done, outside the timing.
-	for _, a := range as {
-		if err := a.add(ctx, 0); err != nil {
-			b.Fatal(err)
+		sides[i] = side
+	}
+	var rates [2][]float64
+	var ratios []float64
+	for range rounds {
+		var pair [2]float64
+		for i, side := range sides {
+			adds, err := side.round(ctx, d)
+			if err != nil {
+				b.Fatal(err)
+			}
+			pair[i] = float64(adds) / d.Seconds()
+			rates[i] = append(rates[i], pair[i])
+		}
+		ratios = append(ratios, pair[0]/pair[1])
+	}
+	st := s.store(b)
+	defer st.Close()
+	for _, side := range sides {
+		if got, err := shared.NewCounter(st, side.path).Get(ctx); err != nil || got != side.done {
+			b.Errorf("%s counter = %d, %v; want %d, the adds made", side.kind, got, err, side.done)
 		}
 	}
-	var left atomic.Int64
-	left.Store(int64(b.N))
+	b.ReportMetric(median(rates[0]), "corral-adds/s")
+	b.ReportMetric(median(rates[1]), "raw-adds/s")
+	b.ReportMetric(median(ratios), "ratio")
+	b.Logf("adders=%d: corral %v, raw %v adds/s; ratios %v", n, rounded(rates[0]), rounded(rates[1]), rounded(ratios))
+}
+
+// benchSide is one kind of adder in a benchAdd: its adders, and the adds
+// they made so far.
+type benchSide struct {
+	kind string
+	path string
+	as   []adder
+	done int64
+}
+
+func (side *benchSide) close() {
+	for _, a := range side.as {
+		a.close()
+	}
+}
+
+// round lets every adder add 1 as fast as it can for d, and returns how
+// many adds went in.
+func (side *benchSide) round(ctx context.Context, d time.Duration) (int64, error) {
+	var count atomic.Int64
 	var wg gosync.WaitGroup
-	errs := make(chan error, n)
-	b.ResetTimer()
-	start := time.Now()
-	for _, a := range as {
+	errs := make(chan error, len(side.as))
+	deadline := time.Now().Add(d)
+	for _, a := range side.as {
 		wg.Go(func() {
-			for left.Add(-1) >= 0 {
+			for time.Now().Before(deadline) {
 				if err := a.add(ctx, 1); err != nil {
 					errs <- err
 					return
 				}
+				count.Add(1)
 			}
 		})
 	}
 	wg.Wait()
-	elapsed := time.Since(start)
-	b.StopTimer()
 	close(errs)
 	for err := range errs {
-		b.Fatal(err)
+		return 0, err
 	}
-	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "adds/s")
-	st := s.store(b)
-	defer st.Close()
-	if got, err := shared.NewCounter(st, path).Get(ctx); err != nil || got != int64(b.N) {
-		b.Fatalf("counter after %d adds = %d, %v", b.N, got, err)
+	side.done += count.Load()
+	return count.Load(), nil
+}
+
+func median(xs []float64) float64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	if len(s) == 0 {
+		return 0
 	}
+	return s[len(s)/2]
+}
+
+func rounded(xs []float64) []float64 {
+	out := make([]float64, len(xs))
+	for i, x := range xs {
+		out[i] = math.Round(x*100) / 100
+	}
+	return out
 }
 
 // BenchmarkGuardedWrite measures the latency of a value's write under a

@@ -124,7 +124,11 @@ func (c *Counter) add(ctx context.Context, delta int64) (int64, error) {
 		}
 		nd, err := c.n.put(ctx, data, cur.version, false, store.Guard{})
 		if err == nil {
-			c.remember(seenCount{value: next, version: nd.Version, enc: cur.enc, ok: true})
+			// Trusted for the next Add's first try only where this one
+			// met no other adder: under contention what the handle saw
+			// is stale by the next Add, and a try from it a round trip
+			// lost.
+			c.remember(seenCount{value: next, version: nd.Version, enc: cur.enc, ok: try == 1})
 			return next, nil
 		}
 		if !errors.Is(err, ErrVersionMoved) || try >= MaxTries {
@@ -165,8 +169,8 @@ func (c *Counter) seen() seenCount {
 }
 
 // remember keeps cur as the counter last seen: the next Add tries from it
-// first. It is a hint, right or not (a version only grows while the node
-// lives, but a node deleted and made again counts from 0).
+// first when cur.ok. It is a hint, right or not (a version only grows
+// while the node lives, but a node deleted and made again counts from 0).
 func (c *Counter) remember(cur seenCount) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
