@@ -100,8 +100,8 @@ const (
 	// (etcd's concurrency.Mutex and Election, bare sequential nodes): a
 	// lock or an election, ordered like one.
 	Foreign
-	// Group: the members of a group (package group), every one a holder,
-	// in the order they joined.
+	// Group: the members of a group (package group) or of a partition
+	// (package partition), every one a holder, in the order they joined.
 	Group
 )
 
@@ -409,7 +409,7 @@ func (r *reader) visit(ctx context.Context, p string, kids []store.Child, fn fun
 		// A name that looks like another client's contender (a few
 		// hexadecimal digits, like etcd's lease keys) may as well be a
 		// directory.
-		if f := names.FamilyOf(k.Name); f == names.NoFamily || f == names.Foreign {
+		if f := names.FamilyOf(k.Name); f == names.NoFamily || f == names.Foreign || f == names.PartitionDirs {
 			dirs = append(dirs, k.Name)
 		}
 	}
@@ -449,7 +449,7 @@ func kindOf(kids []store.Child) Kind {
 			return DoubleBarrier
 		case names.Queues:
 			return Queue
-		case names.Groups:
+		case names.Groups, names.Partitions:
 			return Group
 		case names.Foreign:
 			foreign = true
@@ -608,7 +608,7 @@ func (r *reader) semaphore(ctx context.Context, rep *Report, kids []store.Child)
 // persistent one is a directory), all holders.
 func (r *reader) group(ctx context.Context, rep *Report, kids []store.Child) error {
 	for _, k := range kids {
-		if f := names.FamilyOf(k.Name); f != names.Groups && f != names.Foreign && f != names.NoFamily {
+		if f := names.FamilyOf(k.Name); f != names.Groups && f != names.Partitions && f != names.Foreign && f != names.NoFamily {
 			continue
 		}
 		n, ok, err := r.node(ctx, store.Join(rep.Path, k.Name), k.Seq)

@@ -26,7 +26,7 @@ var misuseReceivers = []any{
 	(*sync.StripedMutex)(nil), (*sync.Stripe)(nil), (*sync.Semaphore)(nil),
 	(*sync.Lease)(nil), (*sync.ReadHold)(nil), (*sync.Barrier)(nil), (*sync.DoubleBarrier)(nil),
 	(*sync.MemberError)(nil),
-	(*queue.Queue)(nil), (*queue.Item)(nil), (*queue.Consumer)(nil),
+	(*queue.Queue)(nil), (*queue.Item)(nil), (*queue.Consumer)(nil), (*queue.Pending)(nil),
 	queue.Delivery(0),
 	(*election.Election)(nil), (*election.Leadership)(nil),
 	(*election.Candidate)(nil), (*election.Observer)(nil), election.Leader{},

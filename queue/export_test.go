@@ -47,3 +47,19 @@ func OnPutJoin(q *Queue, f func()) {
 	defer q.puts.mu.Unlock()
 	q.puts.onJoin = f
 }
+
+// OnPutLeave sets a function that every put of q whose ctx ended calls once
+// it has left its request.
+func OnPutLeave(q *Queue, f func()) {
+	q.puts.mu.Lock()
+	defer q.puts.mu.Unlock()
+	q.puts.onLeave = f
+}
+
+// OnPutHold sets a function that every PutAsync of q which waits for room
+// calls before it waits.
+func OnPutHold(q *Queue, f func()) {
+	q.puts.mu.Lock()
+	defer q.puts.mu.Unlock()
+	q.puts.onHold = f
+}

@@ -177,6 +177,11 @@ func (m *Mutex) Context() context.Context { return m.ex().context() }
 // is the contender node's Seq), so storage can reject a stale holder.
 func (m *Mutex) Token() int64 { return m.ex().token() }
 
+// Guard returns the guard of the current hold's node, for a write that
+// must be applied only while the lock is held (see store.Guard), or the
+// zero Guard when the Mutex is not held.
+func (m *Mutex) Guard() store.Guard { return m.ex().guard() }
+
 // Locker returns a sync.Locker whose methods call Lock and Unlock with
 // context.Background(). Since sync.Locker cannot return errors, they panic
 // with the error (which matches the sentinels of this package and store
@@ -329,6 +334,15 @@ func (x *exclusive) context() context.Context {
 		return notHeld
 	}
 	return x.hold.Context()
+}
+
+func (x *exclusive) guard() store.Guard {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.hold == nil {
+		return store.Guard{}
+	}
+	return x.hold.Guard()
 }
 
 func (x *exclusive) token() int64 {

@@ -224,6 +224,11 @@ func (l *Lease) Context() context.Context { return (*handle)(l).context() }
 // with every lease granted by the semaphore and orders the grants.
 func (l *Lease) Token() int64 { return (*handle)(l).token() }
 
+// Guard returns the guard of the lease's node, for a write that must be
+// applied only while the lease is held (see store.Guard); the zero Guard
+// for a nil or zero Lease.
+func (l *Lease) Guard() store.Guard { return (*handle)(l).guard() }
+
 // Release gives the lease back and removes its node, which wakes the first
 // waiter in line. The lease ends at once; the removal is tried until ctx
 // ends, and for a short grace after (see the package doc, "Outages"), so a

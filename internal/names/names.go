@@ -51,9 +51,11 @@ const (
 	Lease = "lease-"
 	// Member marks a double barrier's participants.
 	Member = "member-"
-	// Group marks a group's members (and a partition's shard-count nodes,
-	// which read as a group).
+	// Group marks a group's members.
 	Group = "group-"
+	// Partition marks a partition's members, which record its number of
+	// shards after it (see WithSetting).
+	Partition = "partition-"
 )
 
 // The fixed nodes of the recipes.
@@ -69,6 +71,10 @@ const (
 	// Config is a queue's node that stores its settings; its data starts
 	// with ConfigMagic.
 	Config = "config"
+	// PartitionMembers and PartitionShards are a partition's directories:
+	// its members, and the lock directories of its shards.
+	PartitionMembers = "members"
+	PartitionShards  = "shards"
 	// ConfigMagic starts the data of every queue's config node, whatever
 	// its version: it tells a queue from a directory that only has a child
 	// named "config" (ZooKeeper's own /zookeeper, an application's
@@ -140,6 +146,12 @@ const (
 	Foreign
 	// Groups: group members (Group).
 	Groups
+	// Partitions: a partition's members (Partition).
+	Partitions
+	// PartitionDirs: a partition's directories (PartitionMembers,
+	// PartitionShards), which its path holds. No recipe lives in such a
+	// path but the partition.
+	PartitionDirs
 )
 
 func (f Family) String() string {
@@ -158,6 +170,10 @@ func (f Family) String() string {
 		return "foreign contender"
 	case Groups:
 		return "group"
+	case Partitions:
+		return "partition member"
+	case PartitionDirs:
+		return "partition"
 	}
 	return "node of no recipe"
 }
@@ -182,9 +198,12 @@ var marks = [...]Mark{
 	{Claims, Queues, true},
 	{Config, Queues, true},
 	{Deliveries, Queues, true},
+	{PartitionMembers, PartitionDirs, true},
+	{PartitionShards, PartitionDirs, true},
 	{Latch, Latches, false},
 	{Lease, Leases, false},
 	{Group, Groups, false},
+	{Partition, Partitions, false},
 	{Member, Members, false},
 	{Lock, Locks, false},
 	{Read, Locks, false},

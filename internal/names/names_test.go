@@ -75,14 +75,14 @@ func TestFamilyOf(t *testing.T) {
 		name string
 		want names.Family
 	}{
-		{"0000000007", names.Foreign},            // a bare ZooKeeper suffix
-		{"694d7c1e8b3a2f04", names.Foreign},      // etcd's concurrency key
-		{"x-0000000007", names.Foreign},          // another client's marker
-		{"cafe", names.NoFamily},                 // a directory, not a lease ID
-		{"orders", names.NoFamily},               // a directory
-		{"", names.NoFamily},                     //
-		{"group-k16-0000000003", names.Groups},   // a partition's shard count
-		{"s3-only-lock-0000000004", names.Locks}, // a stripe's contender
+		{"0000000007", names.Foreign},                  // a bare ZooKeeper suffix
+		{"694d7c1e8b3a2f04", names.Foreign},            // etcd's concurrency key
+		{"x-0000000007", names.Foreign},                // another client's marker
+		{"cafe", names.NoFamily},                       // a directory, not a lease ID
+		{"orders", names.NoFamily},                     // a directory
+		{"", names.NoFamily},                           //
+		{"partition-k16-0000000003", names.Partitions}, // a partition's member
+		{"s3-only-lock-0000000004", names.Locks},       // a stripe's contender
 	} {
 		if f := names.FamilyOf(tt.name); f != tt.want {
 			t.Errorf("FamilyOf(%q) = %v; want %v", tt.name, f, tt.want)
@@ -171,7 +171,7 @@ func TestMarksUnique(t *testing.T) {
 		seen[m.Text] = true
 		families[m.Family] = true
 	}
-	for _, f := range []names.Family{names.Locks, names.Latches, names.Leases, names.Members, names.Queues, names.Groups} {
+	for _, f := range []names.Family{names.Locks, names.Latches, names.Leases, names.Members, names.Queues, names.Groups, names.Partitions, names.PartitionDirs} {
 		if !families[f] {
 			t.Errorf("no mark of family %v", f)
 		}

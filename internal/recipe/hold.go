@@ -145,6 +145,11 @@ func (h *Hold) check() {
 // Node returns the held node.
 func (h *Hold) Node() store.Node { return h.node }
 
+// Guard returns the guard of the held node (see store.Guard): a write
+// guarded by it is applied only while the node is there, which is while
+// the hold is held at the server.
+func (h *Hold) Guard() store.Guard { return store.Guard{Path: h.node.Path, Seq: h.node.Seq} }
+
 // Token returns the fencing token of the hold: the node's, which grows
 // with every successive grant at the same path, across the reclaiming of
 // its directory too (see store.Node.Fence).
