@@ -8,6 +8,7 @@ import (
 	"github.com/corral-go/corral/memstore"
 	"github.com/corral-go/corral/shared"
 	"github.com/corral-go/corral/store"
+	"github.com/corral-go/corral/sync"
 )
 
 // A read-modify-write of a shared value: read it with its version, and
@@ -56,14 +57,7 @@ func ExampleCounter() {
 	// now: 3
 }
 
-// worker is a hold: the registration node of a worker, which exists
-// while the worker does. Every hold of corral's primitives has a Guard
-// method of its own.
-type worker struct{ node store.Node }
-
-func (w worker) Guard() store.Guard { return store.Guard{Path: w.node.Path, Seq: w.node.Seq} }
-
-// Writes applied only while a hold is held: once the holder's session has
+// Writes applied only while a lock is held: once the holder's session has
 // ended, the server refuses them, however late they arrive.
 func ExampleWrite() {
 	ctx := context.Background()
@@ -71,16 +65,17 @@ func ExampleWrite() {
 	holder, other := srv.Open(), srv.Open()
 	defer other.Close()
 
-	n, _ := holder.Create(ctx, "/workers/w-", nil, store.EphemeralSequential)
-	w := worker{n}
-
-	_, err := shared.Write(ctx, other, w, []store.Op{
+	m := sync.NewMutex(holder, "/locks/jobs")
+	_ = m.Lock(ctx)
+	_, err := shared.Write(ctx, holder, m, []store.Op{
 		store.CreateOp("/jobs", []byte("42 done")),
 	})
 	fmt.Println("while held:", err)
 
 	holder.Expire() // the holder's session ends, as after a long pause
-	_, err = shared.Write(ctx, other, w, []store.Op{store.SetOp("/jobs", []byte("43 done"), 0)})
+	// A write the holder sent before it learned, arriving late through
+	// another session, say:
+	_, err = shared.Write(ctx, other, m, []store.Op{store.SetOp("/jobs", []byte("43 done"), 0)})
 	fmt.Println("after:", errors.Is(err, shared.ErrLost))
 
 	got, _ := shared.NewValue(other, "/jobs").Get(ctx)
@@ -91,27 +86,24 @@ func ExampleWrite() {
 	// jobs: 42 done
 }
 
-// A value set only while its writer holds its hold.
+// A value set only while its writer holds a lock.
 func ExampleValue_SetWhile() {
 	ctx := context.Background()
 	st := memstore.New()
 	defer st.Close()
 
-	n, _ := st.Create(ctx, "/leases/l-", nil, store.EphemeralSequential)
-	w := worker{n}
+	m := sync.NewMutex(st, "/locks/owner")
+	_ = m.Lock(ctx)
 	v := shared.NewValue(st, "/state/owner")
-	got, err := v.SetWhile(ctx, w, []byte("me"))
+	got, err := v.SetWhile(ctx, m, []byte("me"))
 	fmt.Printf("%s at version %d, %v\n", got.Data, got.Version, err)
 
-	_ = st.Delete(ctx, n.Path) // released
-	_, err = v.SetWhile(ctx, w, []byte("still me?"))
-	fmt.Println("after release:", errors.Is(err, shared.ErrLost))
-	_, err = v.SetWhile(ctx, worker{}, []byte("nobody"))
-	fmt.Println("nothing held:", errors.Is(err, shared.ErrNotHeld))
+	_ = m.Unlock(ctx)
+	_, err = v.SetWhile(ctx, m, []byte("still me?"))
+	fmt.Println("after Unlock:", errors.Is(err, shared.ErrNotHeld))
 	// Output:
 	// me at version 0, <nil>
-	// after release: true
-	// nothing held: true
+	// after Unlock: true
 }
 
 // A watcher sends the value now, then after each change.

@@ -31,7 +31,7 @@ func TestMisuse(t *testing.T) {
 		{"root", shared.NewValue(st, "/"), shared.NewCounter(st, "/"), store.ErrInvalidPath},
 		{"nil option", shared.NewValue(st, "/a", nil), shared.NewCounter(st, "/a", nil), store.ErrInvalidArgument},
 	} {
-		h := worker{}
+		h := rawHold{}
 		calls := map[string]func() error{
 			"Value.Get":                func() error { _, err := tt.v.Get(ctx); return err },
 			"Value.Set":                func() error { _, err := tt.v.Set(ctx, nil); return err },
@@ -58,13 +58,13 @@ func TestMisuse(t *testing.T) {
 			t.Errorf("Path of a nil Value = %q", p)
 		}
 	}
-	if _, err := shared.Write(ctx, nil, worker{}, nil); !errors.Is(err, store.ErrInvalidArgument) {
+	if _, err := shared.Write(ctx, nil, rawHold{}, nil); !errors.Is(err, store.ErrInvalidArgument) {
 		t.Errorf("Write(nil store) = %v; want ErrInvalidArgument", err)
 	}
-	if _, err := shared.Write(ctx, st, worker{}, nil, nil); !errors.Is(err, store.ErrInvalidArgument) {
+	if _, err := shared.Write(ctx, st, rawHold{}, nil, nil); !errors.Is(err, store.ErrInvalidArgument) {
 		t.Errorf("Write(nil option) = %v; want ErrInvalidArgument", err)
 	}
-	held := worker{store.Node{Path: "/h", Seq: 1}}
+	held := rawHold{store.Guard{Path: "/h", Seq: 1}}
 	if _, err := shared.Write(ctx, st, held, []store.Op{store.SetOp("/", nil, 0)}); !errors.Is(err, store.ErrInvalidPath) {
 		t.Errorf("Write(root) = %v; want ErrInvalidPath", err)
 	}

@@ -18,10 +18,12 @@ import (
 // CompareAndSet with NoVersion sets a value only where none is.
 const NoVersion int64 = -1
 
-// Holder is a hold a guarded write is applied under: a lock, a read hold,
-// a semaphore lease, a leadership, a shard, a membership, or anything
-// else whose Guard names the node that exists exactly while it is held.
-// Guard returns the zero store.Guard when nothing is held.
+// Holder is a hold a guarded write is applied under: every hold of
+// corral's is one (sync.Mutex, sync.RWMutex, sync.ReadHold, sync.Lease,
+// sync.Stripe, election.Leadership, group.Membership, partition.Shard),
+// and so is anything else whose Guard names the node that exists exactly
+// while it is held. Guard returns the zero store.Guard when nothing is
+// held.
 type Holder interface {
 	Guard() store.Guard
 }

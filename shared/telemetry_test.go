@@ -41,7 +41,7 @@ func TestTelemetry(t *testing.T) {
 	}
 	n, _ := holder.Create(ctx, "/t/lock-", nil, store.EphemeralSequential)
 	holder.Expire()
-	_, _ = shared.Write(ctx, st, worker{n}, []store.Op{store.SetOp("/t/v", nil, store.AnyVersion)}, opts...)
+	_, _ = shared.Write(ctx, st, rawHold{store.Guard{Path: n.Path, Seq: n.Seq}}, []store.Op{store.SetOp("/t/v", nil, store.AnyVersion)}, opts...)
 
 	s := mr.Collect()
 	for _, tt := range []struct {
