@@ -8,6 +8,7 @@ import (
 	"github.com/corral-go/corral/election"
 	"github.com/corral-go/corral/group"
 	"github.com/corral-go/corral/internal/testing/backends"
+	"github.com/corral-go/corral/partition"
 	"github.com/corral-go/corral/shared"
 	"github.com/corral-go/corral/store"
 	"github.com/corral-go/corral/store/storetest"
@@ -23,6 +24,7 @@ var (
 	_ shared.Holder = (*sync.Stripe)(nil)
 	_ shared.Holder = (*election.Leadership)(nil)
 	_ shared.Holder = (*group.Membership)(nil)
+	_ shared.Holder = (*partition.Shard)(nil)
 )
 
 // TestEveryHoldGuards: a write under each kind of hold (a lock, a write
