@@ -90,9 +90,9 @@ func (c *Counter) Get(ctx context.Context) (int64, error) {
 // between, it reads again and tries again at once, until it succeeds, ctx
 // or the session ends (their errors), or MaxTries tries conflicted
 // (ErrVersionMoved). A read that meets a lost connection is tried again
-// while ctx and the session live, paced by recipe.Pause (10 ms doubling to
-// 500 ms), as every recipe rides one out.
-// Each Add that returns nil was applied exactly once. One that fails with
+// while ctx and the session live, paced by corral's one backoff (10 ms
+// doubling to 500 ms), as every recipe rides one out. Each Add that
+// returns nil was applied exactly once. One that fails with
 // store.ErrDisconnected may have been applied, once: it is not tried
 // again, so that no add counts twice. A sum out of range fails with
 // ErrOverflow, and the counter's node holding data that is no counter's
