@@ -22,7 +22,7 @@ func TestCounterConcurrentAdders(t *testing.T) {
 	backends.Run(t, func(t *testing.T, b storetest.Backend) {
 		ctx := ctxFor(t)
 		sts := backends.Open(t, b, adders)
-		p := "/shared/" + t.Name() + "/count"
+		p := testDir(t) + "/count"
 		var (
 			wg   gosync.WaitGroup
 			mu   gosync.Mutex
@@ -66,7 +66,7 @@ func TestCounterEncodings(t *testing.T) {
 	backends.Run(t, func(t *testing.T, b storetest.Backend) {
 		ctx := ctxFor(t)
 		st := backends.Open(t, b, 1)[0]
-		dir := "/shared/" + t.Name()
+		dir := testDir(t)
 		long := func(v int64) []byte { return binary.BigEndian.AppendUint64(nil, uint64(v)) }
 		short := func(v int32) []byte { return binary.BigEndian.AppendUint32(nil, uint32(v)) }
 		for _, tt := range []struct {

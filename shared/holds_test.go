@@ -69,7 +69,7 @@ func TestEveryHoldGuards(t *testing.T) {
 			t.Run(h.name, func(t *testing.T) {
 				ctx := ctxFor(t)
 				sts := backends.Open(t, b, 3)
-				dir := "/shared/" + t.Name()
+				dir := testDir(t)
 				v := shared.NewValue(sts[2], dir+"/state")
 
 				held, release, err := h.take(ctx, sts[0], dir+"/hold")

@@ -3,6 +3,9 @@ package shared_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strings"
 	"testing"
 	"time"
 
@@ -13,6 +16,12 @@ import (
 	"github.com/corral-go/corral/store/storetest"
 	"github.com/corral-go/corral/sync"
 )
+
+// testDir returns a path of t's own, new in every run (the real servers
+// outlive a run of -count).
+func testDir(t *testing.T) string {
+	return fmt.Sprintf("/shared/%s-%08x", strings.NewReplacer("/", "-", " ", "_").Replace(t.Name()), rand.Uint32())
+}
 
 func ctxFor(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
@@ -33,7 +42,7 @@ func TestValue(t *testing.T) {
 	backends.Run(t, func(t *testing.T, b storetest.Backend) {
 		ctx := ctxFor(t)
 		sts := backends.Open(t, b, 2)
-		p := "/shared/" + t.Name() + "/config"
+		p := testDir(t) + "/config"
 		v, w := shared.NewValue(sts[0], p), shared.NewValue(sts[1], p)
 
 		got, err := v.Get(ctx)
@@ -85,13 +94,13 @@ func TestValueKindMismatch(t *testing.T) {
 	backends.Run(t, func(t *testing.T, b storetest.Backend) {
 		ctx := ctxFor(t)
 		st := backends.Open(t, b, 1)[0]
-		lock := "/shared/" + t.Name() + "/lock"
+		lock := testDir(t) + "/lock"
 		m := sync.NewMutex(st, lock)
 		if err := m.Lock(ctx); err != nil {
 			t.Fatal(err)
 		}
 		defer m.Unlock(ctx)
-		q := "/shared/" + t.Name() + "/queue"
+		q := testDir(t) + "/queue"
 		if err := queue.New(st, q).Put(ctx, []byte("x")); err != nil {
 			t.Fatal(err)
 		}
@@ -116,7 +125,7 @@ func TestWatch(t *testing.T) {
 	backends.Run(t, func(t *testing.T, b storetest.Backend) {
 		ctx := ctxFor(t)
 		sts := backends.Open(t, b, 2)
-		p := "/shared/" + t.Name() + "/v"
+		p := testDir(t) + "/v"
 		v := shared.NewValue(sts[1], p)
 		w := shared.NewValue(sts[0], p).Watch(ctx)
 		defer w.Close()

@@ -33,7 +33,7 @@ func TestGuardedWrites(t *testing.T) {
 		ctx := ctxFor(t)
 		sts := backends.Open(t, b, 3)
 		holder, writer := sts[0], sts[1]
-		dir := "/shared/" + t.Name()
+		dir := testDir(t)
 		h := holdOn(t, holder, dir+"/lock")
 		v := shared.NewValue(writer, dir+"/state/v")
 
