@@ -56,7 +56,7 @@ var misuseSentinels = []error{
 	sync.ErrMismatch,
 	sync.ErrNotLocked,
 	sync.ErrNotEntered,
-	sync.ErrReleased,
+	sync.ErrUnlocked,
 	election.ErrNoLeader,
 	election.ErrNotLeader,
 	queue.ErrInvalidDelivery,

@@ -40,20 +40,21 @@ const (
 type LockOption func(*lockOptions)
 
 type lockOptions struct {
-	policy  DisconnectPolicy
-	data    []byte
-	dataSet bool
-	label   string
-	ident   *identity.Encoder // nil with WithData
-	tel     telemetry.Config
-	bad     error // a nil option: every call of the value fails with it
+	policy    DisconnectPolicy
+	policySet bool // WithDisconnectPolicy was given: a DoubleBarrier refuses it
+	data      []byte
+	dataSet   bool
+	label     string
+	ident     *identity.Encoder // nil with WithData
+	tel       telemetry.Config
+	bad       error // a nil option: every call of the value fails with it
 }
 
 // WithDisconnectPolicy sets what a lost connection does to a held lock; the
 // default is LoseOnDisconnect. Any other value is bad input, as a nil
 // option is.
 func WithDisconnectPolicy(p DisconnectPolicy) LockOption {
-	return func(o *lockOptions) { o.policy = p }
+	return func(o *lockOptions) { o.policy, o.policySet = p, true }
 }
 
 // WithData stores data in every contender node instead of the identity
@@ -366,7 +367,7 @@ func release(ctx context.Context, h *recipe.Hold, cause, again error) (lost, err
 
 // releaseErr reports the outcome of a release (see release) as every
 // Unlock and Release does: a hold that ended before its release as lostAs
-// (ErrLockLost, ErrLeaseLost) with the cause, beside what could not be
+// (ErrLockLost) with the cause, beside what could not be
 // removed.
 func releaseErr(op, path string, lostAs, lost, err error) error {
 	if lost != nil {
