@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -14,24 +13,19 @@ import (
 	"time"
 
 	"github.com/corral-go/corral/internal/testing/backends"
+	"github.com/corral-go/corral/internal/testing/curator"
 	"github.com/corral-go/corral/internal/testing/zkbackend"
 	"github.com/corral-go/corral/shared"
 )
-
-// curatorJars are the jars of Debian's libcurator-recipes-java and
-// zookeeper packages that a Curator client needs.
-var curatorJars = []string{
-	"curator-client", "curator-framework", "curator-recipes", "zookeeper",
-	"zookeeper-jute", "guava", "slf4j-api", "slf4j-nop",
-}
 
 // TestInteropCounter: a Counter shares one counter on ZooKeeper with
 // Curator's DistributedAtomicLong (in a Java process) and with kazoo's
 // Counter (in a Python process, in its own text encoding and in its
 // support_curator one), each adding at the same time as the Counter: the
 // counter ends at exactly the sum, in the encoding the other client
-// reads. It needs Debian's libcurator-recipes-java and a JDK, and
-// python3-kazoo; a machine without them skips that client.
+// reads. It needs Debian's libcurator-recipes-java and a JDK (see
+// internal/testing/curator), and python3-kazoo; a machine without them
+// skips that client.
 func TestInteropCounter(t *testing.T) {
 	if !backends.Selected("zk") {
 		t.Skip("zk not in CORRAL_STORES")
@@ -122,23 +116,17 @@ func curatorCounter(connect string) func(t *testing.T, path string) func(ctx con
 	}
 }
 
-// curatorCommand compiles testdata/CuratorCounter.java once per test and
-// returns the command that runs it, or skips t without a JDK or Curator.
+// curatorCommand compiles testdata/CuratorCounter.java and returns the
+// command that runs it, adds times adding delta, or skips t without a JDK
+// or Curator (internal/testing/curator says which).
 func curatorCommand(t *testing.T, connect, path string, adds, delta int) func(ctx context.Context) *exec.Cmd {
 	t.Helper()
-	cp := make([]string, len(curatorJars))
-	for i, j := range curatorJars {
-		cp[i] = filepath.Join("/usr/share/java", j+".jar")
-		if _, err := os.Stat(cp[i]); err != nil {
-			t.Skipf("no Curator: %v (apt-get install libcurator-recipes-java)", err)
-		}
+	if err := curator.Available(); err != nil {
+		t.Skip(err)
 	}
-	javac, err := exec.LookPath("javac")
-	if err != nil {
-		t.Skipf("no JDK: %v", err)
-	}
+	cp := curator.Jars
 	classes := t.TempDir()
-	if out, err := exec.Command(javac, "-d", classes, "-cp", strings.Join(cp, ":"), filepath.Join("testdata", "CuratorCounter.java")).CombinedOutput(); err != nil {
+	if out, err := exec.Command("javac", "-d", classes, "-cp", strings.Join(cp, ":"), filepath.Join("testdata", "CuratorCounter.java")).CombinedOutput(); err != nil {
 		t.Fatalf("javac: %v\n%s", err, out)
 	}
 	classPath := strings.Join(append([]string{classes}, cp...), ":")
