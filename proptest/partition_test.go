@@ -38,13 +38,23 @@ type partResource struct {
 	tick       chan struct{} // cap 1: something changed
 }
 
-// begin is called by a member's worker when it receives shard s: its
-// Context must be the only live one for that shard number.
+// begin is called by a member's worker when it takes shard s up: its
+// Context must be the only live one for that shard number, and its token
+// above every one taken up before. Work whose shard ended before it began
+// (its function started late, after a grace of 0 released the shard to the
+// next owner) is stale: its writes would be fenced, so it counts for
+// nothing. Whether s is live is looked at after the others, so that a
+// shard that ends meanwhile is not taken for live.
 func (r *partResource) begin(id string, s *partition.Shard) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	n := s.ID()
-	if o := r.working[n]; o != nil && o.Context().Err() == nil {
+	o := r.working[n]
+	other := o != nil && o.Context().Err() == nil
+	if s.Context().Err() != nil {
+		return
+	}
+	if other {
 		r.violations = append(r.violations, fmt.Sprintf("shard %d: %s takes it (token %d) while %v is live", n, id, s.Token(), o))
 	}
 	if last, ok := r.last[n]; ok && s.Token() <= last {
