@@ -35,6 +35,7 @@ type Server struct {
 	existsW  map[string]map[*watch]struct{}
 	childW   map[string]map[*watch]struct{}
 	follows  map[string]map[*follow]struct{} // by followed path
+	trees    map[string]map[*tree]struct{}   // by followed path (see tree.go)
 }
 
 type node struct {
@@ -142,6 +143,7 @@ func (s *Server) create(p string, data []byte, mode store.Mode, owner int64) (st
 	s.fire(s.existsW, full, store.EventCreated)
 	s.fire(s.childW, parentPath, store.EventChildrenChanged)
 	s.tell(parentPath, store.ChildChange{Type: store.EventCreated, Name: name, Seq: n.seq})
+	s.tellTrees(full, store.EventCreated, n)
 	return n.public(full), nil
 }
 
@@ -202,6 +204,7 @@ func (s *Server) remove(p string) error {
 	s.fire(s.childW, p, store.EventDeleted)
 	s.fire(s.childW, store.Parent(p), store.EventChildrenChanged)
 	s.tell(store.Parent(p), store.ChildChange{Type: store.EventDeleted, Name: n.name})
+	s.tellTrees(p, store.EventDeleted, nil)
 	return nil
 }
 
@@ -225,6 +228,7 @@ func (s *Server) end(st *Store, cause error) {
 	for f := range st.follows {
 		s.endFollow(f, cause)
 	}
+	s.endTrees(st, func(string) error { return cause })
 	if !st.disconnected {
 		close(st.disc)
 	}

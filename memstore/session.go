@@ -9,7 +9,8 @@ import (
 
 // Store is one session on a Server. It implements store.Store,
 // store.ChildrenWatcher, store.NodeWatcher, store.CreateLister, store.WindowLister,
-// store.SeqDeleter and store.FrontDeleter, and is safe for concurrent use. The zero value is not usable; get one from Server.Open or New.
+// store.SeqDeleter, store.FrontDeleter and store.TreeFollower (see
+// FollowTree), and is safe for concurrent use. The zero value is not usable; get one from Server.Open or New.
 type Store struct {
 	srv    *Server
 	id     int64
@@ -23,6 +24,7 @@ type Store struct {
 	loseReply    bool
 	watches      map[*watch]struct{}
 	follows      map[*follow]struct{}
+	trees        map[*tree]struct{}
 	ephemerals   map[string]struct{}
 }
 
@@ -163,6 +165,7 @@ func (st *Store) Set(ctx context.Context, p string, data []byte, version int64) 
 	n.data = append([]byte(nil), data...)
 	n.version++
 	st.srv.fire(st.srv.existsW, p, store.EventDataChanged)
+	st.srv.tellTrees(p, store.EventDataChanged, n)
 	return n.public(p), nil
 }
 
@@ -351,13 +354,15 @@ func (st *Store) Expire() {
 // Disconnect cuts the session's connection without ending the session:
 // Disconnected's channel closes and calls fail with store.ErrDisconnected
 // until Reconnect. Watches stay set and still fire, as ZooKeeper's do once
-// the client reconnects.
+// the client reconnects; follows of trees end with store.ErrDisconnected,
+// as ZooKeeper's persistent watches do (see FollowTree).
 func (st *Store) Disconnect() {
 	st.srv.mu.Lock()
 	defer st.srv.mu.Unlock()
 	if st.ended == nil && !st.disconnected {
 		st.disconnected = true
 		close(st.disc)
+		st.srv.endTrees(st, lostConnection)
 	}
 }
 
@@ -382,6 +387,13 @@ func (st *Store) LoseNextCreateReply() {
 
 // blip is a disconnection immediately followed by a reconnection.
 func (st *Store) blip() {
+	st.srv.endTrees(st, lostConnection)
 	close(st.disc)
 	st.disc = make(chan struct{})
+}
+
+// lostConnection is the end of a follow of the tree at p whose connection
+// was cut.
+func lostConnection(p string) error {
+	return fmt.Errorf("memstore: follow %q: connection lost: %w", p, store.ErrDisconnected)
 }
