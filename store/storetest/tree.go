@@ -194,7 +194,7 @@ func (s *suite) followTree(t *testing.T) {
 		v := newView(t, nodes)
 		req(t).node(b.Create(ctx, p, []byte("root"), store.Persistent))
 		x := req(t).node(b.Create(ctx, p+"/x", []byte("1"), store.Persistent))
-		req(t).node(b.Create(ctx, p+"/x/y", nil, store.Persistent)) // explicit: no reclaim races the test
+		req(t).node(b.Create(ctx, p+"/x/y", nil, store.Persistent))      // explicit: no reclaim races the test
 		req(t).node(b.Create(ctx, p+"/x/y/deep", nil, store.Persistent)) // below depth 2
 		req(t).node(b.Set(ctx, x.Path, []byte("2"), store.AnyVersion))
 		req(t).node(b.Create(ctx, p+"/e-", []byte("eph"), store.EphemeralSequential))
