@@ -245,7 +245,11 @@ func (s *suite) followTree(t *testing.T) {
 		if _, _, err := g.Changes(); err == nil {
 			t.Errorf("Changes() after Stop = nil; want an error")
 		}
-		_, _, err = fl.follow(ctx, c, p, 1, 1)
+		h, nodes, err := fl.follow(ctx, c, p, 1, 1)
+		if err == nil {
+			h.Stop()
+			t.Errorf("FollowTree(limit 1) = %v, nil; want %v (store has %v)", paths(nodes), store.ErrTooLarge, keys(subtree(t, ctx, c, p, 1)))
+		}
 		wantErr(t, "FollowTree(limit below the nodes)", err, store.ErrTooLarge)
 		_, _, err = fl.follow(ctx, c, "bad", 1, 1)
 		wantErr(t, "FollowTree(bad)", err, store.ErrInvalidPath)
@@ -264,11 +268,11 @@ func (s *suite) followTreeEnds(t *testing.T) {
 	s.eachFollower(t, func(t *testing.T, fl follower) {
 		for _, e := range []struct {
 			name string
-			end  func(store.Store)
+			end  func(*testing.T, store.Store)
 			want error
 		}{
-			{"close", func(st store.Store) { st.Close() }, store.ErrClosed},
-			{"expire", func(st store.Store) { s.b.Expire(t, st) }, store.ErrSessionExpired},
+			{"close", func(_ *testing.T, st store.Store) { st.Close() }, store.ErrClosed},
+			{"expire", func(t *testing.T, st store.Store) { s.b.Expire(t, st) }, store.ErrSessionExpired},
 		} {
 			t.Run(e.name, func(t *testing.T) {
 				st, b := s.open(t), s.open(t)
@@ -285,7 +289,7 @@ func (s *suite) followTreeEnds(t *testing.T) {
 				if err := f.Sync(ctxFor(t)); err != nil {
 					t.Fatalf("Sync() after FollowTree's ctx ended = %v; want nil", err)
 				}
-				e.end(st)
+				e.end(t, st)
 				timeout := time.After(Timeout)
 				for {
 					_, ready, err := f.Changes()
