@@ -39,8 +39,13 @@
 //	corral.queue.acks        counter        items acknowledged
 //	corral.queue.nacks       counter        items handed back by Nack
 //	corral.queue.redeliveries counter       items taken again after a claim ended
+//	corral.cache.changes     counter        changes a cache took in from its store
+//	corral.cache.nodes       gauge          nodes a tree cache holds
+//	corral.cache.reads       counter        reads of a tree cache's whole subtree: the first,
+//	                                        and one after each gap (corral.cause = start, gap)
+//	corral.cache.stale       up/down        caches whose view may be out of date now
 //
-// It ships: sync, election, queue, group, partition and internal/recipe record through it. Tests read
+// It ships: sync, election, queue, group, partition, cache and internal/recipe record through it. Tests read
 // what it recorded with internal/testing/metrictest.
 package telemetry
 
@@ -72,6 +77,8 @@ const (
 	KindQueue         = "queue"
 	KindGroup         = "group"
 	KindShard         = "partition.shard"
+	KindCacheNode     = "cache.node"
+	KindCacheTree     = "cache.tree"
 )
 
 // The attribute keys.
@@ -107,6 +114,9 @@ type instruments struct {
 	groupChanges                   metric.Int64Counter
 	groupMembers                   metric.Int64Gauge
 	puts, takes, acks, nacks, redo metric.Int64Counter
+	cacheChanges, cacheReads       metric.Int64Counter
+	cacheNodes                     metric.Int64Gauge
+	cacheStale                     metric.Int64UpDownCounter
 }
 
 // providers caches the instruments of each MeterProvider, so that
@@ -181,6 +191,10 @@ func newInstruments(m metric.Meter) *instruments {
 		acks:          counter("corral.queue.acks", "{item}", "Items acknowledged."),
 		nacks:         counter("corral.queue.nacks", "{item}", "Items handed back by Nack."),
 		redo:          counter("corral.queue.redeliveries", "{item}", "Items delivered again after a claim ended."),
+		cacheChanges:  counter("corral.cache.changes", "{change}", "Changes a cache took in from its store."),
+		cacheReads:    counter("corral.cache.reads", "{read}", "Reads of a tree cache's whole subtree."),
+		cacheNodes:    gauge("corral.cache.nodes", "{node}", "Nodes a tree cache holds."),
+		cacheStale:    updown("corral.cache.stale", "{cache}", "Caches whose view may be out of date."),
 	}
 }
 
@@ -416,6 +430,57 @@ func (r *Recorder) Redelivery(ctx context.Context) {
 func (r *Recorder) add(ctx context.Context, c func(*instruments) metric.Int64Counter) {
 	if r != nil {
 		c(r.in).Add(ctx, 1, r.adds...)
+	}
+}
+
+// CacheChanged records changes a cache took in (n of them), and the nodes
+// it holds after them (nodes < 0: a cache of one node, which holds none).
+func (r *Recorder) CacheChanged(ctx context.Context, n, nodes int) {
+	if r == nil {
+		return
+	}
+	r.in.cacheChanges.Add(ctx, int64(n), r.adds...)
+	if nodes >= 0 {
+		r.in.cacheNodes.Record(ctx, int64(nodes), r.base)
+	}
+	if r.logging(ctx) {
+		r.log.LogAttrs(ctx, slog.LevelDebug, "corral: cache changed", r.logAttrs(
+			slog.Int("changes", n), slog.Int("nodes", nodes))...)
+	}
+}
+
+// CacheRead records a read of a tree cache's whole subtree of nodes
+// nodes: its first (gap false), or one after its store could not vouch
+// for every change (why: a lost connection, a compaction).
+func (r *Recorder) CacheRead(ctx context.Context, nodes int, gap bool, why error) {
+	if r == nil {
+		return
+	}
+	cause := "start"
+	if gap {
+		cause = "gap"
+	}
+	r.in.cacheReads.Add(ctx, 1, metric.WithAttributeSet(attribute.NewSet(KeyKind.String(r.kind), KeyPath.String(r.label), KeyCause.String(cause))))
+	r.in.cacheNodes.Record(ctx, int64(nodes), r.base)
+	if r.logging(ctx) {
+		r.log.LogAttrs(ctx, slog.LevelDebug, "corral: cache read its subtree", r.logAttrs(
+			slog.Int("nodes", nodes), slog.String("cause", cause), slog.Any("error", why))...)
+	}
+}
+
+// CacheStale records that a cache's view may be out of date (stale) or is
+// current again.
+func (r *Recorder) CacheStale(ctx context.Context, stale bool) {
+	if r == nil {
+		return
+	}
+	d, msg := int64(1), "corral: cache may be stale"
+	if !stale {
+		d, msg = -1, "corral: cache current"
+	}
+	r.in.cacheStale.Add(ctx, d, r.adds...)
+	if r.logging(ctx) {
+		r.log.LogAttrs(ctx, slog.LevelDebug, msg, r.logAttrs()...)
 	}
 }
 
