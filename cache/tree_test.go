@@ -5,7 +5,10 @@ import (
 	"testing"
 
 	"github.com/corral-go/corral/cache"
+	"github.com/corral-go/corral/internal/telemetry"
 	"github.com/corral-go/corral/internal/testing/backends"
+	"github.com/corral-go/corral/internal/testing/etcdbackend"
+	"github.com/corral-go/corral/internal/testing/metrictest"
 	"github.com/corral-go/corral/store"
 	"github.com/corral-go/corral/store/storetest"
 )
@@ -58,6 +61,131 @@ func TestTreeLifecycle(t *testing.T) {
 		}
 		if err := tr.Err(); !errors.Is(err, cache.ErrClosed) {
 			t.Errorf("Err() after Close = %v; want %v", err, cache.ErrClosed)
+		}
+	})
+}
+
+// A Tree stops when its session ends, with the session's end; a Tree on a
+// new session, from the old one's last snapshot (WithBase), tells only what
+// changed meanwhile.
+func TestTreeSessionEnd(t *testing.T) {
+	backends.Run(t, func(t *testing.T, b storetest.Backend) {
+		st, w := open(t, b), open(t, b)
+		ctx, p := ctxFor(t), dir(t)
+		must[store.Node](t)(w.Create(ctx, p+"/keep", []byte("k"), store.Persistent))
+		must[store.Node](t)(w.Create(ctx, p+"/change", []byte("1"), store.Persistent))
+		must[store.Node](t)(w.Create(ctx, p+"/drop", nil, store.Persistent))
+		tr := cache.NewTree(ctx, st, p)
+		defer tr.Close()
+		v := newView(t)
+		want := subtree(t, ctx, w, p, store.MaxPathDepth)
+		v.until(tr, want)
+		last := snapshotUntil(t, tr, want)
+
+		b.Expire(t, st)
+		for range tr.Events() {
+		}
+		if err := tr.Err(); !errors.Is(err, store.ErrSessionExpired) {
+			t.Errorf("Err() after the session expired = %v; want %v", err, store.ErrSessionExpired)
+		}
+		if _, ok := <-tr.Snapshots(); ok {
+			t.Errorf("Snapshots() open after the Tree stopped")
+		}
+
+		// Meanwhile, in the store.
+		must[store.Node](t)(w.Set(ctx, p+"/change", []byte("2"), store.AnyVersion))
+		must[store.Node](t)(w.Create(ctx, p+"/new", nil, store.Persistent))
+		if err := w.Delete(ctx, p+"/drop"); err != nil {
+			t.Fatal(err)
+		}
+
+		st2 := open(t, b)
+		tr2 := cache.NewTree(ctx, st2, p, cache.WithBase(last))
+		defer tr2.Close()
+		v.current = false // the receiver's view of the first Tree carries over
+		got := map[string]cache.EventType{}
+		want = subtree(t, ctx, w, p, store.MaxPathDepth)
+		for !v.equal(want) {
+			e := next(t, "event", tr2.Events(), tr2.Err)
+			v.apply(e)
+			got[e.Path] = e.Type
+		}
+		wantTypes := map[string]cache.EventType{p + "/change": cache.Changed, p + "/new": cache.Created, p + "/drop": cache.Deleted, "": cache.Current}
+		if len(got) != len(wantTypes) {
+			t.Errorf("events from the base = %v; want %v", got, wantTypes)
+		}
+		for k, typ := range wantTypes {
+			if got[k] != typ {
+				t.Errorf("event of %q from the base = %v; want %v", k, got[k], typ)
+			}
+		}
+	})
+}
+
+// A Tree rides out a lost connection: it says its view is stale, and then
+// current again, with what changed meanwhile between the two.
+func TestTreeDisconnect(t *testing.T) {
+	backends.Run(t, func(t *testing.T, b storetest.Backend) {
+		d, ok := b.(storetest.Disconnector)
+		if !ok {
+			t.Skip("backend cannot disconnect a session")
+		}
+		st, w := open(t, b), open(t, b)
+		ctx, p := ctxFor(t), dir(t)
+		must[store.Node](t)(w.Create(ctx, p+"/n", []byte("1"), store.Persistent))
+		mr := metrictest.New(t)
+		tr := cache.NewTree(ctx, st, p, cache.WithMeterProvider(mr.Provider()))
+		defer tr.Close()
+		v := newView(t)
+		v.until(tr, subtree(t, ctx, w, p, store.MaxPathDepth))
+		const rounds = 3
+		defer func() {
+			// etcd resumes its watch; the others read the subtree again.
+			want := int64(rounds)
+			if _, ok := b.(*etcdbackend.Backend); ok {
+				want = 0
+			}
+			if n := mr.Collect().Int("corral.cache.reads", telemetry.KeyCause.String("gap")); n != want {
+				t.Errorf("reads of the subtree after a lost connection = %d; want %d", n, want)
+			}
+		}()
+		for round := range rounds {
+			d.Disconnect(t, st)
+			for v.current {
+				v.apply(next(t, "event after the cut", tr.Events(), tr.Err))
+			}
+			must[store.Node](t)(w.Set(ctx, p+"/n", []byte{byte('2' + round)}, store.AnyVersion))
+			must[store.Node](t)(w.Create(ctx, p+"/m-", nil, store.Sequential))
+			d.Reconnect(t, st)
+			v.until(tr, subtree(t, ctx, w, p, store.MaxPathDepth))
+		}
+	})
+}
+
+// A Tree whose subtree outgrows its limit stops with ErrTooManyNodes, at
+// its first read or later.
+func TestTreeLimit(t *testing.T) {
+	backends.Run(t, func(t *testing.T, b storetest.Backend) {
+		st := open(t, b)
+		ctx, p := ctxFor(t), dir(t)
+		for i := range 3 {
+			must[store.Node](t)(st.Create(ctx, p+"/"+string(rune('a'+i)), nil, store.Persistent))
+		}
+		tr := cache.NewTree(ctx, st, p, cache.WithMaxNodes(3))
+		for range tr.Events() {
+		}
+		if err := tr.Err(); !errors.Is(err, cache.ErrTooManyNodes) || !errors.Is(err, store.ErrTooLarge) {
+			t.Errorf("Err() of a tree of 4 nodes, at most 3 = %v; want %v", err, cache.ErrTooManyNodes)
+		}
+		tr = cache.NewTree(ctx, st, p, cache.WithMaxNodes(4))
+		defer tr.Close()
+		v := newView(t)
+		v.until(tr, subtree(t, ctx, st, p, store.MaxPathDepth))
+		must[store.Node](t)(st.Create(ctx, p+"/d", nil, store.Persistent))
+		for range tr.Events() {
+		}
+		if err := tr.Err(); !errors.Is(err, cache.ErrTooManyNodes) {
+			t.Errorf("Err() of a tree grown to 5 nodes, at most 4 = %v; want %v", err, cache.ErrTooManyNodes)
 		}
 	})
 }
