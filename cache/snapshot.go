@@ -79,8 +79,11 @@ func clone(n *node) store.Node {
 }
 
 // same reports whether two reads of a path found the same node in the
-// same state.
+// same state (the marker of staleness has no node: nil).
 func same(a, b *node) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
 	return a.Seq == b.Seq && a.Version == b.Version && a.Owner == b.Owner &&
 		a.Created.Equal(b.Created) && bytes.Equal(a.Data, b.Data)
 }
