@@ -6,8 +6,8 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/corral-go/corral/cache"
-	"github.com/corral-go/corral/internal/testing/backends"
 	"github.com/corral-go/corral/internal/telemetry"
+	"github.com/corral-go/corral/internal/testing/backends"
 	"github.com/corral-go/corral/internal/testing/etcdbackend"
 	"github.com/corral-go/corral/internal/testing/metrictest"
 	"github.com/corral-go/corral/store"

@@ -53,8 +53,10 @@ type TreeFollower interface {
 // a change may skip states, and may repeat the state of the change before
 // it; but a path's last change is its state once the follow has caught up
 // (Sync). Changes of different paths come in the order the store saw
-// them. A change below depth is not delivered, although a store with one
-// watch for the tree still receives it.
+// them, but for those merged: a later state of one path may come before
+// the change of another path made in between. A change below depth is
+// not delivered, although a store with one watch for the tree still
+// receives it.
 type TreeFollow interface {
 	// Changes returns the changes delivered since the last call, oldest
 	// first, and a channel that is closed once more are ready or the

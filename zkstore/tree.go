@@ -109,8 +109,10 @@ type tree struct {
 	stop         sync.Once
 
 	mu      sync.Mutex
-	queue   []*entry // oldest first
-	toSend  []*entry // queued, not sent yet, in the queue's order
+	queue   []*entry          // oldest first
+	toSend  []*entry          // queued, not sent yet, in the queue's order
+	unsent  map[string]*entry // the reads of toSend, by path
+	flying  int               // reads sent and not answered
 	listing bool     // the first read is under way
 	left    int      // reads of the first read not answered yet
 	nodes   map[string]store.Node
@@ -151,10 +153,28 @@ func (f *tree) direct(e *entry) *direct {
 	return &direct{xid: f.l.ownXid(), answer: func(body []byte, err error) { f.answered(e, body, err) }}
 }
 
-// push queues e, and has it sent if it is a request. f.mu is held.
+// push queues e, and has it sent if it is a request. A read of a node
+// whose read is queued and not sent yet is that read: it will see what
+// the new one would. f.mu is held.
 func (f *tree) push(e *entry) {
 	if f.err != nil {
 		return
+	}
+	if e.kind == entryRead {
+		if u := f.unsent[e.path]; u != nil {
+			if e.ev == evCreated {
+				u.ev = evCreated
+			}
+			if e.first && !u.first {
+				u.first = true
+				f.left++
+			}
+			return
+		}
+		if f.unsent == nil {
+			f.unsent = map[string]*entry{}
+		}
+		f.unsent[e.path] = e
 	}
 	if len(f.queue)+len(f.pending) >= store.MaxTreeBacklog {
 		f.endLocked(fmt.Errorf("zkstore: follow %q: %w: more than %d changes not taken", f.path, store.ErrDisconnected, store.MaxTreeBacklog))
@@ -166,10 +186,15 @@ func (f *tree) push(e *entry) {
 	}
 	if e.kind == entryRead || e.kind == entryList {
 		f.toSend = append(f.toSend, e)
-		select {
-		case f.wake <- struct{}{}:
-		default:
-		}
+		f.wakeLocked()
+	}
+}
+
+// wakeLocked tells run that there may be reads to send. f.mu is held.
+func (f *tree) wakeLocked() {
+	select {
+	case f.wake <- struct{}{}:
+	default:
 	}
 }
 
@@ -215,6 +240,10 @@ func (f *tree) answered(e *entry, body []byte, err error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	e.err, e.done = err, true
+	if e.kind == entryRead || e.kind == entryList {
+		f.flying--
+		f.wakeLocked()
+	}
 	f.advance()
 }
 
@@ -314,6 +343,14 @@ func decodeData(b []byte) ([]byte, *zk.Stat, error) {
 	return data, st, err
 }
 
+// maxFlying bounds the reads a follow has sent and not had answered. The
+// server answers a session's requests in order: a follow far behind a
+// burst of changes keeps its backlog here, and the session's other
+// requests (the pacer's syncs, which keep the session's clock, and every
+// call) wait behind maxFlying reads at most. The reads of a node queued
+// while none is sent merge into one (push).
+const maxFlying = 256
+
 // run sends the reads of the queue, in its order, until the follow ends.
 // It owns the admission of FollowTree's call (see admit).
 func (f *tree) run() {
@@ -332,12 +369,25 @@ func (f *tree) run() {
 			return
 		}
 		f.mu.Lock()
-		es := f.toSend
-		f.toSend = nil
-		f.mu.Unlock()
-		if len(es) == 0 {
+		k := min(len(f.toSend), maxFlying-f.flying)
+		if k <= 0 {
+			f.mu.Unlock()
 			continue
 		}
+		es := slices.Clone(f.toSend[:k])
+		n := copy(f.toSend, f.toSend[k:])
+		clear(f.toSend[n:]) // drop the references
+		f.toSend = f.toSend[:n]
+		for _, e := range es {
+			if f.unsent[e.path] == e {
+				delete(f.unsent, e.path)
+			}
+		}
+		f.flying += k
+		if len(f.toSend) > 0 && f.flying < maxFlying {
+			f.wakeLocked()
+		}
+		f.mu.Unlock()
 		b = b[:0]
 		ds := make([]*direct, len(es))
 		for i, e := range es {

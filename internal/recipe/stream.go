@@ -30,6 +30,7 @@ type Stream[K comparable, V any] struct {
 	order   golist.List // of K, oldest first
 	pending map[K]*golist.Element
 	old     map[K]noted[V]
+	peak    int // the most keys pending since the maps were made
 }
 
 // noted is what the receiver holds of a key with changes not taken.
@@ -61,6 +62,7 @@ func (s *Stream[K, V]) Note(k K, old V, had bool) {
 	}
 	s.pending[k] = s.order.PushBack(k)
 	s.old[k] = noted[V]{old, had}
+	s.peak = max(s.peak, len(s.pending))
 }
 
 // Len returns the number of keys with changes not taken.
@@ -93,4 +95,13 @@ func (s *Stream[K, V]) drop(k K) {
 		delete(s.pending, k)
 		delete(s.old, k)
 	}
+	if len(s.pending) == 0 && s.peak > shrinkPast {
+		// Maps keep the room of their largest size: a burst the
+		// receiver fell behind on would hold it for good.
+		s.pending, s.old, s.peak = map[K]*golist.Element{}, map[K]noted[V]{}, 0
+	}
 }
+
+// shrinkPast is how many keys a Stream's maps may have held before it
+// makes them anew once empty.
+const shrinkPast = 64
