@@ -113,8 +113,8 @@ type tree struct {
 	toSend  []*entry          // queued, not sent yet, in the queue's order
 	unsent  map[string]*entry // the reads of toSend, by path
 	flying  int               // reads sent and not answered
-	listing bool     // the first read is under way
-	left    int      // reads of the first read not answered yet
+	listing bool              // the first read is under way
+	left    int               // reads of the first read not answered yet
 	nodes   map[string]store.Node
 	first   []store.Node  // the first read, until FollowTree takes it
 	listed  chan struct{} // closed when the first read is over
