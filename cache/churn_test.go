@@ -184,7 +184,7 @@ func TestTreeChurn(t *testing.T) {
 // the race detector on the embedded etcd; on memstore, a few calls.
 func churner(t testing.TB, b storetest.Backend, w store.Store, p string, nodes int) func(context.Context) (int, error) {
 	t.Helper()
-	const sets, made = 24, 12
+	const sets, made = 96, 16
 	node := func() string { return fmt.Sprintf("%s/n%03d", p, rand.IntN(nodes)) }
 	data := func() []byte { return []byte(strconv.Itoa(rand.Int())) }
 	switch b := b.(type) {
@@ -243,7 +243,7 @@ func churner(t testing.TB, b storetest.Backend, w store.Store, p string, nodes i
 		}
 	}
 	return func(ctx context.Context) (int, error) {
-		for range sets / 4 {
+		for range 3 {
 			if _, err := w.Set(ctx, node(), data(), store.AnyVersion); err != nil {
 				return 0, err
 			}
@@ -252,7 +252,7 @@ func churner(t testing.TB, b storetest.Backend, w store.Store, p string, nodes i
 		if err != nil {
 			return 0, err
 		}
-		return sets/4 + 2, w.Delete(ctx, n.Path)
+		return 3 + 2, w.Delete(ctx, n.Path)
 	}
 }
 
