@@ -3,6 +3,8 @@ package cache
 import (
 	"hash/maphash"
 	"math/bits"
+	"slices"
+	"sync/atomic"
 )
 
 // pmap is a persistent map from paths to nodes: a hash trie, 32 ways per
@@ -10,16 +12,36 @@ import (
 // A Tree hands a Snapshot out by handing its root out, and goes on
 // changing its own: a snapshot costs nothing, a change of the map a few
 // small copies (log32 of the nodes), so a large tree that changes often
-// costs the same as a small one. The zero pmap is empty; a pmap is a value.
+// costs the same as a small one.
+//
+// Between two snapshots the levels a map made itself are changed in place
+// (its edit marks them; the transients of Clojure's maps): a burst of
+// changes, or the first read of a large tree, copies each level once, not
+// once per change. A map that hands its root out (a snapshot) must take a
+// new edit first (freeze). The zero pmap is empty and makes every level
+// anew; a pmap is a value.
 type pmap struct {
 	root *trie
 	n    int
+	edit uint64 // the levels made with it are the map's own; 0: none is
 }
 
-// trie is one level: the slots in use, by bit, and their items.
+// edits hands out the edits of maps, never 0.
+var edits atomic.Uint64
+
+// thaw returns m with an edit of its own, so that its next changes are
+// made in place in the levels they make.
+func (m pmap) thaw() pmap {
+	m.edit = edits.Add(1)
+	return m
+}
+
+// trie is one level: the slots in use, by bit, and their items; edit is
+// the edit of the map that made it.
 type trie struct {
 	bits  uint32
 	items []item
+	edit  uint64
 }
 
 // item is a slot: a level below (sub), or the entries whose hashes share
@@ -68,7 +90,7 @@ func (m pmap) get(k string) (*node, bool) {
 
 // set returns m with k mapped to v.
 func (m pmap) set(k string, v *node) pmap {
-	root, added := m.root.set(hashOf(k), 0, k, v)
+	root, added := m.root.set(hashOf(k), 0, k, v, m.edit)
 	if added {
 		m.n++
 	}
@@ -76,26 +98,26 @@ func (m pmap) set(k string, v *node) pmap {
 	return m
 }
 
-func (t *trie) set(h uint64, shift int, k string, v *node) (*trie, bool) {
+func (t *trie) set(h uint64, shift int, k string, v *node, edit uint64) (*trie, bool) {
 	if t == nil {
-		t = &trie{}
+		t = &trie{edit: edit}
 	}
 	bit := uint32(1) << (h >> shift & 31)
 	i := bits.OnesCount32(t.bits & (bit - 1))
-	c := &trie{bits: t.bits | bit}
+	c := t.own(edit)
 	if t.bits&bit == 0 {
-		c.items = make([]item, 0, len(t.items)+1)
-		c.items = append(append(append(c.items, t.items[:i]...), item{hash: h, entries: []entry{{k, v}}}), t.items[i:]...)
+		c.bits |= bit
+		c.items = slices.Insert(c.items, i, item{hash: h, entries: []entry{{k, v}}})
 		return c, true
 	}
-	c.items = append([]item(nil), t.items...)
 	it := &c.items[i]
 	switch {
 	case it.sub != nil:
 		var added bool
-		it.sub, added = it.sub.set(h, shift+5, k, v)
+		it.sub, added = it.sub.set(h, shift+5, k, v, edit)
 		return c, added
 	case it.hash == h:
+		// Entries are never changed in place: a snapshot may share them.
 		es := append([]entry(nil), it.entries...)
 		for j := range es {
 			if es[j].key == k {
@@ -108,24 +130,24 @@ func (t *trie) set(h uint64, shift int, k string, v *node) (*trie, bool) {
 		return c, true
 	}
 	// Another hash in the slot: both go a level down.
-	sub := &trie{}
-	sub = sub.place(it.hash, shift+5, it.entries)
-	sub, _ = sub.set(h, shift+5, k, v)
+	sub := &trie{edit: edit, bits: uint32(1) << (it.hash >> (shift + 5) & 31), items: []item{{hash: it.hash, entries: it.entries}}}
+	sub, _ = sub.set(h, shift+5, k, v, edit)
 	*it = item{sub: sub}
 	return c, true
 }
 
-// place puts entries, which share the hash h, into the empty or
-// single-slot level t, in place (t is new and not shared yet).
-func (t *trie) place(h uint64, shift int, es []entry) *trie {
-	t.bits = uint32(1) << (h >> shift & 31)
-	t.items = []item{{hash: h, entries: es}}
-	return t
+// own returns t itself when the map of edit made it, else a copy of it
+// that map owns.
+func (t *trie) own(edit uint64) *trie {
+	if edit != 0 && t.edit == edit {
+		return t
+	}
+	return &trie{bits: t.bits, items: slices.Clone(t.items), edit: edit}
 }
 
 // del returns m without k.
 func (m pmap) del(k string) pmap {
-	root, removed := m.root.del(hashOf(k), 0, k)
+	root, removed := m.root.del(hashOf(k), 0, k, m.edit)
 	if removed {
 		m.n--
 		m.root = root
@@ -133,7 +155,7 @@ func (m pmap) del(k string) pmap {
 	return m
 }
 
-func (t *trie) del(h uint64, shift int, k string) (*trie, bool) {
+func (t *trie) del(h uint64, shift int, k string, edit uint64) (*trie, bool) {
 	if t == nil {
 		return nil, false
 	}
@@ -145,19 +167,19 @@ func (t *trie) del(h uint64, shift int, k string) (*trie, bool) {
 	it := t.items[i]
 	switch {
 	case it.sub != nil:
-		sub, removed := it.sub.del(h, shift+5, k)
+		sub, removed := it.sub.del(h, shift+5, k, edit)
 		if !removed {
 			return t, false
 		}
 		if sub == nil {
-			return t.without(bit, i), true
+			return t.without(bit, i, edit), true
 		}
 		if len(sub.items) == 1 && sub.items[0].sub == nil {
 			it = sub.items[0] // one slot of entries left: up a level
 		} else {
 			it = item{sub: sub}
 		}
-		c := &trie{bits: t.bits, items: append([]item(nil), t.items...)}
+		c := t.own(edit)
 		c.items[i] = it
 		return c, true
 	case it.hash != h:
@@ -173,9 +195,9 @@ func (t *trie) del(h uint64, shift int, k string) (*trie, bool) {
 		return t, false
 	}
 	if len(it.entries) == 1 {
-		return t.without(bit, i), true
+		return t.without(bit, i, edit), true
 	}
-	c := &trie{bits: t.bits, items: append([]item(nil), t.items...)}
+	c := t.own(edit)
 	es := append(append([]entry(nil), it.entries[:j]...), it.entries[j+1:]...)
 	c.items[i] = item{hash: h, entries: es}
 	return c, true
@@ -183,12 +205,13 @@ func (t *trie) del(h uint64, shift int, k string) (*trie, bool) {
 
 // without returns t without the slot bit (at i), or nil when it was the
 // last.
-func (t *trie) without(bit uint32, i int) *trie {
+func (t *trie) without(bit uint32, i int, edit uint64) *trie {
 	if len(t.items) == 1 {
 		return nil
 	}
-	c := &trie{bits: t.bits &^ bit, items: make([]item, 0, len(t.items)-1)}
-	c.items = append(append(c.items, t.items[:i]...), t.items[i+1:]...)
+	c := t.own(edit)
+	c.bits &^= bit
+	c.items = slices.Delete(c.items, i, i+1)
 	return c
 }
 

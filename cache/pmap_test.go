@@ -17,7 +17,7 @@ func TestPmap(t *testing.T) {
 			m    pmap
 			want map[string]*node
 		}
-		var m pmap
+		m := pmap{}.thaw()
 		want := map[string]*node{}
 		var versions []version
 		keys := rapid.SampledFrom([]string{"/a", "/b", "/a/b", "/c/d/e", "/x", "/y", "/z", "/w"})
@@ -35,6 +35,7 @@ func TestPmap(t *testing.T) {
 			},
 			"snapshot": func(t *rapid.T) {
 				versions = append(versions, version{m, maps.Clone(want)})
+				m = m.thaw() // as a Tree does once it handed m out
 			},
 			"": func(t *rapid.T) {
 				for _, v := range append(versions, version{m, want}) {
@@ -59,13 +60,14 @@ func TestPmap(t *testing.T) {
 
 // A large map, with keys enough to go several levels down and back.
 func TestPmapLarge(t *testing.T) {
-	var m pmap
+	m := pmap{}.thaw()
 	const n = 20000
 	for i := range n {
 		k := fmt.Sprintf("/k/%d", i)
 		m = m.set(k, &store.Node{Path: k})
 	}
 	old := m
+	m = m.thaw()
 	for i := 0; i < n; i += 2 {
 		m = m.del(fmt.Sprintf("/k/%d", i))
 	}

@@ -41,6 +41,7 @@ func NewTree(ctx context.Context, st store.Store, path string, opts ...Option) *
 	if o.base != nil {
 		t.m = o.base.m
 	}
+	t.m = t.m.thaw()
 	l, snaps := runner.StartPair(ctx, func(ctx context.Context, events chan<- Event, snaps chan<- Snapshot) error {
 		return runner.Cause(ctx, t.run(ctx, events, snaps))
 	})
@@ -191,6 +192,7 @@ func (t *treeLoop) run(ctx context.Context, events chan<- Event, snaps chan<- Sn
 			t.stream.Pop(key)
 		case snapOut <- snap:
 			t.taken = true
+			t.m = t.m.thaw() // the receiver has its levels now
 		case <-disc:
 			t.markStale(ctx, true)
 			t.startSync(ctx)

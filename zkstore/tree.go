@@ -241,8 +241,11 @@ func (f *tree) answered(e *entry, body []byte, err error) {
 	defer f.mu.Unlock()
 	e.err, e.done = err, true
 	if e.kind == entryRead || e.kind == entryList {
-		f.flying--
-		f.wakeLocked()
+		// A full window is sent again in halves: a burst goes out in
+		// large writes, not one frame per answer.
+		if f.flying--; f.flying <= maxFlying/2 {
+			f.wakeLocked()
+		}
 	}
 	f.advance()
 }
@@ -384,9 +387,6 @@ func (f *tree) run() {
 			}
 		}
 		f.flying += k
-		if len(f.toSend) > 0 && f.flying < maxFlying {
-			f.wakeLocked()
-		}
 		f.mu.Unlock()
 		b = b[:0]
 		ds := make([]*direct, len(es))
