@@ -263,7 +263,8 @@ func latencyRaw(b *testing.B, be storetest.Backend, w store.Store, p string, nod
 }
 
 // BenchmarkLoad: the first read of a tree of 10,000 nodes, to its first
-// snapshot; and the server watches and client heap it holds per node.
+// snapshot, and the server watches and client heap it holds per node;
+// beside the same read with the store's own client.
 func BenchmarkLoad(b *testing.B) {
 	const nodes = 10000
 	for _, name := range backends.Names {
@@ -272,29 +273,84 @@ func BenchmarkLoad(b *testing.B) {
 				b.Skipf("%s not in CORRAL_STORES", name)
 			}
 			be := backends.Get(b, name)
-			w, st := open(b, be), open(b, be)
+			w := open(b, be)
 			ctx, p := context.Background(), dir(b)
 			fill(b, ctx, w, p, nodes)
-			watches0 := serverWatches(b, be, st)
-			var heapPerNode float64
-			b.ResetTimer()
-			for range b.N {
-				b.StopTimer()
-				heap0 := heap()
-				b.StartTimer()
-				tr := cache.NewTree(ctx, st, p)
-				s := <-tr.Snapshots()
-				b.StopTimer()
-				if s.Len() != nodes+1 {
-					b.Fatalf("snapshot of %d nodes; want %d (tree: %v)", s.Len(), nodes+1, tr.Err())
-				}
-				heapPerNode = float64(heap()-heap0) / nodes
-				b.ReportMetric(float64(serverWatches(b, be, st)-watches0)/nodes, "watches/node")
-				tr.Close()
-				runtime.KeepAlive(s)
-				b.StartTimer()
+			b.Run("cache", func(b *testing.B) { loadCache(b, be, p, nodes) })
+			if name != "mem" {
+				b.Run("raw", func(b *testing.B) { loadRaw(b, be, p) })
 			}
-			b.ReportMetric(heapPerNode, "heap-B/node")
 		})
+	}
+}
+
+func loadCache(b *testing.B, be storetest.Backend, p string, nodes int) {
+	ctx := context.Background()
+	st := open(b, be)
+	watches0 := serverWatches(b, be, st)
+	var heapPerNode, watchesPerNode float64
+	b.ResetTimer()
+	for range b.N {
+		b.StopTimer()
+		heap0 := heap()
+		b.StartTimer()
+		tr := cache.NewTree(ctx, st, p)
+		s := <-tr.Snapshots()
+		b.StopTimer()
+		if s.Len() != nodes+1 {
+			b.Fatalf("snapshot of %d nodes; want %d (tree: %v)", s.Len(), nodes+1, tr.Err())
+		}
+		heapPerNode = float64(heap()-heap0) / float64(nodes)
+		watchesPerNode = float64(serverWatches(b, be, st)-watches0) / float64(nodes)
+		tr.Close()
+		runtime.KeepAlive(s)
+		b.StartTimer()
+	}
+	b.ReportMetric(heapPerNode, "heap-B/node")
+	b.ReportMetric(watchesPerNode, "watches/node")
+}
+
+// loadRaw reads a tree of 10,000 nodes with the store's own client:
+// ZooKeeper's children, then each node's data, 64 reads in flight at once;
+// etcd's range of the prefix, in one request.
+func loadRaw(b *testing.B, be storetest.Backend, p string) {
+	switch be := be.(type) {
+	case *zkbackend.Backend:
+		conn, _, err := zk.Connect(be.Servers(), 10*time.Second, zk.WithLogger(quiet{}), zk.WithLogInfo(false))
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer conn.Close()
+		b.ResetTimer()
+		for range b.N {
+			names, _, err := conn.Children(p)
+			if err != nil {
+				b.Fatal(err)
+			}
+			work := make(chan string)
+			var wg sync.WaitGroup
+			for range 64 {
+				wg.Go(func() {
+					for n := range work {
+						if _, _, err := conn.Get(p + "/" + n); err != nil {
+							b.Error(err)
+						}
+					}
+				})
+			}
+			for _, n := range names {
+				work <- n
+			}
+			close(work)
+			wg.Wait()
+		}
+	case *etcdbackend.Backend:
+		cli := be.Cluster().Client(b)
+		b.ResetTimer()
+		for range b.N {
+			if _, err := cli.Get(context.Background(), p, clientv3.WithRange(p+"0")); err != nil {
+				b.Fatal(err)
+			}
+		}
 	}
 }
