@@ -57,6 +57,7 @@ Usage:
   corral group [--watch] PATH               the members of a group, in the order they joined
   corral shards [--shards K] PATH           owner, token and age of every shard of a partition
   corral ls [flags] PATH                    list what is stored under PATH
+  corral watch [--tree] [--json] PATH       print a node, or a subtree, as it changes
   corral help                               this text
 
 "corral COMMAND --help" describes each command's flags.
@@ -180,7 +181,7 @@ func signalCode(ctx context.Context) int {
 }
 
 // interrupted ends a command that runs until a signal stops it (consume,
-// leader --watch, locks --watch): exit 128+N, nothing more to say.
+// leader --watch, locks --watch, watch): exit 128+N, nothing more to say.
 func interrupted(ctx context.Context) error {
 	return &exitError{code: signalCode(ctx)}
 }
