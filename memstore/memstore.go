@@ -7,9 +7,10 @@
 // Every call is served at once under one lock: nothing blocks, nothing is
 // retried, and a session has no background goroutine. Beside the contract a
 // Store implements the optional store.CreateLister, store.GetDeleter,
-// store.ChildCounter and store.ChildrenFollower (and more: see Store); a
-// follow's changes are recorded as part of the change itself, so its Sync
-// has nothing to wait for. A disconnected session
+// store.ChildCounter, store.ChildrenFollower and store.TreeFollower (and
+// more: see Store); a follow's changes are recorded as part of the change
+// itself, so its Sync has nothing to wait for. A follow of a tree ends
+// when its session's connection is cut, as ZooKeeper's does. A disconnected session
 // fails its calls with store.ErrDisconnected until Reconnect; it stays alive
 // until Expire or Close, since there is no clock to expire it.
 package memstore

@@ -220,10 +220,19 @@
 // backend makes a call cheaper: [CreateLister], [WindowLister],
 // [SeqDeleter], [FrontDeleter], [GetDeleter], [ChildrenFollower],
 // [ChildCounter], [Leaser], [GuardedCreator], [BatchCreator],
-// [ImplicitDirLister] and [NodeWatcher]. A recipe finds one only through
-// this package ([Find], and the helpers with a portable fallback,
-// [WatchNode] and [ImplicitDirs]), never by its own type assertion. A store
-// without any of them still runs every recipe, through full listings.
+// [ImplicitDirLister], [NodeWatcher] and [TreeFollower]. A recipe finds
+// one only through this package ([Find], and the helpers with a portable
+// fallback, [WatchNode], [ImplicitDirs] and [FollowTree]), never by its own
+// type assertion. A store without any of them still runs every recipe,
+// through full listings and one-shot watches.
+//
+// [TreeFollower] follows a subtree, data included, with one watch for the
+// whole tree (an etcd prefix watch, a ZooKeeper 3.6+ persistent recursive
+// watch): the caches of package cache keep their views with it. Its
+// follow ends, with ErrDisconnected, whenever the store cannot vouch that
+// it told every change (a lost connection that left a gap, a compaction),
+// and its caller reads anew; [FollowTree] falls back on a one-shot watch
+// per node.
 //
 // [FrontDeleter] stays outside the contract: it is a cost trick of stores
 // whose windowed reads walk the whole directory (etcd; memstore imitates
