@@ -38,6 +38,9 @@ func TestFollowTreeMisuse(t *testing.T) {
 				t.Errorf("FollowTree(%s, portable %v) = %v, %v, %v; want %v", c.name, hide, f, nodes, err, c.want)
 			}
 		}
+		if err := store.ValidateTree(c.path, c.depth, c.limit); c.st != nil && !errors.Is(err, c.want) {
+			t.Errorf("ValidateTree(%s) = %v; want %v", c.name, err, c.want)
+		}
 	}
 	cancelled, cancel := context.WithCancel(ctx)
 	cancel()
