@@ -73,14 +73,14 @@ func (s *Store) FollowTree(ctx context.Context, p string, depth, limit int) (sto
 		listed: make(chan struct{}), exited: make(chan struct{})}
 	added := &entry{kind: entryAdded}
 	f.queue = append(f.queue, added)
-	d := f.direct(added)
-	if !l.addRecursive(f.abs, f, d) {
+	// The root's read is queued before addWatch goes out, so that the
+	// first read is under way (f.left) when its answer comes; run sends
+	// it, after addWatch.
+	f.push(&entry{kind: entryRead, path: p, first: true})
+	if !l.addRecursive(f.abs, f, f.direct(added)) {
 		s.calls.Done()
 		return nil, nil, fmt.Errorf("zkstore: follow %q: %w: connection lost", p, store.ErrDisconnected)
 	}
-	f.mu.Lock()
-	f.push(&entry{kind: entryRead, path: p, first: true})
-	f.mu.Unlock()
 	go f.run() // owns the call's admission
 	select {
 	case <-f.listed:
