@@ -1,12 +1,12 @@
 package cache
 
 import (
-	"errors"
 	"fmt"
 	"log/slog"
 
 	"go.opentelemetry.io/otel/metric"
 
+	"github.com/corral-go/corral/internal/runner"
 	"github.com/corral-go/corral/internal/telemetry"
 	"github.com/corral-go/corral/store"
 )
@@ -17,8 +17,10 @@ const DefaultMaxNodes = 100_000
 
 // The errors of the package, matched with errors.Is.
 var (
-	// ErrClosed is the Err of a cache after Close.
-	ErrClosed = errors.New("cache: closed")
+	// ErrClosed is the Err of a cache after Close: the one value of every
+	// Close in corral (election.ErrObserverClosed, group.ErrWatcherClosed
+	// and the others are the same).
+	ErrClosed = runner.ErrClosed
 	// ErrTooManyNodes is the Err of a Tree whose subtree has more nodes
 	// than its limit (WithMaxNodes); it wraps store.ErrTooLarge.
 	ErrTooManyNodes = fmt.Errorf("cache: more nodes than the limit: %w", store.ErrTooLarge)

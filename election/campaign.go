@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/corral-go/corral/internal/recipe"
-	"github.com/corral-go/corral/internal/telemetry"
 	"github.com/corral-go/corral/store"
 )
 
@@ -33,28 +33,19 @@ func (e *Election) Campaign(ctx context.Context, value []byte) (*Leadership, err
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("election: campaign %q: %w", e.path, err)
 	}
-	a := e.rec.Begin(ctx)
-	for attempt := 0; ; attempt++ {
-		n, waited, err := recipe.AcquireWaited(ctx, e.st, e.rec, e.path, prefix, value, recipe.Predecessor)
-		if err == nil {
-			l, cerr := e.claim(ctx, n, waited, a)
-			if cerr == nil {
-				return l, nil
-			}
-			err = errors.Join(cerr, recipe.Remove(ctx, e.st, e.rec, n))
-		}
-		// A connection lost at the wrong moment (between a create and
-		// its listing, say) costs the candidate its place in line but
-		// not its campaign: the node is gone, start again.
-		if !e.transient(ctx, err) {
-			a.Failed(ctx, err)
-			return nil, e.campaignErr(ctx, err)
-		}
-		if werr := recipe.Pause(ctx, e.st, attempt); werr != nil {
-			a.Failed(ctx, werr)
-			return nil, e.campaignErr(ctx, werr)
-		}
+	spec := &recipe.Spec{
+		Dir: e.path, Prefix: prefix, Order: recipe.Predecessor, Rec: e.rec,
+		Data: func(time.Time) []byte { return value },
+		Hold: recipe.HoldOptions{Deleted: ErrNodeDeleted},
 	}
+	if e.opts.policy == LoseOnDisconnect {
+		spec.Hold.Disconnected = ErrDisconnected
+	}
+	h, err := recipe.Acquire(ctx, e.st, spec)
+	if err != nil {
+		return nil, e.campaignErr(ctx, err)
+	}
+	return &Leadership{e: e, hold: h, value: h.Node().Data}, nil
 }
 
 // campaignErr wraps the error of a failed campaign; when the session has
@@ -65,30 +56,7 @@ func (e *Election) campaignErr(ctx context.Context, err error) error {
 	if sctx := e.st.Context(); sctx.Err() != nil && !errors.Is(err, context.Cause(sctx)) {
 		err = fmt.Errorf("%w (%w)", context.Cause(sctx), err)
 	}
-	if errors.Is(err, store.ErrNoNode) && e.st.Context().Err() == nil {
-		return fmt.Errorf("election: campaign %q: %w: %w", e.path, ErrNodeDeleted, err)
-	}
 	return fmt.Errorf("election: campaign %q: %w", e.path, err)
-}
-
-// claim turns the granted node n into a leadership. Under LoseOnDisconnect
-// it confirms the grant again (recipe.Confirm: a lost connection is waited
-// out, and n then checked to be still there and this session's), so that
-// leadership is never reported while ownership is unknown.
-func (e *Election) claim(ctx context.Context, n store.Node, waited bool, a telemetry.Attempt) (*Leadership, error) {
-	opts := recipe.HoldOptions{Deleted: ErrNodeDeleted, Front: waited} // see recipe.AcquireWaited
-	if e.opts.policy == LoseOnDisconnect {
-		opts.Disconnected = ErrDisconnected
-		if err := recipe.Confirm(ctx, e.st, n); err != nil {
-			return nil, err
-		}
-	}
-	opts.OnEnd, opts.Rec = a.Granted(ctx, n).End, e.rec
-	return &Leadership{
-		e:     e,
-		hold:  recipe.NewHold(e.st, n, opts),
-		value: n.Data,
-	}, nil
 }
 
 // alive returns ctx's error or the session's cause, if either has ended.
@@ -100,12 +68,6 @@ func (e *Election) alive(ctx context.Context) error {
 		return context.Cause(sctx)
 	}
 	return nil
-}
-
-// transient reports whether err is a lost connection that is worth waiting
-// out: ctx and the session are still alive.
-func (e *Election) transient(ctx context.Context, err error) bool {
-	return errors.Is(err, store.ErrDisconnected) && e.alive(ctx) == nil
 }
 
 // check reports an Election or a value a campaign cannot use.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	gosync "sync"
 
+	"github.com/corral-go/corral/internal/holderr"
 	"github.com/corral-go/corral/internal/recipe"
 	"github.com/corral-go/corral/store"
 )
@@ -70,6 +71,16 @@ func (l *Leadership) Token() int64 {
 	return l.hold.Token()
 }
 
+// Guard returns the guard of the leader's node, for a write that must be
+// applied only while this term lasts (see store.Guard); the zero Guard
+// for the zero Leadership.
+func (l *Leadership) Guard() store.Guard {
+	if l == nil || l.hold == nil {
+		return store.Guard{}
+	}
+	return l.hold.Guard()
+}
+
 // Path returns the path of the leader's node ("" for the zero Leadership).
 func (l *Leadership) Path() string {
 	if l == nil || l.hold == nil {
@@ -105,7 +116,7 @@ func (l *Leadership) Resign(ctx context.Context) error {
 	if l == nil || l.hold == nil {
 		return fmt.Errorf("election: resign: %w: leadership not won by a campaign", store.ErrInvalidArgument)
 	}
-	if _, err := l.hold.Release(ctx, ErrResigned); err != nil {
+	if _, err := l.hold.Release(ctx, ErrResigned); err != nil && !errors.Is(err, holderr.ErrReleased) {
 		return fmt.Errorf("election: resign: %w", err)
 	}
 	return nil

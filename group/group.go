@@ -58,6 +58,7 @@ import (
 
 	"github.com/corral-go/corral/internal/holderr"
 	"github.com/corral-go/corral/internal/recipe"
+	"github.com/corral-go/corral/internal/runner"
 	"github.com/corral-go/corral/internal/telemetry"
 	"github.com/corral-go/corral/store"
 )
@@ -75,8 +76,10 @@ var (
 	ErrDisconnected = holderr.ErrDisconnected
 	// ErrNotMember is the cause of the zero Membership's context.
 	ErrNotMember = errors.New("group: not a member")
-	// ErrWatcherClosed is the Err of a Watcher after Close.
-	ErrWatcherClosed = errors.New("group: watcher closed")
+	// ErrWatcherClosed is the Err of a Watcher after Close. It is the
+	// same error as every other Close's in corral (inspect's, election's
+	// Observer's, queue's Consumer's).
+	ErrWatcherClosed = runner.ErrClosed
 	// ErrKindMismatch: the group's path holds the nodes of another kind
 	// of recipe (a Mutex's, say). It is the same error as
 	// sync.ErrKindMismatch.
@@ -87,19 +90,32 @@ var (
 type DisconnectPolicy = recipe.DisconnectPolicy
 
 const (
-	// LoseOnDisconnect, the default, ends a membership when the
-	// connection is lost: nobody can tell meanwhile whether the server
-	// has expired the session, and the others may already count the
-	// member gone. The node stays until Leave removes it or the session
-	// ends.
+	// LoseOnDisconnect ends a membership when the connection is lost:
+	// for a member whose work must stop the moment the others may count
+	// it gone (the server may expire its session meanwhile). The node
+	// stays until Leave removes it or the session ends.
 	LoseOnDisconnect = recipe.LoseOnDisconnect
-	// KeepOnDisconnect ends a membership only when the session ends or
-	// the node goes.
+	// KeepOnDisconnect, the default, ends a membership only when the
+	// session ends or the node goes: a membership is not exclusive, and
+	// a member stays one through a connection lost for less than its
+	// session's timeout, as Curator's GroupMember does.
 	KeepOnDisconnect = recipe.KeepOnDisconnect
 )
 
-// Option configures Join or Watch.
+// Option configures Join and Watch: the metrics and logs.
 type Option func(*options)
+
+// JoinOption configures Join: an Option, or WithDisconnectPolicy, which
+// only a membership has.
+type JoinOption interface{ apply(*options) }
+
+func (f Option) apply(o *options) {
+	if f == nil {
+		o.nilOpt = true
+		return
+	}
+	f(o)
+}
 
 type options struct {
 	policy DisconnectPolicy
@@ -107,12 +123,15 @@ type options struct {
 	nilOpt bool // a nil option was given: bad input
 }
 
+// policyOption is the JoinOption of WithDisconnectPolicy.
+type policyOption DisconnectPolicy
+
+func (p policyOption) apply(o *options) { o.policy = DisconnectPolicy(p) }
+
 // WithDisconnectPolicy sets what a lost connection does to a membership;
-// the default is LoseOnDisconnect. Watch ignores it: a watcher waits out a
-// lost connection while the session lives.
-func WithDisconnectPolicy(p DisconnectPolicy) Option {
-	return func(o *options) { o.policy = p }
-}
+// the default is KeepOnDisconnect. A watcher has no such choice: it waits
+// out a lost connection while the session lives.
+func WithDisconnectPolicy(p DisconnectPolicy) JoinOption { return policyOption(p) }
 
 // WithMeterProvider records the metrics of Join and Watch (see the package
 // doc) with mp instead of the global MeterProvider (otel.GetMeterProvider).
@@ -127,14 +146,14 @@ func WithLogger(l *slog.Logger) Option {
 	return func(o *options) { o.tel.Logger = l }
 }
 
-func newOptions(opts []Option) options {
-	var o options
+func newOptions[O JoinOption](opts []O) options {
+	o := options{policy: KeepOnDisconnect}
 	for _, opt := range opts {
-		if opt == nil {
+		if any(opt) == nil {
 			o.nilOpt = true
 			continue
 		}
-		opt(&o)
+		opt.apply(&o)
 	}
 	return o
 }

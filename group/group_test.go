@@ -66,7 +66,7 @@ func until(t testing.TB, w *group.Watcher, want ...string) []group.Member {
 	}
 }
 
-func join(t testing.TB, st store.Store, path, value string, opts ...group.Option) *group.Membership {
+func join(t testing.TB, st store.Store, path, value string, opts ...group.JoinOption) *group.Membership {
 	t.Helper()
 	m, err := group.Join(ctxFor(t), st, path, []byte(value), opts...)
 	if err != nil {
@@ -249,7 +249,7 @@ func TestMisuse(t *testing.T) {
 		st    store.Store
 		path  string
 		value []byte
-		opts  []group.Option
+		opts  []group.JoinOption
 		want  error
 	}{
 		{"nil store", nil, "/g", nil, nil, store.ErrInvalidArgument},
@@ -257,8 +257,9 @@ func TestMisuse(t *testing.T) {
 		{"relative", st, "g", nil, nil, store.ErrInvalidPath},
 		{"empty", st, "", nil, nil, store.ErrInvalidPath},
 		{"large value", st, "/g", make([]byte, store.MaxDataSize+1), nil, store.ErrTooLarge},
-		{"bad policy", st, "/g", nil, []group.Option{group.WithDisconnectPolicy(7)}, store.ErrInvalidArgument},
-		{"nil option", st, "/g", nil, []group.Option{nil}, store.ErrInvalidArgument},
+		{"bad policy", st, "/g", nil, []group.JoinOption{group.WithDisconnectPolicy(7)}, store.ErrInvalidArgument},
+		{"nil option", st, "/g", nil, []group.JoinOption{group.Option(nil)}, store.ErrInvalidArgument},
+		{"nil join option", st, "/g", nil, []group.JoinOption{nil}, store.ErrInvalidArgument},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -269,7 +270,16 @@ func TestMisuse(t *testing.T) {
 			if c.value != nil {
 				return
 			}
-			w := group.Watch(ctx, c.st, c.path, c.opts...)
+			var wopts []group.Option
+			for _, o := range c.opts {
+				if o, ok := o.(group.Option); ok {
+					wopts = append(wopts, o)
+				}
+			}
+			if c.name == "bad policy" || c.name == "nil join option" {
+				return // no watcher's option
+			}
+			w := group.Watch(ctx, c.st, c.path, wopts...)
 			<-w.Done()
 			if err := w.Err(); !errors.Is(err, c.want) {
 				t.Errorf("Watch: Err = %v; want %v", err, c.want)
@@ -333,21 +343,25 @@ func TestMisuse(t *testing.T) {
 }
 
 // TestDisconnectPolicy: under LoseOnDisconnect a lost connection ends the
-// membership; under KeepOnDisconnect it survives it.
+// membership; under KeepOnDisconnect, the default, it survives it.
 func TestDisconnectPolicy(t *testing.T) {
 	srv := memstore.NewServer()
 	st := srv.Open()
 	defer st.Close()
 	path := dir(t)
-	lose := join(t, st, path, "lose")
+	lose := join(t, st, path, "lose", group.WithDisconnectPolicy(group.LoseOnDisconnect))
 	keep := join(t, st, path, "keep", group.WithDisconnectPolicy(group.KeepOnDisconnect))
-	_ = lose.Context()
-	_ = keep.Context()
+	byDefault := join(t, st, path, "default")
+	for _, m := range []*group.Membership{lose, keep, byDefault} {
+		_ = m.Context()
+	}
 	st.Disconnect()
 	waitEnd(t, lose, group.ErrDisconnected)
 	st.Reconnect()
-	if cause := context.Cause(keep.Context()); cause != nil {
-		t.Errorf("KeepOnDisconnect membership ended: %v", cause)
+	for _, m := range []*group.Membership{keep, byDefault} {
+		if cause := context.Cause(m.Context()); cause != nil {
+			t.Errorf("membership %q ended by a lost connection: %v", m.Value(), cause)
+		}
 	}
 }
 

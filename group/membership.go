@@ -2,8 +2,11 @@ package group
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"time"
 
+	"github.com/corral-go/corral/internal/holderr"
 	"github.com/corral-go/corral/internal/names"
 	"github.com/corral-go/corral/internal/recipe"
 	"github.com/corral-go/corral/internal/telemetry"
@@ -22,7 +25,7 @@ import (
 // ends first, and the session's cause when it has ended. A failed Join
 // leaves no node behind. Join is safe for concurrent use; several joins of
 // one session are several members.
-func Join(ctx context.Context, st store.Store, path string, value []byte, opts ...Option) (*Membership, error) {
+func Join(ctx context.Context, st store.Store, path string, value []byte, opts ...JoinOption) (*Membership, error) {
 	o := newOptions(opts)
 	if err := o.check(st, path); err != nil {
 		return nil, joinErr(ctx, path, err)
@@ -33,22 +36,20 @@ func Join(ctx context.Context, st store.Store, path string, value []byte, opts .
 	if err := ctx.Err(); err != nil {
 		return nil, joinErr(ctx, path, err)
 	}
-	rec := telemetry.New(o.tel, telemetry.KindGroup, path, ErrNodeDeleted)
-	a := rec.Begin(ctx)
-	for attempt := 0; ; attempt++ {
-		n, _, err := recipe.Create(ctx, st, rec, path, names.Group, value)
-		if err == nil {
-			hopts := recipe.HoldOptions{Deleted: ErrNodeDeleted, OnEnd: a.Granted(ctx, n).End, Rec: rec}
-			if o.policy == LoseOnDisconnect {
-				hopts.Disconnected = ErrDisconnected
-			}
-			return &Membership{hold: recipe.NewHold(st, n, hopts), rec: rec}, nil
-		}
-		if !recipe.RideOut(ctx, st, err, attempt) {
-			a.Failed(ctx, err)
-			return nil, joinErr(ctx, path, recipe.SessionErr(st, err))
-		}
+	spec := &recipe.Spec{
+		Dir: path, Prefix: names.Group, Order: recipe.Unordered,
+		Data: func(time.Time) []byte { return value },
+		Rec:  telemetry.New(o.tel, telemetry.KindGroup, path, ErrNodeDeleted),
+		Hold: recipe.HoldOptions{Deleted: ErrNodeDeleted},
 	}
+	if o.policy == LoseOnDisconnect {
+		spec.Hold.Disconnected = ErrDisconnected
+	}
+	h, err := recipe.Acquire(ctx, st, spec)
+	if err != nil {
+		return nil, joinErr(ctx, path, recipe.SessionErr(st, err))
+	}
+	return &Membership{hold: h}, nil
 }
 
 func joinErr(ctx context.Context, path string, err error) error {
@@ -77,7 +78,6 @@ func joinErr(ctx context.Context, path string, err error) error {
 // and its Leave fails with store.ErrInvalidArgument.
 type Membership struct {
 	hold *recipe.Hold
-	rec  *telemetry.Recorder
 }
 
 // notMember is the Context of the zero Membership.
@@ -111,6 +111,16 @@ func (m *Membership) Token() int64 {
 	return m.hold.Token()
 }
 
+// Guard returns the guard of the member's node, for a write that must be
+// applied only while the membership lasts (see store.Guard); the zero
+// Guard for the zero Membership.
+func (m *Membership) Guard() store.Guard {
+	if m == nil || m.hold == nil {
+		return store.Guard{}
+	}
+	return m.hold.Guard()
+}
+
 // Path returns the path of the member's node ("" for the zero Membership).
 func (m *Membership) Path() string {
 	if m == nil || m.hold == nil {
@@ -140,7 +150,7 @@ func (m *Membership) Leave(ctx context.Context) error {
 	if m == nil || m.hold == nil {
 		return fmt.Errorf("group: leave: %w: membership not made by Join", store.ErrInvalidArgument)
 	}
-	if _, err := m.hold.Release(ctx, ErrLeft); err != nil {
+	if _, err := m.hold.Release(ctx, ErrLeft); err != nil && !errors.Is(err, holderr.ErrReleased) {
 		return fmt.Errorf("group: leave %q: %w", m.Path(), err)
 	}
 	return nil

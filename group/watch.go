@@ -3,7 +3,6 @@ package group
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -27,13 +26,6 @@ type Member struct {
 	// in (on ZooKeeper, another client's member that is not sequential
 	// has Token 0).
 	Token int64
-}
-
-// seen is a member as a read found it, with its node's Seq, which tells
-// it from a node of the same name made since.
-type seen struct {
-	Member
-	seq int64
 }
 
 func (m Member) String() string {
@@ -67,7 +59,8 @@ func Watch(ctx context.Context, st store.Store, path string, opts ...Option) *Wa
 	if err := o.check(st, path); err != nil {
 		return &Watcher{l: runner.Stopped[[]Member](fmt.Errorf("group: watch %q: %w", path, err))}
 	}
-	g := &watch{st: st, path: path, log: o.tel.Logger, rec: telemetry.New(o.tel, telemetry.KindGroup, path, ErrNodeDeleted)}
+	g := &watch{path: path, log: o.tel.Logger, rec: telemetry.New(o.tel, telemetry.KindGroup, path, ErrNodeDeleted),
+		members: recipe.NewMembers(st, path, names.Groups), st: st}
 	return &Watcher{l: runner.Start(ctx, g.run)}
 }
 
@@ -107,12 +100,11 @@ func (w *Watcher) loop() *runner.Loop[[]Member] {
 
 // watch is the state of one Watcher's goroutine.
 type watch struct {
-	st    store.Store
-	path  string
-	log   *slog.Logger
-	rec   *telemetry.Recorder
-	known map[string]seen  // by path: the members of the last read
-	dirs  map[string]int64 // by path: the Seq of the directories of the last read
+	st      store.Store
+	path    string
+	log     *slog.Logger
+	rec     *telemetry.Recorder
+	members *recipe.Members
 }
 
 // run sends the members on out as they change, until ctx or the session
@@ -147,54 +139,14 @@ func clone(ms []Member) []Member {
 
 // current returns the members now and a watch, set on ctx, that fires when
 // they may have changed.
-func (g *watch) current(ctx context.Context) (ms []Member, ch <-chan store.Event, err error) {
-	// No group yet: no members, and a watch for its directory.
-	kids, ch, err := recipe.WatchChildren(ctx, g.st, g.path)
-	if err == nil {
-		err = recipe.CheckFamily(g.path, kids, names.Groups)
-	}
+func (g *watch) current(ctx context.Context) ([]Member, <-chan store.Event, error) {
+	read, ch, err := g.members.Read(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
-	ms, err = g.read(ctx, kids)
-	return ms, ch, err
-}
-
-// read reads the members among kids, the values of members it knew from
-// its last read. A member that went since the listing is left out: the
-// watch set before the reads fires for it. A persistent node is no member
-// (every client's members are its session's nodes) but a directory below
-// the group, which read remembers as one too.
-func (g *watch) read(ctx context.Context, kids []store.Child) ([]Member, error) {
-	ms := make([]Member, 0, len(kids))
-	known := make(map[string]seen, len(kids))
-	dirs := make(map[string]int64)
-	for _, k := range kids {
-		p := store.Join(g.path, k.Name)
-		if m, ok := g.known[p]; ok && m.seq == k.Seq {
-			ms = append(ms, m.Member)
-			known[p] = m
-			continue
-		}
-		if seq, ok := g.dirs[p]; ok && seq == k.Seq {
-			dirs[p] = seq
-			continue
-		}
-		n, err := g.st.Get(ctx, p)
-		if errors.Is(err, store.ErrNoNode) || err == nil && n.Seq != k.Seq {
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-		if n.Owner == 0 {
-			dirs[p] = n.Seq
-			continue
-		}
-		m := Member{Path: p, Value: n.Data, Token: n.Fence()}
-		ms = append(ms, m)
-		known[p] = seen{m, n.Seq}
+	ms := make([]Member, len(read))
+	for i, m := range read {
+		ms[i] = Member{Path: m.Path, Value: m.Value, Token: m.Token}
 	}
-	g.known, g.dirs = known, dirs // only the nodes listed now: nothing grows
-	return ms, nil
+	return ms, ch, nil
 }

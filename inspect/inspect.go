@@ -67,7 +67,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -101,8 +100,8 @@ const (
 	// (etcd's concurrency.Mutex and Election, bare sequential nodes): a
 	// lock or an election, ordered like one.
 	Foreign
-	// Group: the members of a group (package group), every one a holder,
-	// in the order they joined.
+	// Group: the members of a group (package group) or of a partition
+	// (package partition), every one a holder, in the order they joined.
 	Group
 )
 
@@ -225,12 +224,12 @@ type Report struct {
 	// Path is the directory.
 	Path string `json:"path"`
 	Kind Kind   `json:"kind"`
-	// Limit is the stored limit of a semaphore or double barrier (0 when
-	// none is stored), and 0 for the other kinds.
+	// Limit is the limit of a semaphore or double barrier, as its nodes
+	// record it (0 when none does), and 0 for the other kinds.
 	Limit int `json:"limit,omitempty"`
 	// Holders hold the recipe, in order: the holder of a lock (or its
 	// readers), the leader of an election, the semaphore's leases within
-	// its limit (every lease when no limit is stored, as with Curator's
+	// its limit (every lease when none records a limit, as with Curator's
 	// semaphore), the members of a double barrier's released round.
 	Holders []Contender `json:"holders"`
 	// Waiters wait behind them, in order: the election's other
@@ -410,7 +409,7 @@ func (r *reader) visit(ctx context.Context, p string, kids []store.Child, fn fun
 		// A name that looks like another client's contender (a few
 		// hexadecimal digits, like etcd's lease keys) may as well be a
 		// directory.
-		if f := names.FamilyOf(k.Name); f == names.NoFamily || f == names.Foreign {
+		if f := names.FamilyOf(k.Name); f == names.NoFamily || f == names.Foreign || f == names.PartitionDirs {
 			dirs = append(dirs, k.Name)
 		}
 	}
@@ -450,7 +449,7 @@ func kindOf(kids []store.Child) Kind {
 			return DoubleBarrier
 		case names.Queues:
 			return Queue
-		case names.Groups:
+		case names.Groups, names.Partitions:
 			return Group
 		case names.Foreign:
 			foreign = true
@@ -514,16 +513,16 @@ func (r *reader) ordered(ctx context.Context, rep *Report, kids []store.Child) e
 		cs, nodes = append(cs, c), append(nodes, n)
 	}
 	for i, c := range cs {
-		mode, blocker := Exclusive, recipe.Predecessor
+		mode, order := Exclusive, recipe.Predecessor
 		switch {
 		case rep.Kind == Election:
 			mode = Candidate // the first leads, whatever the kinds
 		case c.Kind == recipe.Reader:
-			mode, blocker = Reader, recipe.LastWriter
+			mode, order = Reader, recipe.LastWriter
 		case c.Kind == recipe.Writer:
 			mode = Writer
 		}
-		rep.add(contender(nodes[i], mode), blocker(cs, i) < 0)
+		rep.add(contender(nodes[i], mode), order.Grants(cs, i))
 	}
 	return nil
 }
@@ -576,24 +575,20 @@ func identify(data []byte) (*Identity, []byte) {
 	return nil, data
 }
 
-// limit reads the limit stored in the node at p, 0 when there is none.
-func (r *reader) limit(ctx context.Context, p string) (int, error) {
-	n, err := r.st.Get(ctx, p)
-	if err != nil {
-		return 0, err
+// limit returns the limit the nodes of kids with marker record in their
+// names (names.WithSetting), 0 when none does: the first one's, which the
+// others agree with (they are refused otherwise).
+func limit(kids []store.Child, marker string) int {
+	for _, k := range kids {
+		if l, ok := names.SettingOf(k.Name, marker, 'n'); ok {
+			return l
+		}
 	}
-	l, err := strconv.Atoi(strings.TrimSpace(string(n.Data)))
-	if err != nil || l < 1 {
-		return 0, nil
-	}
-	return l, nil
+	return 0
 }
 
 func (r *reader) semaphore(ctx context.Context, rep *Report, kids []store.Child) error {
-	l, err := r.limit(ctx, rep.Path)
-	if err != nil {
-		return err
-	}
+	l := limit(kids, names.Lease)
 	rep.Limit = l
 	i := 0
 	for _, k := range kids {
@@ -613,7 +608,7 @@ func (r *reader) semaphore(ctx context.Context, rep *Report, kids []store.Child)
 // persistent one is a directory), all holders.
 func (r *reader) group(ctx context.Context, rep *Report, kids []store.Child) error {
 	for _, k := range kids {
-		if f := names.FamilyOf(k.Name); f != names.Groups && f != names.Foreign && f != names.NoFamily {
+		if f := names.FamilyOf(k.Name); f != names.Groups && f != names.Partitions && f != names.Foreign && f != names.NoFamily {
 			continue
 		}
 		n, ok, err := r.node(ctx, store.Join(rep.Path, k.Name), k.Seq)
@@ -628,11 +623,7 @@ func (r *reader) group(ctx context.Context, rep *Report, kids []store.Child) err
 }
 
 func (r *reader) doubleBarrier(ctx context.Context, rep *Report, kids []store.Child) error {
-	l, err := r.limit(ctx, rep.Path)
-	if err != nil {
-		return err
-	}
-	rep.Limit = l
+	rep.Limit = limit(kids, names.Member)
 	// The ready node holds the first and the last Seq of the released
 	// round; it changes without a change of children, so it is watched.
 	var lo, hi int64 = 0, -1

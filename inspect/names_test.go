@@ -25,6 +25,9 @@ var kinds = map[names.Family]inspect.Kind{
 	names.Members: inspect.DoubleBarrier,
 	names.Queues:  inspect.Queue,
 	names.Groups:  inspect.Group,
+	// A partition's members read as a group; its path holds directories.
+	names.Partitions:    inspect.Group,
+	names.PartitionDirs: inspect.None,
 }
 
 // A maker makes, with a primitive, the nodes of one recipe at path p (or
@@ -102,6 +105,32 @@ func memberMaker(ctx context.Context, t *testing.T, st store.Store, p string) st
 	return p
 }
 
+// partitionMaker runs a member of a partition of one shard at p, until it
+// holds the shard, and returns the directory below p named below ("" for
+// p itself).
+func partitionMaker(below string) maker {
+	return func(ctx context.Context, t *testing.T, st store.Store, p string) string {
+		m, err := partition.Join(ctx, st, p, 1, "m")
+		must(t, "Join", err)
+		release(t, "Leave", m.Leave)
+		held := make(chan struct{})
+		go m.Run(context.Background(), func(ctx context.Context, _ *partition.Shard) error {
+			close(held)
+			<-ctx.Done()
+			return nil
+		})
+		select {
+		case <-held:
+		case <-ctx.Done():
+			t.Fatalf("the only member was not given the only shard: %v", ctx.Err())
+		}
+		if below == "" {
+			return p
+		}
+		return store.Join(p, below)
+	}
+}
+
 // queueMaker takes an item from an at-least-once queue and holds it: the
 // queue then has its config, its items, a claim and a delivery count.
 func queueMaker(ctx context.Context, t *testing.T, st store.Store, p string) string {
@@ -144,6 +173,10 @@ func TestNamesAgree(t *testing.T) {
 		names.Claims:     queueMaker,
 		names.Deliveries: queueMaker,
 		names.Config:     queueMaker,
+		// A partition's path holds its members' and shards' directories.
+		names.PartitionMembers: partitionMaker(""),
+		names.PartitionShards:  partitionMaker(""),
+		names.Partition:        partitionMaker(names.PartitionMembers),
 	}
 	backends.Run(t, func(t *testing.T, b storetest.Backend) {
 		st := backends.Open(t, b, 1)[0]
@@ -201,20 +234,22 @@ func TestNamesAgreeBelow(t *testing.T) {
 			must(t, "Join", err)
 			release(t, "Leave", m.Leave)
 			// The member is given the only shard once it holds it.
-			for held := false; !held; {
-				select {
-				case set := <-m.Shards():
-					held = len(set) == 1
-				case <-ctx.Done():
-					t.Fatalf("the only member was not given the only shard: %v", ctx.Err())
-				}
+			held := make(chan struct{})
+			go m.Run(ctx, func(ctx context.Context, _ *partition.Shard) error {
+				close(held)
+				<-ctx.Done()
+				return nil
+			})
+			select {
+			case <-held:
+			case <-ctx.Done():
+				t.Fatalf("the only member was not given the only shard: %v", ctx.Err())
 			}
 			for _, tt := range []struct {
 				dir  string
 				want inspect.Kind
 			}{
 				{partition.MembersDir(p), inspect.Group},
-				{partition.ShardCountDir(p), inspect.Group},
 				{partition.ShardsDir(p) + "/0", inspect.Lock},
 			} {
 				if rep := read(t, st, tt.dir); rep.Kind != tt.want || len(rep.Holders) != 1 {

@@ -127,3 +127,22 @@ func TestAssignMisuse(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkAssign measures Assign at the largest number of shards a
+// partition may have and 64 members (and smaller sizes beside it): time
+// and bytes per call (-benchmem), which every member spends on every
+// change of the member list.
+func BenchmarkAssign(b *testing.B) {
+	for _, size := range [][2]int{{8, 1024}, {64, 1024}, {64, partition.MaxShards}, {256, partition.MaxShards}} {
+		m, k := size[0], size[1]
+		b.Run(fmt.Sprintf("M=%d/K=%d", m, k), func(b *testing.B) {
+			ms := ids(m)
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := partition.Assign(ms, k); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -47,6 +47,9 @@ type chaosConfig struct {
 	ID       string
 	Grace    time.Duration
 	Recorder string // the URL of the fenced resource
+	// Drain is how long the work on a shard takes to stop once it is
+	// told to (reassigned, or its member leaves); 0: drainWrites writes.
+	Drain time.Duration
 }
 
 // writeEvery is how often a member process writes to each shard it works
@@ -83,6 +86,90 @@ func TestChaos(t *testing.T) {
 			chaos(t, name)
 		})
 	}
+}
+
+// TestChurn: members of one partition run as separate processes, and
+// leave and join again and again while the work on a shard takes longer to
+// stop than the grace. A member that leaves leaves the assignment first, so
+// the others take its shards at once and no shard is assigned to a member
+// that will never take it: no shard goes without a live owner for longer
+// than the grace plus a second (a member that stayed in the assignment
+// while its work drained left shards unowned for the whole drain, 8 to 14 s
+// with the default grace). Work that outlasts the grace overlaps the next
+// owner's, whose greater token fences the old one's writes.
+func TestChurn(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts member processes")
+	}
+	for _, name := range []string{"zk", "etcd"} {
+		t.Run(name, func(t *testing.T) {
+			if !backends.Selected(name) {
+				t.Skipf("%s not in CORRAL_STORES", name)
+			}
+			churn(t, name)
+		})
+	}
+}
+
+func churn(t *testing.T, name string) {
+	const (
+		k      = 8
+		grace  = 300 * time.Millisecond
+		drain  = 800 * time.Millisecond // longer than the grace
+		rounds = 3
+		bound  = grace + time.Second
+	)
+	b := backends.Get(t, name)
+	cfg := chaosConfig{Store: name, Session: 2 * time.Second, Path: dir(t), Shards: k, Grace: grace, Drain: drain}
+	switch b := b.(type) {
+	case *zkbackend.Backend:
+		cfg.Addrs = b.Servers()
+	case *etcdbackend.Backend:
+		cfg.Addrs = b.Cluster().Endpoints()
+	}
+	rec := newRecorder(k)
+	rec.overlap = true
+	srv := httptest.NewServer(rec)
+	t.Cleanup(srv.Close)
+	cfg.Recorder = srv.URL
+	defer rec.check(t)
+
+	start := func(id string) *member {
+		c := cfg
+		c.ID = id
+		return startMember(t, rec, c)
+	}
+	live := []string{"a", "b", "c"}
+	procs := map[string]*member{}
+	for _, id := range live {
+		procs[id] = start(id)
+	}
+	rec.waitBalanced(t, live, timeout)
+	rec.startGaps()
+	for i := range rounds {
+		// The oldest leaves while a newcomer joins.
+		out, in := live[0], fmt.Sprintf("n%d", i)
+		procs[in] = start(in)
+		procs[out].leave(t)
+		rec.mark(out, gone)
+		live = append(live[1:], in)
+		rec.waitBalanced(t, live, timeout)
+	}
+	if gap, shard := rec.maxGap(); gap > bound {
+		t.Errorf("shard %d went %v without a live owner; want at most the grace plus a second (%v)", shard, gap, bound)
+	} else {
+		t.Logf("longest time a shard had no live owner: %v (shard %d), bound %v", gap, shard, bound)
+	}
+	for _, id := range live {
+		procs[id].leave(t)
+	}
+	for id, p := range procs {
+		p.exit()
+		if err := p.wait(t); err != nil {
+			t.Errorf("member %s exited with %v; want success", id, err)
+		}
+	}
+	t.Logf("%d writes accepted, %d refused as stale", rec.accepted, rec.refused)
 }
 
 func chaos(t *testing.T, name string) {
@@ -389,6 +476,7 @@ const (
 	frozen            // stopped by SIGSTOP
 	woken             // continued by SIGCONT after a stop past its session
 	dead              // killed by SIGKILL
+	gone              // left, and its work on every shard stopped
 )
 
 // recorder is the shared resource the member processes work on: it takes
@@ -401,26 +489,44 @@ type recorder struct {
 
 	mu       gosync.Mutex
 	state    map[string]procState
-	open     []map[string]int64 // by shard: process -> token it works under
-	begun    []int64            // by shard: the greatest token work began under
-	last     []int64            // by shard: the token of the last write taken
-	lastBy   []string           // by shard: who wrote it
-	late     map[string]int     // "id/shard": requests after a kill or a wake
+	open     []map[owner]bool // by shard: the works on it, and whether each was told to stop
+	begun    []int64          // by shard: the greatest token work began under
+	last     []int64          // by shard: the token of the last write taken
+	lastBy   []string         // by shard: who wrote it
+	late     map[string]int   // "id/shard": requests after a kill or a wake
 	woke     map[string]time.Time
 	accepted int
 	refused  int
 	errs     []string
+
+	// overlap: a process told to stop working on a shard (op told)
+	// may go on until its end while the next owner begins; its writes
+	// after that are refused as stale, and that is no failure.
+	overlap bool
+	// gaps: since startGaps, how long each shard went with no live
+	// owner (none working that was not told to stop).
+	gaps     bool
+	unowned  []time.Time // by shard: since when, or the zero Time
+	gap      time.Duration
+	gapShard int
 }
 
 func newRecorder(k int) *recorder {
 	r := &recorder{k: k, tick: make(chan struct{}, 1), state: map[string]procState{},
-		open: make([]map[string]int64, k), begun: make([]int64, k), last: make([]int64, k),
-		lastBy: make([]string, k), late: map[string]int{}, woke: map[string]time.Time{}}
+		open: make([]map[owner]bool, k), begun: make([]int64, k), last: make([]int64, k),
+		lastBy: make([]string, k), late: map[string]int{}, woke: map[string]time.Time{},
+		unowned: make([]time.Time, k)}
 	for i := range r.open {
-		r.open[i] = map[string]int64{}
+		r.open[i] = map[owner]bool{}
 		r.begun[i], r.last[i] = -1, -1
 	}
 	return r
+}
+
+// owner is one process's work on a shard, under one token.
+type owner struct {
+	id  string
+	tok int64
 }
 
 func (r *recorder) fail(format string, args ...any) {
@@ -450,7 +556,11 @@ func (r *recorder) mark(id string, s procState) {
 	}
 	if s == dead || s == woken {
 		for _, o := range r.open {
-			delete(o, id)
+			for q := range o {
+				if q.id == id {
+					delete(o, q)
+				}
+			}
 		}
 	}
 }
@@ -501,32 +611,84 @@ func (r *recorder) apply(op, id string, s int, tok int64) bool {
 		}
 		return true
 	}
+	defer r.owned(s)
+	me := owner{id, tok}
 	switch op {
+	case "told":
+		if _, ok := r.open[s][me]; ok {
+			r.open[s][me] = true
+		}
 	case "begin":
-		for q, qt := range r.open[s] {
-			if q != id && r.state[q] == running {
-				r.fail("shard %d: %s begins (token %d) while %s works on it (token %d)", s, id, tok, q, qt)
+		for q, told := range r.open[s] {
+			if r.overlap && told {
+				continue // its work drains beside ours, fenced
+			}
+			if q.id != id && r.state[q.id] == running {
+				r.fail("shard %d: %s begins (token %d) while %s works on it (token %d)", s, id, tok, q.id, q.tok)
 			}
 			delete(r.open[s], q) // a stopped owner's work is over
 		}
 		if tok <= r.begun[s] {
 			r.fail("shard %d: %s begins with token %d, not above %d", s, id, tok, r.begun[s])
 		}
-		r.open[s][id], r.begun[s] = tok, max(r.begun[s], tok)
+		r.open[s][me], r.begun[s] = false, max(r.begun[s], tok)
 	case "write":
-		if qt, ok := r.open[s][id]; !ok || qt != tok {
+		told, ok := r.open[s][me]
+		if !ok {
 			r.fail("shard %d: %s writes with token %d and has not begun work under it", s, id, tok)
 		}
 		if !r.fence(id, s, tok) {
-			r.fail("shard %d: write of %s, working on it, refused: token %d below %d of %s", s, id, tok, r.last[s], r.lastBy[s])
+			if !told {
+				r.fail("shard %d: write of %s, working on it, refused: token %d below %d of %s", s, id, tok, r.last[s], r.lastBy[s])
+			}
 			return false
 		}
 	case "end":
-		if r.open[s][id] == tok {
-			delete(r.open[s], id)
-		}
+		delete(r.open[s], me)
 	}
 	return true
+}
+
+// startGaps starts measuring how long shards go without a live owner.
+func (r *recorder) startGaps() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.gaps = true
+	for s := range r.k {
+		r.owned(s)
+	}
+}
+
+// owned notes whether shard s has a live owner now: one working on it that
+// was not told to stop. r.mu is held.
+func (r *recorder) owned(s int) {
+	if !r.gaps {
+		return
+	}
+	live := false
+	for q, told := range r.open[s] {
+		live = live || !told && r.state[q.id] == running
+	}
+	switch {
+	case live && !r.unowned[s].IsZero():
+		if d := time.Since(r.unowned[s]); d > r.gap {
+			r.gap, r.gapShard = d, s
+		}
+		r.unowned[s] = time.Time{}
+	case !live && r.unowned[s].IsZero():
+		r.unowned[s] = time.Now()
+	}
+}
+
+// maxGap returns the longest time a shard went without a live owner, and
+// which.
+func (r *recorder) maxGap() (time.Duration, int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for s := range r.k {
+		r.owned(s)
+	}
+	return r.gap, r.gapShard
 }
 
 // fence takes or refuses a write.
@@ -555,9 +717,9 @@ func (r *recorder) balanced(ids []string) bool {
 	}
 	for s, owner := range owners {
 		var owners []string
-		for id := range r.open[s] {
-			if r.state[id] == running {
-				owners = append(owners, id)
+		for q, told := range r.open[s] {
+			if !told && r.state[q.id] == running {
+				owners = append(owners, q.id)
 			}
 		}
 		if len(owners) != 1 || owners[0] != owner {
@@ -586,9 +748,9 @@ func (r *recorder) waitBalanced(t *testing.T, ids []string, bound time.Duration)
 	return time.Since(start)
 }
 
-// chaosChild is the member process: it joins the partition, works on each
-// shard it owns by writing to the recorder until the shard's context ends,
-// then releases it; it leaves on a line or the end of its stdin, says
+// chaosChild is the member process: it joins the partition and runs it,
+// working on each shard it owns by writing to the recorder until the
+// shard's context ends; it leaves on a line or the end of its stdin, says
 // "left" on stdout, and exits with status 0 (closing its session) when its
 // stdin ends. When the member stops by itself it exits with status 3, and
 // with 2 on any other failure.
@@ -612,18 +774,8 @@ func chaosChild(env string) int {
 		return 2
 	}
 	w := &childWorker{cfg: c, cli: &http.Client{Timeout: timeout}}
-	var wg gosync.WaitGroup
-	wg.Go(func() {
-		started := map[*partition.Shard]bool{}
-		for set := range m.Shards() {
-			for _, s := range set {
-				if !started[s] {
-					started[s] = true
-					wg.Go(func() { w.work(s) })
-				}
-			}
-		}
-	})
+	ran := make(chan error, 1)
+	go func() { ran <- m.Run(context.Background(), w.work) }()
 	// Any line on stdin, or its end, says leave; "left" on stdout says
 	// done, and the session lives until stdin ends.
 	in := bufio.NewReader(os.Stdin)
@@ -641,13 +793,15 @@ func chaosChild(env string) int {
 			fmt.Fprintln(os.Stderr, "leave:", err)
 			code = 2
 		}
-		wg.Wait()
+		if err := <-ran; err != nil {
+			fmt.Fprintln(os.Stderr, "run:", err)
+			code = 2
+		}
 		fmt.Println("left")
 		_, _ = io.Copy(io.Discard, in)
-	case <-m.Done():
-		fmt.Fprintln(os.Stderr, "member stopped:", m.Err())
+	case err := <-ran:
+		fmt.Fprintln(os.Stderr, "member stopped:", err)
 		code = 3
-		wg.Wait()
 	}
 	return code
 }
@@ -665,31 +819,35 @@ type childWorker struct {
 	cli *http.Client
 }
 
-// work tells the recorder it begins work on s, writes until s's context
-// ends, says it ended, and releases s. Each request completes before the
-// next step, so that the release comes after the last write.
-func (w *childWorker) work(s *partition.Shard) {
-	defer func() { _ = s.Release(context.Background()) }()
+// work tells the recorder it begins work on s, writes until ctx (s's
+// context) ends, says it ended, and returns, which releases s. Each request
+// completes before the next step, so that the release comes after the last
+// write.
+func (w *childWorker) work(ctx context.Context, s *partition.Shard) error {
 	op := "begin"
-	for s.Context().Err() == nil {
+	for ctx.Err() == nil {
 		w.post(op, s, time.Now())
 		op = "write"
 		select {
-		case <-s.Done():
+		case <-ctx.Done():
 		case <-time.After(writeEvery):
 		}
 	}
 	if op == "write" {
-		if c := context.Cause(s.Context()); errors.Is(c, partition.ErrReassigned) || errors.Is(c, partition.ErrLeft) {
+		if c := context.Cause(ctx); errors.Is(c, partition.ErrReassigned) || errors.Is(c, partition.ErrLeft) {
 			// Told to hand the shard over: its work takes a while
-			// to stop, and nobody else may begin before Release.
-			for range drainWrites {
+			// to stop, and nobody else may begin before it returns
+			// or the grace passes.
+			w.post("told", s, time.Now())
+			told := time.Now()
+			for i := 0; i < drainWrites || time.Since(told) < w.cfg.Drain; i++ {
 				time.Sleep(writeEvery)
 				w.post("write", s, time.Now())
 			}
 		}
 		w.post("end", s, time.Now())
 	}
+	return nil
 }
 
 // post makes a request of the recorder; checked is when the shard's

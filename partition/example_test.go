@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	gosync "sync"
 
 	"github.com/corral-go/corral/memstore"
 	"github.com/corral-go/corral/partition"
@@ -17,38 +18,21 @@ func Example() {
 	ctx := context.Background()
 	const path, k = "/jobs/tenants", 16
 
-	// tokens is what each replica works on now: shard -> token.
-	type replica struct {
-		st     *memstore.Store
-		m      *partition.Member
-		tokens chan map[int]int64
-	}
 	start := func(id string) *replica {
 		st := srv.Open()
 		m, err := partition.Join(ctx, st, path, k, id)
 		if err != nil {
 			panic(err)
 		}
-		r := &replica{st: st, m: m, tokens: make(chan map[int]int64, 1)}
-		go func() {
-			for set := range m.Shards() {
-				now := map[int]int64{}
-				for _, s := range set {
-					now[s.ID()] = s.Token()
-					// The shard's work runs until its context
-					// ends; then it says it has stopped.
-					go func() {
-						<-s.Done()
-						s.Release(context.Background())
-					}()
-				}
-				select {
-				case <-r.tokens:
-				default:
-				}
-				r.tokens <- now
-			}
-		}()
+		r := &replica{st: st, m: m, work: map[int]int64{}, tick: make(chan struct{}, 1)}
+		go m.Run(ctx, func(ctx context.Context, s *partition.Shard) error {
+			// The shard's work runs until its context ends; it
+			// writes to storage with s.Token() as its fencing token.
+			r.set(s.ID(), s.Token())
+			<-ctx.Done()
+			r.set(s.ID(), -1)
+			return nil
+		})
 		return r
 	}
 	// settle waits until the replicas work on what Assign gives them, and
@@ -63,40 +47,32 @@ func Example() {
 		for _, id := range ids {
 			r := rs[id]
 			for {
-				now := <-r.tokens
-				var got, want []int
+				r.mu.Lock()
+				now := maps.Clone(r.work)
+				r.mu.Unlock()
+				ok := len(now) == countOf(owners, id)
 				for s := range now {
-					got = append(got, s)
+					ok = ok && owners[s] == id
 				}
-				for s, o := range owners {
-					if o == id {
-						want = append(want, s)
-					}
-				}
-				slices.Sort(got)
-				if slices.Equal(got, want) {
+				if ok {
 					all[id] = now
 					fmt.Printf("%s works on %d shards\n", id, len(now))
-					// Put it back for the next settle, unless the
-					// replica has sent a newer set meanwhile.
-					select {
-					case r.tokens <- now:
-					default:
-					}
 					break
 				}
+				<-r.tick
 			}
 		}
 		return all
 	}
 
 	rs := map[string]*replica{"a": start("a"), "b": start("b"), "c": start("c")}
-	before := settle(map[string]*replica{"a": rs["a"], "b": rs["b"], "c": rs["c"]})
+	before := settle(rs)
 
 	rs["c"].st.Close() // c is killed: its session ends, no Leave
 	<-rs["c"].m.Done()
 	fmt.Println("c stopped:", rs["c"].m.Err())
-	after := settle(map[string]*replica{"a": rs["a"], "b": rs["b"]})
+	delete(rs, "c")
+	after := settle(rs)
 
 	// c's shards moved, each to a new owner with a greater token.
 	for s, token := range before["c"] {
@@ -113,10 +89,47 @@ func Example() {
 	}
 	// Output:
 	// a works on 5 shards
-	// b works on 6 shards
-	// c works on 5 shards
+	// b works on 5 shards
+	// c works on 6 shards
 	// c stopped: store: closed
 	// a works on 8 shards
 	// b works on 8 shards
-	// shards moved: 5
+	// shards moved: 6
+}
+
+// replica is one process of Example: its session, its member, and the
+// shards it works on now (shard -> token).
+type replica struct {
+	st   *memstore.Store
+	m    *partition.Member
+	mu   gosync.Mutex
+	work map[int]int64
+	tick chan struct{} // cap 1: work changed
+}
+
+// set records that the replica works on shard s with token, or no longer
+// (a token of -1).
+func (r *replica) set(s int, token int64) {
+	r.mu.Lock()
+	if token < 0 {
+		delete(r.work, s)
+	} else {
+		r.work[s] = token
+	}
+	r.mu.Unlock()
+	select {
+	case r.tick <- struct{}{}:
+	default:
+	}
+}
+
+// countOf counts the shards owners gives id.
+func countOf(owners []string, id string) int {
+	n := 0
+	for _, o := range owners {
+		if o == id {
+			n++
+		}
+	}
+	return n
 }

@@ -83,13 +83,15 @@ func (f *fence) check(t testing.TB) {
 	}
 }
 
-// worker works on the shards of one member as a service would: each shard
-// it is given is recorded at the fence until its context ends, and then
-// released. It keeps the latest set for the tests to look at.
+// worker works on the shards of one member as a service would, in the
+// member's Run: each shard it is given is recorded at the fence until its
+// context ends; then its function returns, which releases it. It keeps
+// what it works on for the tests to look at.
 type worker struct {
 	m     *partition.Member
 	f     *fence
-	done  chan struct{}
+	done  chan struct{} // closed when Run has returned
+	err   error         // what Run returned, set before done is closed
 	mu    gosync.Mutex
 	owned map[int]int64 // shard -> token, those worked on now
 	tick  chan struct{} // cap 1: owned changed
@@ -97,37 +99,21 @@ type worker struct {
 
 func work(m *partition.Member, f *fence, tick chan struct{}) *worker {
 	w := &worker{m: m, f: f, done: make(chan struct{}), owned: map[int]int64{}, tick: tick}
-	go w.run()
+	go func() {
+		defer close(w.done)
+		w.err = m.Run(context.Background(), w.shard)
+	}()
 	return w
 }
 
-func (w *worker) run() {
-	defer close(w.done)
-	var wg gosync.WaitGroup
-	defer wg.Wait()
-	started := map[*partition.Shard]bool{}
-	for set := range w.m.Shards() {
-		for _, s := range set {
-			if started[s] {
-				continue
-			}
-			started[s] = true
-			if s.Context().Err() != nil {
-				// Ended before its work began: still released,
-				// or it waits out the grace.
-				wg.Go(func() { _ = s.Release(context.Background()) })
-				continue
-			}
-			w.f.begin(w.m.ID(), s.ID(), s.Token())
-			w.set(s.ID(), s.Token(), true)
-			wg.Go(func() {
-				<-s.Done()
-				w.set(s.ID(), 0, false)
-				w.f.end(w.m.ID(), s.ID())
-				_ = s.Release(context.Background())
-			})
-		}
-	}
+// shard is the work on one shard.
+func (w *worker) shard(ctx context.Context, s *partition.Shard) error {
+	w.f.begin(w.m.ID(), s.ID(), s.Token())
+	w.set(s.ID(), s.Token(), true)
+	<-ctx.Done()
+	w.set(s.ID(), 0, false)
+	w.f.end(w.m.ID(), s.ID())
+	return nil
 }
 
 func (w *worker) set(s int, token int64, on bool) {

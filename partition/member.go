@@ -7,8 +7,9 @@ import (
 	"log/slog"
 	"slices"
 	gosync "sync"
+	"time"
 
-	"github.com/corral-go/corral/group"
+	"github.com/corral-go/corral/internal/holderr"
 	"github.com/corral-go/corral/internal/names"
 	"github.com/corral-go/corral/internal/recipe"
 	"github.com/corral-go/corral/internal/runner"
@@ -16,78 +17,133 @@ import (
 	"github.com/corral-go/corral/store"
 )
 
-// Member is one member of a partition, from Join to its end; see the
-// package doc. Its methods are safe for concurrent use.
+// Member is one member of a partition, from Join until it stops: it left
+// (Leave, or its Run's ctx ended, or a shard's function failed), or it was
+// lost (its session ended, its member node was deleted). See the package
+// doc. Its methods are safe for concurrent use.
 //
-// A Member runs one goroutine that follows the group and one per shard it
-// is assigned; they all exit before Leave returns, or after the member has
-// stopped by itself (its session ended, its membership was lost), once the
-// shards it held are released. The zero Member (and a nil one) has stopped:
-// its Shards channel is closed and its Leave fails with
-// store.ErrInvalidArgument.
+// The zero Member (and a nil one) has stopped: its Done is closed, and its
+// Run and Leave fail with store.ErrInvalidArgument.
 type Member struct {
 	st     store.Store
 	path   string
 	id     string
 	shards int
 	opts   options
-	rec    *telemetry.Recorder
-	ms     *group.Membership
-	count  store.Node // the member's node in ShardCountDir
+	rec    *telemetry.Recorder // of the shards' locks
+	ms     *recipe.Hold        // the member's node
 
-	l       *runner.Loop[[]*Shard]
-	changed chan struct{} // cap 1: the owned set changed
-	workers gosync.WaitGroup
-	// hurry is closed when Leave's ctx ends: the shards are released
-	// without waiting for the rest of the grace.
-	hurry     chan struct{}
+	leave     chan struct{} // closed by Leave: Run stops, and leaves
+	leaveOnce gosync.Once
+	hurry     chan struct{} // closed when Leave's ctx ends: release without the grace
 	hurryOnce gosync.Once
+	done      chan struct{} // closed once stopped: left or lost, every shard released
+	stopOnce  gosync.Once
+	lost      func() bool // stops watching the membership before Run
 
-	mu    gosync.Mutex
-	owned map[int]*Shard
+	mu      gosync.Mutex
+	running bool           // Run was called
+	owned   map[int]*Shard // the shards held now
+	err     error          // why it stopped, set before done is closed
 }
 
 // Join makes st's session a member of the partition at path, which has
-// shards shards, with id as its identity, and starts taking the shards the
-// assignment gives it (see the package doc). It blocks for the few round
-// trips of joining the group (ctx bounds them; the member then runs until
-// Leave or its session's end, whatever becomes of ctx) and fails, leaving
-// nothing behind, with an error wrapping store.ErrInvalidArgument (a nil
-// st, shards outside [1, MaxShards], an empty id, a negative grace),
+// shards shards, with id as its identity. It blocks for the few round trips
+// of joining (ctx bounds them; the member then lasts until it stops,
+// whatever becomes of ctx), and fails, leaving nothing behind, with an
+// error wrapping store.ErrInvalidArgument (a nil st, shards outside [1,
+// MaxShards], an empty id, a negative grace or retry delay, a nil option),
 // store.ErrInvalidPath (a path no partition can have: invalid, the root, or
 // too long or deep for its shards' directories), store.ErrTooLarge (an id
-// over store.MaxDataSize), ctx.Err(), or the session's cause, and with
-// ErrMismatch when a member already there was given another number of
-// shards: every member of a partition must be given the same.
+// over store.MaxDataSize), ErrKindMismatch (path, or its members'
+// directory, holds another recipe's nodes: a lock's, a group's), ErrMismatch
+// (a member there has another number of shards: every member must be given
+// the same), ErrDuplicateID (a member there has the same id: a replica
+// started twice, or restarted before its earlier session ended), ctx.Err(),
+// or the session's cause. A lost connection is ridden out while ctx and the
+// session live.
 //
-// Two members with the same id are assigned the same shards: each shard is
-// then held by one of them at a time, and the other waits.
+// The member takes no shard until Run: call it at once, since the others
+// count the member in from Join on, and the shards the assignment gives it
+// wait for it meanwhile.
 func Join(ctx context.Context, st store.Store, path string, shards int, id string, opts ...Option) (*Member, error) {
 	o := newOptions(opts)
 	if err := o.check(st, path, shards, id); err != nil {
-		return nil, fmt.Errorf("partition: join %q: %w", path, err)
+		return nil, joinErr(path, err)
 	}
-	count, err := claimCount(ctx, st, path, shards, id)
-	if err != nil {
-		return nil, fmt.Errorf("partition: join %q: %w", path, err)
+	if err := ctx.Err(); err != nil {
+		return nil, joinErr(path, err)
 	}
-	gopts := []group.Option{group.WithLogger(o.tel.Logger), group.WithMeterProvider(o.tel.MeterProvider)}
-	jopts := append([]group.Option{group.WithDisconnectPolicy(group.KeepOnDisconnect)}, gopts...)
-	ms, err := group.Join(ctx, st, MembersDir(path), []byte(id), jopts...)
+	if err := checkPath(ctx, st, path); err != nil {
+		return nil, joinErr(path, err)
+	}
+	k := &recipe.Setting{Marker: names.Partition, Key: 'k', Value: shards, Name: "shards"}
+	ms, err := recipe.Acquire(ctx, st, &recipe.Spec{
+		Dir: MembersDir(path), Prefix: k.Prefix(), Setting: k, Order: recipe.Unordered,
+		Data: func(time.Time) []byte { return []byte(id) },
+		Rec:  telemetry.New(o.tel, telemetry.KindGroup, MembersDir(path), ErrNodeDeleted),
+		Hold: recipe.HoldOptions{Deleted: ErrNodeDeleted},
+	})
 	if err != nil {
-		return nil, fmt.Errorf("partition: join %q: %w", path, errors.Join(err, recipe.Remove(ctx, st, nil, count)))
+		return nil, joinErr(path, recipe.CtxErr(ctx, err))
+	}
+	if err := unique(ctx, st, ms.Node(), id); err != nil {
+		_, rerr := ms.Release(ctx, ErrLeft)
+		return nil, joinErr(path, errors.Join(err, rerr))
 	}
 	m := &Member{
-		st: st, path: path, id: id, shards: shards, opts: o, ms: ms, count: count,
-		rec:     telemetry.New(o.tel, telemetry.KindShard, path, ErrNodeDeleted),
-		changed: make(chan struct{}, 1),
-		hurry:   make(chan struct{}),
-		owned:   map[int]*Shard{},
+		st: st, path: path, id: id, shards: shards, opts: o, ms: ms,
+		rec:   telemetry.New(o.tel, telemetry.KindShard, path, ErrNodeDeleted),
+		leave: make(chan struct{}), hurry: make(chan struct{}), done: make(chan struct{}),
+		owned: map[int]*Shard{},
 	}
-	m.l = runner.Start(context.WithoutCancel(ctx), func(ctx context.Context, out chan<- []*Shard) error {
-		return m.run(ctx, out, group.Watch(ctx, st, MembersDir(path), gopts...))
-	})
+	// Until Run watches it, a lost membership stops the member here.
+	m.lost = context.AfterFunc(ms.Context(), func() { m.stopIdle(m.lostErr()) })
 	return m, nil
+}
+
+func joinErr(path string, err error) error {
+	return fmt.Errorf("partition: join %q: %w", path, err)
+}
+
+// checkPath refuses a path that holds another recipe's nodes: a partition
+// keeps nothing at its path but its members' and shards' directories.
+func checkPath(ctx context.Context, st store.Store, path string) error {
+	kids, err := recipe.Children(ctx, st, path)
+	if errors.Is(err, store.ErrNoNode) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return recipe.CheckFamily(path, kids, names.PartitionDirs)
+}
+
+// unique refuses the member node own, of id, when a member that joined
+// before it has the same id: two of them would be assigned the same shards,
+// and one would wait behind the other for each of them.
+func unique(ctx context.Context, st store.Store, own store.Node, id string) error {
+	dir := store.Parent(own.Path)
+	kids, err := recipe.Children(ctx, st, dir)
+	if err != nil {
+		return err
+	}
+	for _, k := range kids {
+		if k.Seq >= own.Seq {
+			break // kids are sorted by Seq
+		}
+		n, err := st.Get(ctx, store.Join(dir, k.Name))
+		if errors.Is(err, store.ErrNoNode) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if string(n.Data) == id {
+			return fmt.Errorf("%w: %q is a member already (%q)", ErrDuplicateID, id, n.Path)
+		}
+	}
+	return nil
 }
 
 // ID returns the member's id.
@@ -98,217 +154,292 @@ func (m *Member) ID() string {
 	return m.id
 }
 
-// Shards returns the channel on which the member sends the set of shards it
-// owns now, sorted by shard number: first when it starts (empty), then
-// after every change. A set not yet received when a newer one is known is
-// replaced by it, so a receiver never falls behind; a shard in a set may
-// have ended since (its Context says so). Release every shard received once
-// its work has stopped, one that had ended before its work began included:
-// a reassigned shard that was delivered waits for its Release (or the
-// grace) before the next owner gets it. The channel is closed when the
-// member has stopped.
-func (m *Member) Shards() <-chan []*Shard { return m.loop().C() }
+// Path returns the path of the partition.
+func (m *Member) Path() string {
+	if m == nil {
+		return ""
+	}
+	return m.path
+}
 
-// Done returns a channel that is closed when the member has stopped, after
-// its Shards channel.
-func (m *Member) Done() <-chan struct{} { return m.loop().Done() }
+// Done returns a channel that is closed when the member has stopped: it
+// left or was lost, and has released every shard.
+func (m *Member) Done() <-chan struct{} {
+	if m == nil || m.done == nil {
+		return closed
+	}
+	return m.done
+}
+
+var closed = func() chan struct{} {
+	ch := make(chan struct{})
+	close(ch)
+	return ch
+}()
 
 // Err returns nil while the member runs and, once it stopped, why: ErrLeft
-// after Leave, the session's end (store.ErrSessionExpired,
-// store.ErrClosed), ErrMemberLost, or the error that stopped it.
-func (m *Member) Err() error { return m.loop().Err(errZeroMember) }
+// after Leave or the end of Run's ctx, the error a shard's function
+// returned, the session's end (store.ErrSessionExpired, store.ErrClosed),
+// or ErrNodeDeleted.
+func (m *Member) Err() error {
+	if m == nil || m.done == nil {
+		return errZeroMember
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.err
+}
 
 var errZeroMember = fmt.Errorf("partition: member: %w: not made by Join", store.ErrInvalidArgument)
 
-// loop returns the loop of m, nil for a nil Member.
-func (m *Member) loop() *runner.Loop[[]*Shard] {
-	if m == nil {
+// Owned returns the numbers of the shards the member holds now, in order:
+// those it was granted whose function runs, or whose grace runs after it
+// was reassigned.
+func (m *Member) Owned() []int {
+	if m == nil || m.done == nil {
 		return nil
 	}
-	return m.l
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	ids := make([]int, 0, len(m.owned))
+	for i := range m.owned {
+		ids = append(ids, i)
+	}
+	slices.Sort(ids)
+	return ids
 }
 
-// Leave stops the member: every shard it owns is ended at once with
-// ErrLeft and released when its owner calls Release, when the grace passes
-// or when ctx ends, whichever comes first; then the member leaves the
-// group, so that the others take its shards. Leave blocks until then, and
-// returns nil, or the failure to remove the member's node after ctx ended
-// and a further second (the session then removes it as soon as the
-// connection allows). It is idempotent.
-func (m *Member) Leave(ctx context.Context) error {
-	l := m.loop()
-	if l == nil {
-		return fmt.Errorf("partition: leave: %w: member not made by Join", store.ErrInvalidArgument)
+// Run works the member's shards: it contends for every shard the
+// assignment gives the member, and calls fn once per grant, in a goroutine
+// of its own, with the shard and a context derived from the shard's (see
+// Shard.Context). The shard is released when fn returns; after it was
+// reassigned or the member leaves, when fn returns or the grace passes,
+// whichever is first. fn returning nil while its shard is still the
+// member's gives the shard back: the member takes it again, with a new
+// grant (and a greater token), no sooner than the retry delay later
+// (WithRetryDelay). fn returning an error while its shard is still the
+// member's stops the member, as errgroup's first error stops its group:
+// the member leaves, every other shard's context ends with that error, and
+// Run returns it. An error returned once the shard's context ended is the
+// end of that work, not a failure.
+//
+// Run blocks until the member stops, and has waited for every fn it called
+// to return. It returns nil when ctx ended or Leave was called: the member
+// then left the assignment first (the others start to take its shards),
+// and then released its shards as above. It returns the session's end
+// (store.ErrSessionExpired, store.ErrClosed) or ErrNodeDeleted when the
+// member was lost. Run may be called once; a second call fails with
+// store.ErrInvalidArgument, and a call after the member stopped returns
+// why it stopped.
+func (m *Member) Run(ctx context.Context, fn func(ctx context.Context, s *Shard) error) error {
+	if m == nil || m.done == nil {
+		return fmt.Errorf("partition: run: %w", errZeroMember)
 	}
-	l.Stop(ErrLeft)
+	if fn == nil {
+		return fmt.Errorf("partition: run %q: %w: nil function", m.path, store.ErrInvalidArgument)
+	}
 	select {
-	case <-l.Done():
+	case <-m.done:
+		return m.runErr(m.Err()) // stopped already
+	default:
+	}
+	m.mu.Lock()
+	running := m.running
+	m.running = true
+	m.mu.Unlock()
+	if running {
+		return fmt.Errorf("partition: run %q: %w: the member runs already", m.path, store.ErrInvalidArgument)
+	}
+	if !m.lost() {
+		<-m.done // stopped before Run
+		return m.runErr(m.Err())
+	}
+	r := &run{m: m, fn: fn, failed: make(chan error, 1), workers: map[int]context.CancelCauseFunc{}}
+	return m.runErr(r.run(ctx))
+}
+
+// runErr is what Run returns when the member stopped with err.
+func (m *Member) runErr(err error) error {
+	if errors.Is(err, ErrLeft) {
+		return nil
+	}
+	return err
+}
+
+// Leave stops the member, and makes it leave: it leaves the assignment at
+// once, so that the others start to take its shards, and then every shard
+// it holds ends with ErrLeft and is released once its function returns,
+// the grace passes or ctx ends, whichever is first (see Run). Leave blocks
+// until then, and returns nil, or the failure to remove the member's node
+// after ctx ended and a further second (the session then removes it as
+// soon as the connection allows). It is idempotent, and makes a running
+// Run return.
+func (m *Member) Leave(ctx context.Context) error {
+	if m == nil || m.done == nil {
+		return fmt.Errorf("partition: leave: %w", errZeroMember)
+	}
+	m.leaveOnce.Do(func() { close(m.leave) })
+	m.mu.Lock()
+	running := m.running
+	m.mu.Unlock()
+	if !running && m.lost() {
+		m.stopIdle(ErrLeft)
+	}
+	select {
+	case <-m.done:
 	case <-ctx.Done():
 		m.hurryOnce.Do(func() { close(m.hurry) })
-		<-l.Done()
+		<-m.done
 	}
-	if err := m.leaveNodes(ctx); err != nil {
+	if _, err := m.ms.Release(ctx, ErrLeft); err != nil && !errors.Is(err, holderr.ErrReleased) {
 		return fmt.Errorf("partition: leave %q: %w", m.path, err)
 	}
 	return nil
 }
 
-// leaveNodes removes the member's group node, and then its shard-count
-// node, so that no member counts while its count is gone.
-func (m *Member) leaveNodes(ctx context.Context) error {
-	err := m.ms.Leave(ctx)
-	return errors.Join(err, recipe.Remove(ctx, m.st, m.rec, m.count))
+// stopIdle stops a member that does not run, with cause.
+func (m *Member) stopIdle(cause error) {
+	if !errors.Is(cause, ErrLeft) {
+		// Lost: its node is gone with the session, or is removed now.
+		ended, cancel := context.WithCancel(context.Background())
+		cancel()
+		_, _ = m.ms.Release(ended, cause)
+	}
+	m.stop(cause)
 }
 
-// run follows the group with w and keeps one worker for each shard the
-// assignment gives the member, sending the shards it owns on out, until
-// the member stops; it returns why.
-func (m *Member) run(ctx context.Context, out chan<- []*Shard, w *group.Watcher) error {
-	workers := map[int]context.CancelCauseFunc{}
-	dirty := true
-	var err error
-	for err == nil {
-		var send chan<- []*Shard
-		var set []*Shard
-		if dirty {
-			send, set = out, m.snapshot()
-		}
+// stop records why the member stopped and closes Done, once.
+func (m *Member) stop(cause error) {
+	m.stopOnce.Do(func() {
+		m.mu.Lock()
+		m.err = cause
+		m.mu.Unlock()
+		close(m.done)
+	})
+}
+
+// lostErr is the error of a membership that ended by itself: the session's
+// end, or ErrNodeDeleted.
+func (m *Member) lostErr() error {
+	recipe.SyncSession(m.st)
+	if c := context.Cause(m.st.Context()); c != nil {
+		return c
+	}
+	if c := context.Cause(m.ms.Context()); errors.Is(c, ErrLeft) {
+		return ErrLeft
+	}
+	return ErrNodeDeleted
+}
+
+// run is one Run of a member.
+type run struct {
+	m       *Member
+	fn      func(ctx context.Context, s *Shard) error
+	failed  chan error // cap 1: the first error of a function
+	workers map[int]context.CancelCauseFunc
+	wg      gosync.WaitGroup // the workers
+	fns     gosync.WaitGroup // the functions they call
+}
+
+// run follows the members and keeps one worker for each shard the
+// assignment gives the member, until the member stops; it returns why.
+func (r *run) run(ctx context.Context) error {
+	m := r.m
+	ids := runner.Start(context.WithoutCancel(ctx), func(ctx context.Context, out chan<- []string) error {
+		return followIDs(ctx, m.st, MembersDir(m.path), m.shards, out)
+	})
+	var cause error
+	for cause == nil {
 		select {
-		case send <- set:
-			dirty = false
-			m.delivered(set)
-		case <-m.changed:
-			dirty = true
-		case list, ok := <-w.Members():
+		case list, ok := <-ids.C():
 			if !ok {
-				err = w.Err()
+				cause = ids.Err(nil)
 				break
 			}
-			m.reconcile(ctx, list, workers)
-		case <-m.ms.Done():
-			err = context.Cause(m.ms.Context())
-			if errors.Is(err, group.ErrNodeDeleted) {
-				err = ErrMemberLost
-			}
+			r.reconcile(ctx, list)
+		case <-m.ms.Context().Done():
+			cause = m.lostErr()
 		case <-ctx.Done():
-			err = context.Cause(ctx)
+			cause = ErrLeft
+		case <-m.leave:
+			cause = ErrLeft
+		case err := <-r.failed:
+			cause = err
 		}
 	}
-	return m.stop(err, w, workers)
+	_ = ids.Close(cause)
+	return r.stop(ctx, cause)
 }
 
-// stop ends every worker with cause, waits for them, and returns why the
-// member stopped.
-func (m *Member) stop(cause error, w *group.Watcher, workers map[int]context.CancelCauseFunc) error {
+// stop ends the run with cause: a member that leaves (cause is not its
+// loss) leaves the assignment first, then every worker ends and releases
+// its shard; stop returns once every function has returned.
+func (r *run) stop(ctx context.Context, cause error) error {
+	m := r.m
+	if errors.Is(cause, ErrLeft) || m.ms.Context().Err() == nil {
+		// Leaving: out of the others' assignment at once (one try, and
+		// the cleanup grace: see recipe.Remove); the shards' locks
+		// hold them until their work stops.
+		ended, cancel := context.WithCancel(ctx)
+		cancel()
+		_, _ = m.ms.Release(ended, ErrLeft)
+	}
 	recipe.SyncSession(m.st)
 	if c := context.Cause(m.st.Context()); c != nil {
 		cause = c
 	}
-	for _, cancel := range workers {
+	for _, cancel := range r.workers {
 		cancel(cause)
 	}
-	m.workers.Wait()
-	_ = w.Close()
-	if !errors.Is(cause, ErrLeft) {
-		// Stopped by itself: the node goes with the session, or is
-		// already gone; otherwise it is removed within the cleanup
-		// grace, or by the session's cleaner (Leave's own call then
-		// waits for that).
-		ended, cancel := context.WithCancel(context.Background())
-		cancel()
-		_ = m.leaveNodes(ended)
-	}
+	r.wg.Wait() // every lock released
+	m.stop(cause)
+	r.fns.Wait()
 	return cause
 }
 
-// reconcile starts a worker for each shard list assigns the member that
-// has none, and ends those of the shards it no longer assigns it.
-func (m *Member) reconcile(ctx context.Context, list []group.Member, workers map[int]context.CancelCauseFunc) {
-	ids := make([]string, 0, len(list))
-	for _, gm := range list {
-		// A node with no id (another client's, or a stray one) is no
-		// member that could work a shard: it is given none.
-		if len(gm.Value) > 0 {
-			ids = append(ids, string(gm.Value))
-		}
-	}
+// reconcile starts a worker for each shard ids assign the member that has
+// none, and ends those of the shards it no longer assigns it.
+func (r *run) reconcile(ctx context.Context, ids []string) {
+	m := r.m
 	if !slices.Contains(ids, m.id) {
-		// The watcher has not seen our own node yet (or it is gone,
+		// The follower has not seen our own node yet (or it is gone,
 		// which the membership reports): assume we are in.
 		ids = append(ids, m.id)
 	}
 	owners, _ := Assign(ids, m.shards) // cannot fail: Join checked shards, and no id is empty
 	for i, owner := range owners {
-		cancel, running := workers[i]
+		cancel, running := r.workers[i]
 		switch {
 		case owner == m.id && !running:
-			wctx, cancel := context.WithCancelCause(ctx)
-			workers[i] = cancel
-			m.workers.Go(func() { m.work(wctx, i) })
+			wctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
+			r.workers[i] = cancel
+			r.wg.Go(func() { r.work(wctx, i) })
 		case owner != m.id && running:
 			cancel(ErrReassigned)
-			delete(workers, i)
+			delete(r.workers, i)
 		}
 	}
 }
 
-// snapshot returns the shards owned now, by number.
-func (m *Member) snapshot() []*Shard {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	set := make([]*Shard, 0, len(m.owned))
-	for _, s := range m.owned {
-		set = append(set, s)
-	}
-	slices.SortFunc(set, func(a, b *Shard) int { return a.id - b.id })
-	return set
-}
-
-// delivered marks the shards of a set the caller received.
-func (m *Member) delivered(set []*Shard) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	for _, s := range set {
-		s.delivered = true
-	}
-}
-
-// setOwned records s as owned (or, with add false, no longer owned) and
-// tells run. It reports whether s was delivered in a set.
-func (m *Member) setOwned(s *Shard, add bool) (delivered bool) {
-	m.mu.Lock()
-	if add {
-		m.owned[s.id] = s
-	} else if m.owned[s.id] == s {
-		delete(m.owned, s.id)
-	}
-	delivered = s.delivered
-	m.mu.Unlock()
-	select {
-	case m.changed <- struct{}{}:
-	default:
-	}
-	return delivered
-}
-
 // work holds shard i while ctx lives: it contends for the shard's lock,
-// hands out each grant as a Shard, and contends again after a hold that
+// runs the function on each grant, and contends again after a hold that
 // ended while the shard is still the member's (a lost connection, a
-// Release). It returns once ctx has ended and the shard is released.
-func (m *Member) work(ctx context.Context, i int) {
-	dir := shardDir(m.path, i)
+// function that gave the shard back). It returns once ctx has ended and
+// the shard is released.
+func (r *run) work(ctx context.Context, i int) {
+	m := r.m
+	spec := &recipe.Spec{
+		Dir: shardDir(m.path, i), Prefix: names.Lock, Order: recipe.Predecessor, Rec: m.rec,
+		Data: func(time.Time) []byte { return []byte(m.id) },
+		Hold: recipe.HoldOptions{Deleted: ErrNodeDeleted, Disconnected: ErrDisconnected},
+	}
 	for attempt := 0; ctx.Err() == nil; {
-		a := m.rec.Begin(ctx)
-		n, waited, err := recipe.AcquireWaited(ctx, m.st, m.rec, dir, names.Lock, []byte(m.id), recipe.Predecessor)
+		h, err := recipe.Acquire(ctx, m.st, spec)
 		if err != nil {
-			a.Failed(ctx, err)
-			// A lost connection, or anything else (another recipe's
-			// nodes in the shard's directory, say): try again while
-			// the shard is ours and the session lives.
-			if l := m.opts.tel.Logger; l != nil && ctx.Err() == nil {
-				l.LogAttrs(ctx, slog.LevelDebug, "corral: shard not granted",
-					slog.String("path", dir), slog.Int("attempt", attempt), slog.Any("error", err))
-			}
+			// Another recipe's nodes in the shard's directory, say:
+			// try again while the shard is ours and the session
+			// lives (a lost connection, Acquire rides out itself).
+			m.log(ctx, "corral: shard not granted", slog.String("path", spec.Dir), slog.Int("attempt", attempt), slog.Any("error", err))
 			if recipe.Pause(ctx, m.st, attempt) != nil {
 				return
 			}
@@ -316,32 +447,145 @@ func (m *Member) work(ctx context.Context, i int) {
 			continue
 		}
 		attempt = 0
-		h := recipe.NewHold(m.st, n, recipe.HoldOptions{
-			Deleted: ErrNodeDeleted, Disconnected: ErrDisconnected, Front: waited,
-			OnEnd: a.Granted(ctx, n).End, Rec: m.rec,
-		})
-		m.hold(ctx, newShard(i, h))
+		switch r.hold(ctx, newShard(i, h)) {
+		case failed:
+			return // the member stops
+		case gaveBack:
+			if sleep(ctx, m.opts.retry) != nil {
+				return
+			}
+		}
 	}
 }
 
-// hold keeps s until it ends by itself or ctx ends, and then releases it:
-// at once when it was lost or released or never delivered (nobody can
-// have started work on it: no set held it), else when its owner calls
-// Release or the grace passes.
-func (m *Member) hold(ctx context.Context, s *Shard) {
+// An outcome is how the work on a shard ended.
+type outcome int
+
+const (
+	ended    outcome = iota // the shard's context ended: reassigned, lost, the member stops
+	gaveBack                // the function returned nil while the shard was live
+	failed                  // the function returned an error while the shard was live
+)
+
+// hold runs the function on s and releases s: when the function returns,
+// or once s has ended by ctx's end (reassigned, the member stops) and then
+// the function returns, the grace passes or Leave hurries, or at once when
+// s was lost. It reports how the work ended.
+func (r *run) hold(ctx context.Context, s *Shard) outcome {
+	m := r.m
 	m.setOwned(s, true)
+	defer m.setOwned(s, false)
+	stop := context.AfterFunc(ctx, func() { s.cancel(context.Cause(ctx)) })
+	defer stop()
+	ran := make(chan error, 1)
+	r.fns.Go(func() { ran <- r.fn(checked{s.ctx, s}, s) })
+	var err error
+	returned := false
 	select {
+	case err = <-ran:
+		returned = true
 	case <-s.ctx.Done():
-	case <-ctx.Done():
-		s.cancel(context.Cause(ctx))
+		err, returned = r.drain(s, ran)
 	}
-	delivered := m.setOwned(s, false)
+	live := s.ctx.Err() == nil
 	cause := context.Cause(s.ctx)
-	if delivered && (errors.Is(cause, ErrReassigned) || errors.Is(cause, ErrLeft)) {
-		s.awaitRelease(m.st, m.opts.grace, m.hurry)
+	if live {
+		cause = ErrReleased
+		if err != nil {
+			cause = err
+		}
 	}
+	s.cancel(cause)
 	// Released on ctx: once ctx has ended the removal still gets its
 	// grace, and then the session's cleaner.
 	_, _ = s.hold.Release(ctx, cause)
-	close(s.finished)
+	switch {
+	case !returned || !live:
+		return ended
+	case err != nil:
+		select {
+		case r.failed <- fmt.Errorf("partition: shard %d: %w", s.id, err):
+		default:
+		}
+		return failed
+	}
+	return gaveBack
+}
+
+// drain waits, for a shard that has ended, until the function returns, or
+// the grace passes, Leave hurries or the session ends; not at all for a
+// shard that was lost (its hold ended: someone else may hold it already).
+func (r *run) drain(s *Shard, ran <-chan error) (err error, returned bool) {
+	if s.hold.Context().Err() != nil {
+		return nil, false
+	}
+	t := time.NewTimer(r.m.opts.grace)
+	defer t.Stop()
+	select {
+	case err = <-ran:
+		return err, true
+	case <-t.C:
+	case <-r.m.hurry:
+	case <-r.m.st.Context().Done():
+	}
+	return nil, false
+}
+
+// setOwned records s as held, or as no longer held.
+func (m *Member) setOwned(s *Shard, held bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if held {
+		m.owned[s.id] = s
+	} else if m.owned[s.id] == s {
+		delete(m.owned, s.id)
+	}
+}
+
+func (m *Member) log(ctx context.Context, msg string, attrs ...slog.Attr) {
+	if l := m.opts.tel.Logger; l != nil && ctx.Err() == nil {
+		l.LogAttrs(ctx, slog.LevelDebug, msg, attrs...)
+	}
+}
+
+// followIDs sends the ids of the members of dir on out as they change,
+// until ctx or the session ends: the members' nodes that record the number
+// of shards k and hold an id. Another node (another client's, a stray one)
+// is no member that could work a shard, and one that records another
+// number is being refused: it must disturb nobody.
+func followIDs(ctx context.Context, st store.Store, dir string, k int, out chan<- []string) error {
+	members := recipe.NewMembers(st, dir, names.Partitions)
+	return recipe.Follow(ctx, st, out, recipe.Follower[[]string]{
+		Read: func(ctx context.Context) ([]string, []<-chan store.Event, error) {
+			ms, ch, err := members.Read(ctx)
+			if err != nil {
+				return nil, nil, err
+			}
+			ids := make([]string, 0, len(ms))
+			for _, mb := range ms {
+				n, ok := names.SettingOf(store.Base(mb.Path), names.Partition, 'k')
+				if ok && n == k && len(mb.Value) > 0 {
+					ids = append(ids, string(mb.Value))
+				}
+			}
+			return ids, []<-chan store.Event{ch}, nil
+		},
+		Equal:  slices.Equal[[]string],
+		Failed: func(err error) error { return fmt.Errorf("partition: members of %q: %w", dir, err) },
+	})
+}
+
+// sleep waits for d or until ctx ends.
+func sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }

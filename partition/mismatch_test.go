@@ -1,9 +1,9 @@
 package partition_test
 
 import (
-	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"testing"
 
 	"github.com/corral-go/corral/internal/testing/backends"
@@ -21,36 +21,36 @@ func TestMismatch(t *testing.T) {
 		sts := backends.Open(t, b, 3)
 		path := dir(t)
 		ctx := ctxFor(t)
+		f := newFence()
+		defer f.check(t)
+		tick := make(chan struct{}, 1)
 		a := join(t, sts[0], path, 4, "a")
-		set := recvSet(t, a, func(set []*partition.Shard) bool { return len(set) == 4 })
-		releaseOnDone(set)
+		wa := work(a, f, tick)
+		waitBalanced(t, tick, []*worker{wa}, 4)
+		held := wa.shards()
 
 		m, err := partition.Join(ctx, sts[1], path, 8, "b")
 		if !errors.Is(err, partition.ErrMismatch) || m != nil {
 			t.Fatalf("Join with 8 shards beside a member with 4 = %v, %v; want nil, ErrMismatch", m, err)
 		}
 		t.Logf("refused: %v", err)
-		for _, d := range []string{partition.MembersDir(path), partition.ShardCountDir(path)} {
-			if kids, err := sts[0].Children(ctx, d); err != nil || len(kids) != 1 {
-				t.Errorf("Children(%s) after the refused join = %v, %v; want a's node alone", d, kids, err)
-			}
+		if kids, err := sts[0].Children(ctx, partition.MembersDir(path)); err != nil || len(kids) != 1 {
+			t.Errorf("members after the refused join = %v, %v; want a's node alone", kids, err)
 		}
-		for _, s := range set {
-			if err := s.Context().Err(); err != nil {
-				t.Errorf("a's %v ended (%v) by the refused join", s, context.Cause(s.Context()))
-			}
+		if got := wa.shards(); !maps.Equal(got, held) {
+			t.Errorf("a works on %v after the refused join; want %v, undisturbed", got, held)
 		}
-		c := join(t, sts[2], path, 4, "c")
-		releaseOnDone(recvSet(t, c, func(set []*partition.Shard) bool { return len(set) == 2 }))
-		for _, m := range []*partition.Member{a, c} {
-			go drain(m)
-			if err := m.Leave(ctx); err != nil {
+		wc := work(join(t, sts[2], path, 4, "c"), f, tick)
+		waitBalanced(t, tick, []*worker{wa, wc}, 4)
+		for _, w := range []*worker{wa, wc} {
+			if err := w.m.Leave(ctx); err != nil {
 				t.Fatalf("Leave = %v", err)
 			}
+			<-w.done
 		}
 		// Nobody is left: a new number of shards is welcome.
-		m = join(t, sts[1], path, 8, "b")
-		releaseOnDone(recvSet(t, m, func(set []*partition.Shard) bool { return len(set) == 8 }))
+		wb := work(join(t, sts[1], path, 8, "b"), f, tick)
+		waitBalanced(t, tick, []*worker{wb}, 8)
 	})
 }
 
@@ -85,33 +85,14 @@ func TestMismatchRace(t *testing.T) {
 			}
 			for _, m := range ms {
 				if m != nil {
-					go drain(m)
 					if err := m.Leave(ctx); err != nil {
 						t.Errorf("Leave = %v", err)
 					}
 				}
 			}
-			if kids, err := sts[0].Children(ctx, partition.ShardCountDir(path)); err != nil && !errors.Is(err, store.ErrNoNode) || len(kids) != 0 {
-				t.Errorf("round %d: shard-count nodes left: %v, %v", i, kids, err)
+			if kids, err := sts[0].Children(ctx, partition.MembersDir(path)); err != nil && !errors.Is(err, store.ErrNoNode) || len(kids) != 0 {
+				t.Errorf("round %d: member nodes left: %v, %v", i, kids, err)
 			}
 		}
 	})
-}
-
-// drain releases every shard m is given, once it ends, until m stops.
-func drain(m *partition.Member) {
-	for set := range m.Shards() {
-		releaseOnDone(set)
-	}
-}
-
-// releaseOnDone releases each shard of set once it ends, as its work
-// would.
-func releaseOnDone(set []*partition.Shard) {
-	for _, s := range set {
-		go func() {
-			<-s.Done()
-			_ = s.Release(context.Background())
-		}()
-	}
 }

@@ -1,15 +1,24 @@
 // Package partition spreads a fixed number of shards over the live members
-// of a group, so that every shard is worked by exactly one member at a time
-// and the shards are spread evenly, and move again when a member joins or
-// goes.
+// of a partition, so that every shard is worked by exactly one member at a
+// time, the shards are spread evenly, and they move again when a member
+// joins or goes.
 //
-// [Join] makes the caller a member with an id and returns a [*Member],
-// whose Shards channel delivers the set of shards the member owns now,
-// every time it changes. Each owned [*Shard] is a hold: its Context is
-// cancelled, with a cause, the moment the shard must stop being worked (it
-// was reassigned, the session was lost, the connection was lost, the member
-// left), and its Token is a fencing token that grows with every new owner
-// of the shard, for storage that must reject a stale owner.
+// [Join] makes the caller a member with an id; [Member.Run] works its
+// shards: it calls a function once for every shard the member is granted,
+// in a goroutine of its own, as errgroup and sarama's consumer-group
+// handler do, and releases the shard when the function returns:
+//
+//	m, err := partition.Join(ctx, st, "/jobs/tenants", 16, "worker-1")
+//	if err != nil { ... }
+//	err = m.Run(ctx, func(ctx context.Context, s *partition.Shard) error {
+//		return work(ctx, s.ID(), s.Token()) // until ctx ends
+//	})
+//
+// Each [*Shard] is a hold: its Context is cancelled, with a cause, the
+// moment the shard must stop being worked (it was reassigned, the session
+// was lost, the connection was lost, the member left), and its Token is a
+// fencing token that grows with every new owner of the shard, for storage
+// that must reject a stale owner.
 //
 // # Never two owners
 //
@@ -24,44 +33,56 @@
 // # Balanced and stable
 //
 // The owner of every shard is a pure function of the member ids, [Assign]:
-// every member computes it from the member list it watches (group.Watch),
-// with no store round trip and no leader. With M members and K shards each
-// member owns ⌊K/M⌋ or ⌈K/M⌉ shards once the members have seen the same
-// list; a member that joins or leaves moves about K/M shards, at most about
-// twice that in the tests (rendezvous hashing with bounded loads: see
-// Assign); a member that restarts with the same id is assigned the same
-// shards, and gets them back as soon as the previous session's hold is
-// gone. While members see different lists (for a round trip after a
-// change) two of them may both want a shard: one holds it and the other
-// waits, so a shard is never owned twice, only owned late.
+// every member computes it from the member list it follows, with no store
+// round trip and no leader. With M members and K shards each member owns
+// ⌊K/M⌋ or ⌈K/M⌉ shards once the members have seen the same list; a member
+// that joins or leaves moves about K/M shards, at most about twice that in
+// the tests (rendezvous hashing with bounded loads: see Assign); a member
+// that restarts with the same id is assigned the same shards, and gets
+// them back as soon as the previous session's hold is gone. While members
+// see different lists (for a round trip after a change) two of them may
+// both want a shard: one holds it and the other waits, so a shard is never
+// owned twice, only owned late.
 //
 // # Cooperative, bounded hand-over
 //
 // When a shard is reassigned, its Context is cancelled at once with
-// ErrReassigned and it leaves the Shards set; its lock is released when the
-// caller calls [Shard.Release] (its work has stopped), or after the grace
-// (five seconds by default, [WithGrace]), whichever comes first. A frozen
-// owner loses its shards when its session ends, as a lock holder does.
-// Shard holds end on a lost connection (sync.LoseOnDisconnect) and are
-// contended for again when it is back.
+// ErrReassigned; its lock is released when the function working on it
+// returns, or after the grace (five seconds by default, [WithGrace]),
+// whichever comes first. A member that leaves leaves the assignment first,
+// so that the others start to take its shards at once, and keeps only the
+// locks of the shards whose work has not stopped yet. A frozen owner loses
+// its shards when its session ends, as a lock holder does. Shard holds end
+// on a lost connection (sync.LoseOnDisconnect) and are contended for again
+// when it is back; the membership itself stays through a lost connection
+// while the session lives.
+//
+// A function that returns nil while its shard is still the member's gives
+// the shard back: the member takes it again after the retry delay
+// ([WithRetryDelay]), with a new token. One that returns an error then
+// stops the member, which leaves; Run returns that error.
 //
 // # Layout
 //
-// Under the partition's path: "members", a group (package group) whose
-// members' values are the member ids, and "shards/<i>" for i in [0, K), each
-// a lock directory whose contender nodes ("lock-…", the sync.Mutex layout)
-// hold the id of the member that contends, and "shardcount" ([ShardCountDir]),
-// where each member keeps an ephemeral node named by its number of shards
-// ("group-k16-…") and holding its id. A shard costs one directory, and one
-// ephemeral node while it is owned (two during a hand-over: the owner's and
-// the next owner's); a member costs its group node and its shard-count
-// node. When all members have left and released their shards, nothing
-// stays: every directory of the partition, and those above it that the
-// store made, go with the last node in them (see Parents in package store).
+// Under the partition's path: "members", whose nodes are the members
+// ("partition-k<K>-…", ephemeral and sequential, holding the member's id,
+// with the number of shards K in the name), and "shards/<i>" for i in
+// [0, K), each a lock directory whose contender nodes ("lock-…", the
+// sync.Mutex layout) hold the id of the member that contends. A shard costs
+// one directory, and one ephemeral node while it is owned (two during a
+// hand-over: the owner's and the next owner's); a member costs its node.
+// When all members have left and released their shards, nothing stays:
+// every directory of the partition, and those above it that the store
+// made, go with the last node in them (see Parents in package store).
 //
-// Every member must be given the same number of shards: Join compares the
-// joiner's with the shard-count nodes of the members that joined before it
-// and refuses a mismatch with [ErrMismatch], leaving the others alone.
+// Every member must be given the same number of shards, and each its own
+// id: Join compares the joiner's with the members that joined before it and
+// refuses another number of shards with [ErrMismatch] and an id that is
+// there already with [ErrDuplicateID], leaving the others alone. The number
+// of shards lives in the members' own nodes, so it cannot be taken away
+// from a member that stays. A path that holds another recipe's nodes (a
+// lock's, a group's) is refused with [ErrKindMismatch], and a group cannot
+// join a partition's members.
 package partition
 
 import (
@@ -73,6 +94,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/corral-go/corral/internal/holderr"
+	"github.com/corral-go/corral/internal/names"
 	"github.com/corral-go/corral/internal/recipe"
 	"github.com/corral-go/corral/internal/telemetry"
 	"github.com/corral-go/corral/store"
@@ -85,28 +107,45 @@ var (
 	// ErrReassigned is the cause of a shard the assignment moved to
 	// another member.
 	ErrReassigned = errors.New("partition: shard reassigned")
-	// ErrReleased is the cause of a shard given up by Shard.Release while
-	// it was still assigned (the member contends for it again).
+	// ErrReleased is the cause of a shard whose function returned while
+	// it was still assigned: it gave the shard back (the member contends
+	// for it again after the retry delay).
 	ErrReleased = holderr.ErrReleased
 	// ErrLeft is the cause of a member's shards when it leaves, and the
 	// Err of a member after Leave.
 	ErrLeft = errors.New("partition: member left")
 	// ErrNodeDeleted is the cause of a shard whose lock node was deleted
-	// by someone else while the session lived.
+	// by someone else while the session lived, and the Err of a member
+	// whose own node was.
 	ErrNodeDeleted = holderr.ErrNodeDeleted
 	// ErrDisconnected is the cause of a shard lost with the connection.
 	// It wraps store.ErrDisconnected.
 	ErrDisconnected = holderr.ErrDisconnected
 	// ErrNotOwner is the cause of the zero Shard's context.
 	ErrNotOwner = errors.New("partition: not the owner")
-	// ErrMemberLost is the Err of a member whose group membership ended
-	// while its session lived (its node was deleted).
-	ErrMemberLost = errors.New("partition: membership lost")
+	// ErrMismatch: a member joined a partition with a number of shards
+	// that differs from that of a member there. The joiner is refused and
+	// the members there are not disturbed. It is the same error as
+	// sync.ErrMismatch and queue.ErrMismatch.
+	ErrMismatch = recipe.ErrMismatch
+	// ErrDuplicateID: a member joined a partition with the id of a member
+	// there (a replica started twice, or restarted before its earlier
+	// session ended). The joiner is refused; join again once the other
+	// has gone.
+	ErrDuplicateID = errors.New("partition: a member has this id already")
+	// ErrKindMismatch: the partition's path, or its members' directory,
+	// holds another recipe's nodes. It is the same error as
+	// sync.ErrKindMismatch.
+	ErrKindMismatch = recipe.ErrKindMismatch
 )
 
 // DefaultGrace is how long a reassigned shard stays held, by default,
-// while its owner has not called Release.
+// while the function working on it has not returned.
 const DefaultGrace = 5 * time.Second
+
+// DefaultRetryDelay is how long a member waits, by default, before it takes
+// again a shard whose function gave it back.
+const DefaultRetryDelay = time.Second
 
 // MaxShards is the largest number of shards a partition may have.
 const MaxShards = 1 << 16
@@ -116,16 +155,25 @@ type Option func(*options)
 
 type options struct {
 	grace  time.Duration
+	retry  time.Duration
 	tel    telemetry.Config
 	nilOpt bool // a nil option was given: bad input
 }
 
-// WithGrace sets how long a reassigned shard stays held while its owner
-// has not called Release (DefaultGrace by default). Zero releases at once,
-// with the shard's context cancelled: for work that fencing tokens make
-// safe to cut off. It must not be negative.
+// WithGrace sets how long a reassigned shard stays held while the function
+// working on it has not returned (DefaultGrace by default), and so how long
+// a member that leaves waits for its functions. Zero releases at once, with
+// the shard's context cancelled: for work that fencing tokens make safe to
+// cut off. It must not be negative.
 func WithGrace(d time.Duration) Option {
 	return func(o *options) { o.grace = d }
+}
+
+// WithRetryDelay sets how long a member waits before it takes again a shard
+// whose function gave it back (DefaultRetryDelay by default). It must not be
+// negative.
+func WithRetryDelay(d time.Duration) Option {
+	return func(o *options) { o.retry = d }
 }
 
 // WithMeterProvider records the metrics of the shards' locks (those of
@@ -143,7 +191,7 @@ func WithLogger(l *slog.Logger) Option {
 }
 
 func newOptions(opts []Option) options {
-	o := options{grace: DefaultGrace}
+	o := options{grace: DefaultGrace, retry: DefaultRetryDelay}
 	for _, opt := range opts {
 		if opt == nil {
 			o.nilOpt = true
@@ -165,6 +213,8 @@ func (o options) check(st store.Store, path string, shards int, id string) error
 		return fmt.Errorf("%w: nil option", store.ErrInvalidArgument)
 	case o.grace < 0:
 		return fmt.Errorf("%w: negative grace %v", store.ErrInvalidArgument, o.grace)
+	case o.retry < 0:
+		return fmt.Errorf("%w: negative retry delay %v", store.ErrInvalidArgument, o.retry)
 	}
 	if err := checkShards(shards); err != nil {
 		return err
@@ -194,17 +244,16 @@ func checkShards(shards int) error {
 	return nil
 }
 
-// MembersDir returns the group directory of the partition at path
-// ("<path>/members"), whose members' values are the member ids, and "" (a
-// path every call refuses with store.ErrInvalidPath) when path is no
-// partition's path: an invalid one, or one Join refuses for its length or
-// depth.
-func MembersDir(path string) string { return below(path, "members") }
+// MembersDir returns the directory of the members of the partition at path
+// ("<path>/members"), whose nodes hold the member ids, and "" (a path every
+// call refuses with store.ErrInvalidPath) when path is no partition's path:
+// an invalid one, or one Join refuses for its length or depth.
+func MembersDir(path string) string { return below(path, names.PartitionMembers) }
 
 // ShardsDir returns the directory that holds the shards' lock directories
 // of the partition at path ("<path>/shards"), each named by its number,
 // and "" when path is no partition's path, as MembersDir does.
-func ShardsDir(path string) string { return below(path, "shards") }
+func ShardsDir(path string) string { return below(path, names.PartitionShards) }
 
 // below returns the directory name below the partition at path, or "" when
 // path is no partition's path.
@@ -216,5 +265,5 @@ func below(path, name string) string {
 }
 
 func shardDir(path string, i int) string {
-	return store.Join(store.Join(path, "shards"), fmt.Sprint(i))
+	return store.Join(store.Join(path, names.PartitionShards), fmt.Sprint(i))
 }

@@ -4,7 +4,6 @@ import (
 	"testing"
 
 	"github.com/corral-go/corral/internal/testing/backends"
-	"github.com/corral-go/corral/partition"
 	"github.com/corral-go/corral/store"
 	"github.com/corral-go/corral/store/storetest"
 )
@@ -20,14 +19,14 @@ func TestDirectoryReclaimed(t *testing.T) {
 			t.Fatal(err)
 		}
 		path := root + "/orders"
-		ma := join(t, sts[0], path, 4, "a")
-		mb := join(t, sts[1], path, 4, "b")
-		recvSet(t, ma, func(set []*partition.Shard) bool { return len(set) == 2 })
-		recvSet(t, mb, func(set []*partition.Shard) bool { return len(set) == 2 })
-		for _, m := range []*partition.Member{ma, mb} {
-			if err := m.Leave(ctx); err != nil {
+		tick := make(chan struct{}, 1)
+		ws := []*worker{work(join(t, sts[0], path, 4, "a"), newFence(), tick), work(join(t, sts[1], path, 4, "b"), newFence(), tick)}
+		waitBalanced(t, tick, ws, 4)
+		for _, w := range ws {
+			if err := w.m.Leave(ctx); err != nil {
 				t.Fatalf("Leave = %v", err)
 			}
+			<-w.done
 		}
 		backends.WaitChildren(t, sts[0], root, backends.Count(0))
 	})

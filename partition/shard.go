@@ -3,7 +3,6 @@ package partition
 import (
 	"context"
 	"fmt"
-	gosync "sync"
 	"time"
 
 	"github.com/corral-go/corral/internal/recipe"
@@ -11,36 +10,32 @@ import (
 )
 
 // Shard is one shard owned by a member, from its grant to its release: a
-// hold like a lock's. Its Context is cancelled, with the cause, the moment
-// the member must stop working on it:
+// hold like a lock's, handed to the function Run calls. Its Context is
+// cancelled, with the cause, the moment the member must stop working on
+// it:
 //
 //   - ErrReassigned: the assignment moved it to another member;
-//   - ErrLeft: the member left;
-//   - ErrReleased: Release was called;
+//   - ErrLeft: the member left (Leave, or the end of Run's ctx);
+//   - the error another shard's function returned: the member stops;
 //   - store.ErrSessionExpired or store.ErrClosed: the session ended;
 //   - ErrDisconnected: the connection was lost (ownership unknown);
-//   - ErrNodeDeleted: someone else deleted its lock node.
+//   - ErrNodeDeleted: someone else deleted its lock node;
+//   - ErrReleased: its function returned, giving the shard back.
 //
 // Its methods are safe for concurrent use. The zero Shard (and a nil one)
 // is owned by nobody: its Context is cancelled with ErrNotOwner, its Token
-// is -1, and its Release fails with store.ErrInvalidArgument.
+// is -1.
 type Shard struct {
 	id     int
 	hold   *recipe.Hold
 	ctx    context.Context
 	cancel context.CancelCauseFunc
 	start  time.Time
-
-	delivered   bool // in a set the caller received; guarded by the Member's mu
-	releaseOnce gosync.Once
-	released    chan struct{} // closed by Release
-	finished    chan struct{} // closed once the lock is released
 }
 
 func newShard(id int, h *recipe.Hold) *Shard {
 	ctx, cancel := context.WithCancelCause(h.Context())
-	return &Shard{id: id, hold: h, ctx: ctx, cancel: cancel, start: time.Now(),
-		released: make(chan struct{}), finished: make(chan struct{})}
+	return &Shard{id: id, hold: h, ctx: ctx, cancel: cancel, start: time.Now()}
 }
 
 // ID returns the shard's number, in [0, K).
@@ -59,11 +54,11 @@ var notOwner = func() context.Context {
 }()
 
 // Context returns a context that is cancelled when the member must stop
-// working on the shard, with the reason as its cause. Derive the contexts
-// of the shard's work from it. Like a lock's, it first asks the store
-// whether the session is still live: a member that ran again after a pause
-// longer than its session (a stopped process, a frozen machine) finds the
-// context cancelled already, before anything could have told it.
+// working on the shard, with the reason as its cause; the function Run
+// calls gets it. Like a lock's, it first asks the store whether the session
+// is still live: a member that ran again after a pause longer than its
+// session (a stopped process, a frozen machine) finds the context
+// cancelled already, before anything could have told it.
 func (s *Shard) Context() context.Context {
 	if s == nil || s.hold == nil {
 		return notOwner
@@ -71,6 +66,17 @@ func (s *Shard) Context() context.Context {
 	s.hold.Context()
 	return s.ctx
 }
+
+// checked is the context the function working on s gets: s's, whose Done
+// and Err ask the store first, as Context does, so that a function that
+// looks at its context after a pause past its session finds it ended.
+type checked struct {
+	context.Context
+	s *Shard
+}
+
+func (c checked) Done() <-chan struct{} { return c.s.Context().Done() }
+func (c checked) Err() error            { return c.s.Context().Err() }
 
 // Done returns a channel that is closed when the member must stop working
 // on the shard.
@@ -87,6 +93,16 @@ func (s *Shard) Token() int64 {
 	return s.hold.Token()
 }
 
+// Guard returns the guard of the shard's lock node, for a write that must
+// be applied only while the member owns the shard (see store.Guard); the
+// zero Guard for the zero Shard.
+func (s *Shard) Guard() store.Guard {
+	if s == nil || s.hold == nil {
+		return store.Guard{}
+	}
+	return s.hold.Guard()
+}
+
 // Since returns when the member was granted the shard.
 func (s *Shard) Since() time.Time {
 	if s == nil {
@@ -100,39 +116,4 @@ func (s *Shard) String() string {
 		return "shard (none)"
 	}
 	return fmt.Sprintf("shard %d (token %d)", s.id, s.hold.Token())
-}
-
-// Release says that the work on the shard has stopped: the member releases
-// its lock now instead of at the end of the grace (after a reassignment),
-// or gives the shard up (while it is still assigned: its Context ends with
-// ErrReleased, and the member contends for the shard again, which grants it
-// with a new token). Release blocks until the lock is released, or ctx
-// ends; it returns nil, or ctx's error. A later call does nothing more.
-func (s *Shard) Release(ctx context.Context) error {
-	if s == nil || s.hold == nil {
-		return fmt.Errorf("partition: release: %w: shard not granted by a Member", store.ErrInvalidArgument)
-	}
-	s.releaseOnce.Do(func() {
-		s.cancel(ErrReleased)
-		close(s.released)
-	})
-	select {
-	case <-s.finished:
-		return nil
-	case <-ctx.Done():
-		return fmt.Errorf("partition: release shard %d: %w", s.id, ctx.Err())
-	}
-}
-
-// awaitRelease waits until Release is called, grace passes, hurry is
-// closed or the session ends.
-func (s *Shard) awaitRelease(st store.Store, grace time.Duration, hurry <-chan struct{}) {
-	t := time.NewTimer(grace)
-	defer t.Stop()
-	select {
-	case <-s.released:
-	case <-t.C:
-	case <-hurry:
-	case <-st.Context().Done():
-	}
 }

@@ -51,11 +51,11 @@ var misuseFuncs = map[string][]string{
 	"sync.WithLogger":               {"sync options(zero)"},
 	"sync.WithMeterProvider":        {"sync options(zero)"},
 	"sync.WithPathLabel":            {"sync options(zero)"},
-	"queue.New":                     {"Queue.Put", "Queue.PutBatch", "Queue.TryTake", "Queue.Take(cancelled)", "Queue.Peek", "Queue.Len", "Queue.Settings", "Queue.Consume(cancelled)"},
+	"queue.New":                     {"Queue.Put", "Queue.PutAsync", "Queue.PutBatch", "Queue.TryTake", "Queue.Take(cancelled)", "Queue.Peek", "Queue.Len", "Queue.Settings", "Queue.Consume(cancelled)"},
 	"queue.WithDelivery":            {"Queue.Put", "Queue.Settings"}, // drawQueueOptions: good, bad, disagreeing
 	"queue.WithVisibilityTimeout":   {"Queue.Put", "Queue.Settings"},
 	"queue.WithDeadLetter":          {"Queue.Put", "Queue.Settings"},
-	"queue.WithPutsInFlight":        {"Queue.Put", "Queue.Settings"},
+	"queue.WithPutsInFlight":        {"Queue.Put", "Queue.PutAsync", "Queue.Settings"},
 	"queue.WithLogger":              {"queue options(zero)"},
 	"queue.WithMeterProvider":       {"queue options(zero)"},
 	"queue.WithPathLabel":           {"queue options(zero)"},
@@ -83,11 +83,11 @@ var misuseFuncs = map[string][]string{
 	"group.WithMeterProvider":       {"group options(zero)"},
 	"partition.Join":                {"partition.Join", "partition.Join(cancelled)", "partition.Member.Leave"},
 	"partition.WithGrace":           {"partition.Join", "partition options(zero)"}, // drawPartitionOptions: zero, negative, nil
+	"partition.WithRetryDelay":      {"partition.Join", "partition options(zero)"}, // drawPartitionOptions: zero, negative
 	"partition.WithLogger":          {"partition options(zero)"},
 	"partition.WithMeterProvider":   {"partition options(zero)"},
 	"partition.MembersDir":          {"partition.Dirs"},
 	"partition.ShardsDir":           {"partition.Dirs"},
-	"partition.ShardCountDir":       {"partition.Dirs"},
 	"partition.Assign":              {"partition.Assign"},
 }
 

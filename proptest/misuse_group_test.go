@@ -49,10 +49,10 @@ func groupCalls(t *rapid.T, p string, data []byte) []misuseCall {
 			return m.Leave(ctx)
 		}},
 		{"group.Watch", func(ctx context.Context, _ *misuseSession, st store.Store) error {
-			return watchGroup(ctx, st, p, gopts)
+			return watchGroup(ctx, st, p, watchOptions(gopts))
 		}},
 		{"group.Watch(cancelled)", func(ctx context.Context, _ *misuseSession, st store.Store) error {
-			return watchGroup(cancelled(ctx), st, p, gopts)
+			return watchGroup(cancelled(ctx), st, p, watchOptions(gopts))
 		}},
 		{"group options(zero)", func(ctx context.Context, _ *misuseSession, st store.Store) error {
 			m, err := group.Join(ctx, st, p, data, group.WithLogger(nil), group.WithMeterProvider(nil), group.WithDisconnectPolicy(0))
@@ -76,6 +76,20 @@ func groupCalls(t *rapid.T, p string, data []byte) []misuseCall {
 			}
 			return err
 		}},
+		{"partition.Member.Run", func(ctx context.Context, s *misuseSession, _ store.Store) error {
+			m := new(partition.Member)
+			if len(s.members) > 0 {
+				m = s.members[0]
+			}
+			// A short run: it returns once ctx ends, and the member
+			// has left then.
+			rctx, cancel := context.WithTimeout(ctx, 10*time.Millisecond)
+			defer cancel()
+			return m.Run(rctx, func(ctx context.Context, _ *partition.Shard) error {
+				<-ctx.Done()
+				return ctx.Err()
+			})
+		}},
 		{"partition.Member.Leave", func(ctx context.Context, s *misuseSession, _ store.Store) error {
 			m := new(partition.Member)
 			if len(s.members) > 0 {
@@ -84,7 +98,7 @@ func groupCalls(t *rapid.T, p string, data []byte) []misuseCall {
 			return m.Leave(ctx)
 		}},
 		{"partition options(zero)", func(ctx context.Context, _ *misuseSession, st store.Store) error {
-			m, err := partition.Join(ctx, st, p, 1, "a", partition.WithGrace(0), partition.WithLogger(nil), partition.WithMeterProvider(nil))
+			m, err := partition.Join(ctx, st, p, 1, "a", partition.WithGrace(0), partition.WithRetryDelay(0), partition.WithLogger(nil), partition.WithMeterProvider(nil))
 			if err != nil {
 				return err
 			}
@@ -108,10 +122,7 @@ func groupCalls(t *rapid.T, p string, data []byte) []misuseCall {
 		{"partition.Dirs", func(ctx context.Context, _ *misuseSession, st store.Store) error {
 			// What a tool does with them: watch the members, walk
 			// the shards. An invalid path must give an invalid one.
-			if err := watchGroup(ctx, st, partition.MembersDir(p), nil); err != nil {
-				return err
-			}
-			if _, err := st.Children(ctx, partition.ShardCountDir(p)); err != nil && !errors.Is(err, store.ErrNoNode) {
+			if _, err := inspect.Read(ctx, st, partition.MembersDir(p)); err != nil && !errors.Is(err, store.ErrNoNode) {
 				return err
 			}
 			err := inspect.Walk(ctx, st, partition.ShardsDir(p), func(inspect.Report) error { return nil })
@@ -125,28 +136,49 @@ func groupCalls(t *rapid.T, p string, data []byte) []misuseCall {
 
 // drawGroupOptions draws the options of a group: none, good, an unknown
 // policy, a nil option.
-func drawGroupOptions(t *rapid.T) []group.Option {
-	switch rapid.IntRange(0, 3).Draw(t, "group options") {
+func drawGroupOptions(t *rapid.T) []group.JoinOption {
+	switch rapid.IntRange(0, 4).Draw(t, "group options") {
 	case 1:
-		return []group.Option{group.WithDisconnectPolicy(group.KeepOnDisconnect)}
+		return []group.JoinOption{group.WithDisconnectPolicy(group.LoseOnDisconnect)}
 	case 2:
-		return []group.Option{group.WithDisconnectPolicy(7)}
+		return []group.JoinOption{group.WithDisconnectPolicy(7)}
 	case 3:
-		return []group.Option{nil}
+		return []group.JoinOption{nil}
+	case 4:
+		return []group.JoinOption{group.Option(nil)}
 	}
 	return nil
+}
+
+// watchOptions returns the options of opts that a watcher takes (those
+// that are group.Options), with a nil one for each nil one.
+func watchOptions(opts []group.JoinOption) []group.Option {
+	var wo []group.Option
+	for _, o := range opts {
+		switch o := o.(type) {
+		case nil:
+			wo = append(wo, nil)
+		case group.Option:
+			wo = append(wo, o)
+		}
+	}
+	return wo
 }
 
 // drawPartitionOptions draws the options of a partition member: none, no
 // grace, a negative grace, a nil option.
 func drawPartitionOptions(t *rapid.T) []partition.Option {
-	switch rapid.IntRange(0, 3).Draw(t, "partition options") {
+	switch rapid.IntRange(0, 5).Draw(t, "partition options") {
 	case 1:
 		return []partition.Option{partition.WithGrace(0)}
 	case 2:
 		return []partition.Option{partition.WithGrace(-1)}
 	case 3:
 		return []partition.Option{nil}
+	case 4:
+		return []partition.Option{partition.WithRetryDelay(0)}
+	case 5:
+		return []partition.Option{partition.WithRetryDelay(-1)}
 	}
 	return nil
 }

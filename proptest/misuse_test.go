@@ -52,10 +52,10 @@ var misuseSentinels = []error{
 	context.DeadlineExceeded,
 	sync.ErrKindMismatch,
 	sync.ErrInvalidLimit,
-	sync.ErrLimitMismatch,
+	sync.ErrMismatch,
 	sync.ErrNotLocked,
 	sync.ErrNotEntered,
-	sync.ErrReleased,
+	sync.ErrUnlocked,
 	election.ErrNoLeader,
 	election.ErrNotLeader,
 	queue.ErrInvalidDelivery,
@@ -280,6 +280,9 @@ func misuseCalls(t *rapid.T, dir, p string, n int, data []byte) []misuseCall {
 	calls = append(calls,
 		misuseCall{"Queue.Put", func(ctx context.Context, _ *misuseSession, st store.Store) error {
 			return withQueue(st, p, qopts, func(q *queue.Queue) error { return q.Put(ctx, data) })
+		}},
+		misuseCall{"Queue.PutAsync", func(ctx context.Context, _ *misuseSession, st store.Store) error {
+			return withQueue(st, p, qopts, func(q *queue.Queue) error { return q.PutAsync(ctx, data, 0).Wait(ctx) })
 		}},
 		misuseCall{"Queue.PutBatch", func(ctx context.Context, _ *misuseSession, st store.Store) error {
 			return withQueue(st, p, qopts, func(q *queue.Queue) error { return q.PutBatch(ctx, drawBatch(n, data)) })

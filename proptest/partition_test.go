@@ -117,42 +117,26 @@ func (pm *partMachine) join(t *rapid.T) {
 	go pm.work(pm.ms[i])
 }
 
-// work works on the shards of pm as a service would: it takes each shard
-// up at the resource and, once its Context ends, stops and releases it.
+// work works on the shards of pm as a service would, in its Run: it takes
+// each shard up at the resource and, once its Context ends, stops, which
+// releases it.
 func (pm *partMachine) work(m *partMember) {
 	defer close(m.done)
-	var wg gosync.WaitGroup
-	defer wg.Wait()
-	seen := map[*partition.Shard]bool{}
-	for set := range m.m.Shards() {
-		for _, s := range set {
-			if seen[s] {
-				continue
-			}
-			seen[s] = true
-			if s.Context().Err() != nil {
-				// Ended before its work began: still released,
-				// or it waits out the grace.
-				wg.Go(func() { _ = s.Release(context.Background()) })
-				continue
-			}
-			pm.res.begin(m.id, s)
-			m.mu.Lock()
-			m.owned[s.ID()] = s
-			m.mu.Unlock()
-			wg.Go(func() {
-				<-s.Done()
-				m.mu.Lock()
-				if m.owned[s.ID()] == s {
-					delete(m.owned, s.ID())
-				}
-				m.mu.Unlock()
-				_ = s.Release(context.Background())
-				pm.res.signal()
-			})
-		}
+	_ = m.m.Run(context.Background(), func(ctx context.Context, s *partition.Shard) error {
+		pm.res.begin(m.id, s)
+		m.mu.Lock()
+		m.owned[s.ID()] = s
+		m.mu.Unlock()
 		pm.res.signal()
-	}
+		<-ctx.Done()
+		m.mu.Lock()
+		if m.owned[s.ID()] == s {
+			delete(m.owned, s.ID())
+		}
+		m.mu.Unlock()
+		pm.res.signal()
+		return nil
+	})
 }
 
 // reap waits for the stopped member of slot i to finish and closes its

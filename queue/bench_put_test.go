@@ -37,7 +37,9 @@ import (
 //     create of a persistent sequential node under the queue path,
 //     nothing else), with go-zookeeper on a connection of its own, on a
 //     server started for the benchmark; corral's session is opened on it
-//     directly too (no test proxy).
+//     directly too (no test proxy). That is Curator's put in the
+//     foreground; BenchmarkCurator runs Curator itself, whose default puts
+//     in the background.
 //   - etcd: etcd's own experimental/recipes Queue.Enqueue, on the client
 //     of corral's session.
 //
@@ -94,8 +96,11 @@ type putEnv struct {
 // putVariant is one way to put items: put adds them (one item, or a
 // batch) and reports how many it added.
 type putVariant struct {
-	name  string
-	put   func(ctx context.Context) (int, error)
+	name string
+	put  func(ctx context.Context) (int, error)
+	// flush, when set, waits for what put started and left in flight
+	// (PutAsync's): a run's time includes it.
+	flush func(ctx context.Context) error
 	items int64
 	took  time.Duration
 	// cpu is this process's CPU time (on etcd the embedded server's
@@ -225,6 +230,11 @@ func runPuts(b *testing.B, v *putVariant, producers int, d time.Duration, srvPid
 		})
 	}
 	wg.Wait()
+	if v.flush != nil {
+		if err := v.flush(ctx); err != nil {
+			b.Error(err)
+		}
+	}
 	took := time.Since(start)
 	runtime.ReadMemStats(&after)
 	v.took += took

@@ -76,3 +76,27 @@ func ExampleItem_Nack() {
 	// took a
 	// took b
 }
+
+// A lone producer keeps many puts in flight with PutAsync, which go
+// together in few requests, and then checks that every one was stored, as
+// Curator's flushPuts waits for its background puts.
+func ExampleQueue_PutAsync() {
+	st := memstore.New()
+	defer st.Close()
+	ctx := context.Background()
+	q := queue.New(st, "/events")
+
+	var pending []*queue.Pending
+	for i := range 1000 {
+		pending = append(pending, q.PutAsync(ctx, fmt.Appendf(nil, "event %d", i), 0))
+	}
+	for _, p := range pending {
+		if err := p.Wait(ctx); err != nil {
+			panic(err) // this item may not be in the queue
+		}
+	}
+	n, _ := q.Len(ctx)
+	fmt.Println(n, "events queued")
+	// Output:
+	// 1000 events queued
+}

@@ -14,12 +14,10 @@ const MaxSpread = maxSpread
 // does: the next take follows anew.
 func DropView(q *Queue) {
 	for _, claims := range []bool{false, true} {
-		if sv, ok := views.Load(viewKey{q.st, q.path, claims}); ok {
-			if v, ok := sv.(*sharedView).v.(*followView); ok {
-				v.mu.Lock()
-				v.drop()
-				v.mu.Unlock()
-			}
+		if v, ok := q.view(claims).(*followView); ok {
+			v.mu.Lock()
+			v.drop()
+			v.mu.Unlock()
 		}
 	}
 }
@@ -48,4 +46,20 @@ func OnPutJoin(q *Queue, f func()) {
 	q.puts.mu.Lock()
 	defer q.puts.mu.Unlock()
 	q.puts.onJoin = f
+}
+
+// OnPutLeave sets a function that every put of q whose ctx ended calls once
+// it has left its request.
+func OnPutLeave(q *Queue, f func()) {
+	q.puts.mu.Lock()
+	defer q.puts.mu.Unlock()
+	q.puts.onLeave = f
+}
+
+// OnPutHold sets a function that every PutAsync of q which waits for room
+// calls before it waits.
+func OnPutHold(q *Queue, f func()) {
+	q.puts.mu.Lock()
+	defer q.puts.mu.Unlock()
+	q.puts.onHold = f
 }

@@ -112,8 +112,12 @@
 // and the server writes its log once per request. A server with cores to
 // spare serves more requests in flight side by side: there a cap of as
 // many as the producers can put faster.
-// PutBatch puts up to store.MaxBatchNodes items in one request. The
-// README gives figures beside Curator's and etcd's own queue puts.
+// PutBatch puts up to store.MaxBatchNodes items in one request. PutAsync
+// returns before its item is stored, with a Pending to wait on (as
+// Curator's DistributedQueue puts in the background and flushPuts waits),
+// so that one goroutine fills requests of up to store.MaxBatchNodes items
+// as they go; what it gives up against Put is in its doc. The README gives
+// figures beside Curator's DistributedQueue and etcd's own queue puts.
 //
 // # Cost of a take
 //
@@ -219,6 +223,7 @@ import (
 	"github.com/corral-go/corral/internal/identity"
 	"github.com/corral-go/corral/internal/names"
 	"github.com/corral-go/corral/internal/recipe"
+	"github.com/corral-go/corral/internal/runner"
 	"github.com/corral-go/corral/internal/telemetry"
 	"github.com/corral-go/corral/store"
 )
@@ -311,11 +316,13 @@ var (
 	ErrInvalidDelivery = errors.New("queue: invalid delivery")
 	// ErrSettled: Ack or Nack of an item already acked or nacked.
 	ErrSettled = errors.New("queue: item already acked or nacked")
-	// ErrConsumerClosed is the cause reported by a Consumer stopped by Close.
-	ErrConsumerClosed = errors.New("queue: consumer closed")
+	// ErrConsumerClosed is the cause reported by a Consumer stopped by
+	// Close. It is the same error as every other Close's in corral.
+	ErrConsumerClosed = runner.ErrClosed
 	// ErrMismatch: the settings stored with the queue differ from the
-	// options the Queue was given.
-	ErrMismatch = errors.New("queue: settings differ from the queue's")
+	// options the Queue was given. It is the same error as
+	// sync.ErrMismatch and partition.ErrMismatch.
+	ErrMismatch = recipe.ErrMismatch
 	// ErrKindMismatch: the path holds another kind of recipe's nodes.
 	ErrKindMismatch = recipe.ErrKindMismatch
 	// ErrClaimLost: the item's claim ended (its visibility timeout
@@ -473,6 +480,60 @@ func (q *Queue) PutPriority(ctx context.Context, data []byte, priority int) erro
 	}
 	q.rec.Put(ctx)
 	return nil
+}
+
+// PutAsync starts a put of data with the given priority and returns at
+// once, before the item is stored: the Pending it returns tells when the
+// put's outcome is known and what it is. It is how one goroutine keeps
+// many puts in flight, as Curator's DistributedQueue puts in the
+// background and flushPuts waits: PutAsyncs of one Queue go together in
+// requests, as overlapping Puts do (see "Cost of a put" in the package
+// doc), so a lone producer pays about a request per store.MaxBatchNodes
+// items. The item is stored as PutPriority stores it, and the same lost
+// replies are retried; data is copied, so the caller may reuse it.
+//
+// What a caller gives up against Put: a PutAsync that returned has not
+// stored its item, and a failed one is known only from its Pending (check
+// every Pending, or the items whose put failed are lost unnoticed); and
+// items of PutAsyncs whose requests overlap have no order between them,
+// like overlapping Puts, also when one goroutine made them (a request
+// retried after a lost connection may land after a later one). With
+// WithPutsInFlight(1) one request is in flight at a time, and the items of
+// one goroutine's PutAsyncs are stored in the order of the calls.
+//
+// It blocks only for the Queue's first check of its path (once per Queue,
+// as Put does), and while the Queue's puts are so far behind the store
+// that as many full requests (store.MaxBatchNodes items each) wait to be
+// sent as may be in flight: then until one of them is sent, so that a
+// producer faster than the store is held back rather than filling memory.
+// (An item that goes in a request of its own, too large for a batch or on
+// a store without store.BatchCreator, waits while as many such requests
+// are in flight.) When ctx ends before the item joined a request, the
+// Pending fails with ctx's error; when it ends later, the item leaves its
+// request, which is called off once all of its items have left, and the
+// Pending reports the request's outcome: nil if it stored the items, else
+// the error of the ctx that ended last (the item may then have been
+// stored or not). Misuse (a nil or zero Queue, a bad option) and data over
+// store.MaxDataSize fail the Pending before any I/O, ErrMismatch and
+// ErrKindMismatch at the first check. After the session ended the Pending
+// fails with store.ErrSessionExpired or store.ErrClosed. PutAsync never
+// returns nil and is safe for concurrent use; no goroutine of its outlives
+// the requests in flight.
+func (q *Queue) PutAsync(ctx context.Context, data []byte, priority int) *Pending {
+	if err := q.usable("put"); err != nil {
+		return failed(err)
+	}
+	if err := store.ValidateData(data); err != nil {
+		return failed(fmt.Errorf("queue: put %q: %w", q.path, err))
+	}
+	if _, err := q.settings(ctx, true); err != nil {
+		return failed(fmt.Errorf("queue: put %q: %w", q.path, recipe.CtxErr(ctx, err)))
+	}
+	g, err := q.putAsync(ctx, data, int64(priority))
+	if err != nil {
+		return failed(fmt.Errorf("queue: put %q: %w", q.path, recipe.CtxErr(ctx, err)))
+	}
+	return &Pending{g: g}
 }
 
 // PutBatch adds items to the queue with priority 0, in one request (one

@@ -54,43 +54,28 @@ type view interface {
 	exact() bool
 }
 
-// viewKey names a shared view.
+// viewKey names a queue's view among the values of a session's
+// recipe.Engine: there is one per session and queue, shared by every Queue
+// of that session on that path, until the session ends.
 type viewKey struct {
-	session any // recipe.SessionKey
-	path    string
-	claims  bool
-}
-
-// views holds the shared views, one per session and queue, until the
-// session ends.
-var views gosync.Map // viewKey -> *sharedView
-
-type sharedView struct {
-	once gosync.Once
-	v    view
+	path   string
+	claims bool
 }
 
 // view returns the view of q's session on q's queue, making it on first
 // use.
 func (q *Queue) view(claims bool) view {
-	k := viewKey{recipe.SessionKey(q.st), q.path, claims}
-	sv, loaded := views.LoadOrStore(k, &sharedView{})
-	s := sv.(*sharedView)
-	s.once.Do(func() {
+	v := recipe.Of(q.st).Value(viewKey{q.path, claims}, func() (any, func()) {
+		var v view
 		if fl, ok := store.Find[store.ChildrenFollower](q.st); ok {
-			s.v = &followView{q: q, fl: fl, claims: claims}
+			v = &followView{q: q, fl: fl, claims: claims}
 		} else {
 			cc, _ := store.Find[store.ChildCounter](q.st)
-			s.v = &listView{q: q, cc: cc, claims: claims}
+			v = &listView{q: q, cc: cc, claims: claims}
 		}
-		if !loaded {
-			context.AfterFunc(q.st.Context(), func() {
-				views.CompareAndDelete(k, s)
-				s.v.stop()
-			})
-		}
+		return v, v.stop
 	})
-	return s.v
+	return v.(view)
 }
 
 // followView keeps an index by following the queue's directories.

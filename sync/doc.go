@@ -104,6 +104,14 @@
 // session removes it before it lines up. Nothing decides by a fixed bound
 // whether a node is abandoned.
 //
+// A lost connection does not fail a blocking acquisition (Lock, RLock,
+// Acquire): its wait rides it out, and a create or a read that fails
+// with it gives its place up (its node removed, or left to the session)
+// and tries again after a pause, 10 ms doubling to 500 ms, while ctx and the
+// session live. This is the one rule of every corral primitive that waits
+// (an election's campaign, a group's join, a partition's shards). The Try
+// forms wait for nobody: they return the lost connection as their error.
+//
 // The store's own bounds add to this (see zkstore and etcdstore: a call
 // attempt on etcd is given up after one second by default, and a create
 // abandoned on ZooKeeper is waited for at most a second).

@@ -19,11 +19,6 @@ var (
 	// ErrNotEntered: Leave was called on a DoubleBarrier that is not
 	// entered.
 	ErrNotEntered = errors.New("sync: double barrier not entered")
-	// ErrMemberLost: the participant's node was deleted while its session
-	// lived, as far as the client knows: by someone else, or by the server
-	// expiring the session before the client learnt of the expiry (etcd's
-	// client can learn it late).
-	ErrMemberLost = errors.New("sync: double barrier member node deleted")
 )
 
 // DoubleBarrier is one participant of a double barrier, the ZooKeeper
@@ -38,9 +33,10 @@ var (
 // the first n to arrive (in the order of their nodes' Seq). A participant
 // that arrives while a round is filling beyond n, or while a released round
 // is still inside, waits for the next round, which fills once every member
-// of the round before it has left. The barrier's node stores n, and an Enter
-// with a different n fails with a *LimitError (ErrLimitMismatch); an n under
-// 1 fails with ErrInvalidLimit.
+// of the round before it has left. Every member node records n in its
+// name ("member-n3-…"), and an Enter with an n that differs from that of a
+// member there fails with ErrMismatch; an n under 1 fails with
+// ErrInvalidLimit.
 //
 // # Layout
 //
@@ -69,9 +65,10 @@ var (
 // A DoubleBarrier takes the LockOptions that make sense for it: WithData
 // and WithLabel (the data of its member node: the identity record by
 // default), WithMeterProvider, WithPathLabel and WithLogger. A member counts
-// as a holder from Enter to Leave, and as lost (ErrMemberLost, or the
+// as a holder from Enter to Leave, and as lost (ErrNodeDeleted, or the
 // session's end) when its node goes before it leaves. WithDisconnectPolicy
-// has no effect: a member holds nothing it could lose to a disconnection.
+// is refused (every call fails with store.ErrInvalidArgument): a member
+// holds nothing it could lose to a disconnection.
 //
 // A DoubleBarrier is safe for concurrent use, though one participant enters
 // and leaves once at a time: its calls are serialized, Enter on an entered
@@ -90,8 +87,9 @@ type DoubleBarrier struct {
 	turn chan struct{}
 	self *DoubleBarrier // b itself, unless b is a copy
 
+	limit *recipe.Setting // n, as the member nodes record it
+
 	// Guarded by turn.
-	limit   storedLimit
 	entered bool
 	me      dbNode  // own node, while entered
 	round   dbRound // own round, while entered
@@ -119,10 +117,13 @@ func (r dbRound) has(seq int64) bool { return r.lo <= seq && seq <= r.hi }
 // Enter. The options are described under Options.
 func NewDoubleBarrier(st store.Store, path string, n int, opts ...LockOption) *DoubleBarrier {
 	o := newLockOptions(opts)
+	if o.policySet && o.bad == nil {
+		o.bad = fmt.Errorf("%w: a double barrier has no disconnect policy", store.ErrInvalidArgument)
+	}
 	b := &DoubleBarrier{st: st, path: path, n: n, opts: o, turn: make(chan struct{}, 1),
-		rec: o.recorder(telemetry.KindDoubleBarrier, path, ErrMemberLost)}
+		rec: o.recorder(telemetry.KindDoubleBarrier, path, ErrNodeDeleted)}
 	b.self = b
-	b.limit.family = names.Members
+	b.limit = limitSetting(names.Member, n)
 	b.turn <- struct{}{}
 	return b
 }
@@ -156,8 +157,8 @@ func (b *DoubleBarrier) Path() string {
 }
 
 // Enter joins the barrier and blocks until the participant's round of n is
-// complete. The first call also stores n with the barrier, or checks it
-// against the stored one (a *LimitError when they differ).
+// complete. It fails with ErrMismatch when a member there has another n. A
+// lost connection is ridden out while ctx and the session live.
 //
 // When ctx ends first Enter deletes the participant's node and returns
 // ctx.Err(), unless the round was released with it in just then: Enter then
@@ -165,7 +166,7 @@ func (b *DoubleBarrier) Path() string {
 // semaphore. Should the release and the deletion cross, the others are
 // released counting it, and it counts as having left at once, like a
 // participant that crashed. When the session ends Enter returns an error
-// wrapping its cause, or ErrMemberLost when the store reports the node gone
+// wrapping its cause, or ErrNodeDeleted when the store reports the node gone
 // before the session's end (or someone else deleted it); the participant is
 // then out of the barrier.
 func (b *DoubleBarrier) Enter(ctx context.Context) error {
@@ -191,13 +192,12 @@ func (b *DoubleBarrier) Enter(ctx context.Context) error {
 }
 
 func (b *DoubleBarrier) enter(ctx context.Context, a telemetry.Attempt) error {
-	if err := b.limit.check(ctx, b.st, b.path, b.n); err != nil {
-		return b.fail(ctx, "enter", err)
-	}
 	if err := recipe.Flush(ctx, b.st, b.path); err != nil {
 		return b.fail(ctx, "enter", err)
 	}
-	node, err := b.st.Create(ctx, store.Join(b.path, names.Member), b.opts.nodeData(a.Start()), store.EphemeralSequential)
+	node, err := recipe.Retry(ctx, b.st, func() (store.Node, error) {
+		return b.st.Create(ctx, store.Join(b.path, b.limit.Prefix()), b.opts.nodeData(a.Start()), store.EphemeralSequential)
+	})
 	if err != nil {
 		return b.fail(ctx, "enter", err)
 	}
@@ -252,7 +252,7 @@ func (b *DoubleBarrier) loss(ctx context.Context, err error) error {
 	case b.st.Context().Err() != nil:
 		return context.Cause(b.st.Context())
 	case b.gone:
-		return ErrMemberLost
+		return ErrNodeDeleted
 	case err != nil && ctx.Err() == nil:
 		return err
 	}
@@ -384,6 +384,11 @@ func (b *DoubleBarrier) enterStep(ctx context.Context, me dbNode) (dbRound, bool
 	var old, fresh []dbNode
 	found := false
 	for _, m := range b.members(kids) {
+		if m.seq < me.seq {
+			if err := b.limit.Check(b.path, store.Base(m.path)); err != nil {
+				return dbRound{}, false, err
+			}
+		}
 		found = found || m.path == me.path
 		if released && m.seq <= prev.hi {
 			old = append(old, m)
@@ -488,7 +493,7 @@ func (b *DoubleBarrier) lostErr() error {
 	if b.st.Context().Err() != nil {
 		return context.Cause(b.st.Context())
 	}
-	return ErrMemberLost
+	return ErrNodeDeleted
 }
 
 func (b *DoubleBarrier) fail(ctx context.Context, op string, err error) error {

@@ -168,8 +168,8 @@ func TestDoubleBarrierSessionExpires(t *testing.T) {
 			p.expire(1)
 			// The store may report the node's deletion before the
 			// session's end.
-			if err := bresult(t, p.enter[1], "Enter #1"); !errors.Is(err, store.ErrSessionExpired) && !errors.Is(err, sync.ErrMemberLost) {
-				t.Errorf("Enter #1 = %v; want %v or %v", err, store.ErrSessionExpired, sync.ErrMemberLost)
+			if err := bresult(t, p.enter[1], "Enter #1"); !errors.Is(err, store.ErrSessionExpired) && !errors.Is(err, sync.ErrNodeDeleted) {
+				t.Errorf("Enter #1 = %v; want %v or %v", err, store.ErrSessionExpired, sync.ErrNodeDeleted)
 			}
 			p.members(1)
 			p.startEnter(ctx, 2, nil)
@@ -286,52 +286,49 @@ func TestDoubleBarrierCancel(t *testing.T) {
 	})
 }
 
+// TestDoubleBarrierLimit: a limit under 1 is refused; a member with
+// another limit than a member there is refused with ErrMismatch and leaves
+// nothing; once every member has left, the limit goes with them and a new
+// one is welcome.
 func TestDoubleBarrierLimit(t *testing.T) {
 	backends.Run(t, func(t *testing.T, b storetest.Backend) {
 		st := bopen(t, b, 1)[0]
 		ctx := bctx(t)
-		tests := []struct {
-			name    string
-			prepare func(path string) // makes the barrier's node
-			n       int
-			want    error
-			stored  int // the LimitError's Stored, when want is ErrLimitMismatch
-		}{
-			{"zero", nil, 0, sync.ErrInvalidLimit, 0},
-			{"negative", nil, -1, sync.ErrInvalidLimit, 0},
-			{"other limit", func(path string) {
-				one := sync.NewDoubleBarrier(st, path, 1)
-				if err := one.Enter(ctx); err != nil {
-					t.Fatalf("Enter with n=1 = %v", err)
-				}
-				if err := one.Leave(ctx); err != nil {
-					t.Fatalf("Leave with n=1 = %v", err)
-				}
-			}, 3, sync.ErrLimitMismatch, 1},
-			{"not a limit", func(path string) {
-				if _, err := st.Create(ctx, path, []byte("config"), store.Persistent); err != nil {
-					t.Fatalf("Create = %v", err)
-				}
-			}, 3, sync.ErrLimitMismatch, 0},
+		for _, n := range []int{0, -1} {
+			if err := sync.NewDoubleBarrier(st, bpath(t), n).Enter(ctx); !errors.Is(err, sync.ErrInvalidLimit) {
+				t.Errorf("Enter(n=%d) = %v; want %v", n, err, sync.ErrInvalidLimit)
+			}
 		}
-		for _, tt := range tests {
-			t.Run(tt.name, func(t *testing.T) {
-				path := bpath(t)
-				if tt.prepare != nil {
-					tt.prepare(path)
-				}
-				err := sync.NewDoubleBarrier(st, path, tt.n).Enter(ctx)
-				if !errors.Is(err, tt.want) {
-					t.Fatalf("Enter(n=%d) = %v; want %v", tt.n, err, tt.want)
-				}
-				var le *sync.LimitError
-				if errors.As(err, &le) && (le.Stored != tt.stored || le.Limit != tt.n || le.Path != path) {
-					t.Errorf("Enter(n=%d) = %+v; want Stored %d, Limit %d, Path %q", tt.n, le, tt.stored, tt.n, path)
-				}
-				if kids := bkids(t, st, path, member); len(kids) != 0 {
-					t.Errorf("after Enter(n=%d) = %v the barrier holds %q; want no member", tt.n, err, kids)
-				}
-			})
+		path := bpath(t)
+		// Two members of a barrier of 2 are released together; a third
+		// waits for the next round, and one with n=3 is refused.
+		first, second := sync.NewDoubleBarrier(st, path, 2), sync.NewDoubleBarrier(st, path, 2)
+		entered := backends.Async(func() error { return first.Enter(ctx) })
+		if err := second.Enter(ctx); err != nil {
+			t.Fatalf("Enter(n=2) = %v", err)
+		}
+		if err := <-entered; err != nil {
+			t.Fatalf("Enter(n=2) = %v", err)
+		}
+		if err := sync.NewDoubleBarrier(st, path, 3).Enter(ctx); !errors.Is(err, sync.ErrMismatch) {
+			t.Fatalf("Enter(n=3) beside members of 2 = %v; want %v", err, sync.ErrMismatch)
+		}
+		if kids := bkids(t, st, path, member); len(kids) != 2 {
+			t.Errorf("after the refused Enter the barrier holds %q; want the two members", kids)
+		}
+		left := backends.Async(func() error { return first.Leave(ctx) })
+		if err := second.Leave(ctx); err != nil {
+			t.Fatalf("Leave = %v", err)
+		}
+		if err := <-left; err != nil {
+			t.Fatalf("Leave = %v", err)
+		}
+		one := sync.NewDoubleBarrier(st, path, 1)
+		if err := one.Enter(ctx); err != nil {
+			t.Fatalf("Enter(n=1) once every member of 2 left = %v; want nil", err)
+		}
+		if err := one.Leave(ctx); err != nil {
+			t.Fatalf("Leave = %v", err)
 		}
 	})
 }

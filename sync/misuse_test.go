@@ -62,6 +62,11 @@ func TestMisuse(t *testing.T) {
 			_, err := sync.NewSemaphore(mem, "/s", 2, sync.WithDisconnectPolicy(7)).Acquire(bg)
 			return err
 		}, store.ErrInvalidArgument},
+		// A double barrier's member holds nothing a lost connection
+		// could end: it takes no policy, rather than ignore one.
+		{"policy DoubleBarrier.Enter", func() error {
+			return sync.NewDoubleBarrier(mem, "/d", 1, sync.WithDisconnectPolicy(sync.KeepOnDisconnect)).Enter(bg)
+		}, store.ErrInvalidArgument},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -106,8 +111,8 @@ func TestKindMismatch(t *testing.T) {
 		if _, _, err := sync.NewRWMutex(st, p).TryRLock(ctx); !errors.Is(err, sync.ErrKindMismatch) {
 			t.Errorf("TryRLock on a semaphore's path = %v; want ErrKindMismatch", err)
 		}
-		if err := sync.NewDoubleBarrier(st, p, 2).Enter(ctx); !errors.Is(err, sync.ErrKindMismatch) && !errors.Is(err, sync.ErrLimitMismatch) {
-			t.Errorf("Enter on a semaphore's path = %v; want ErrKindMismatch or ErrLimitMismatch", err)
+		if err := sync.NewDoubleBarrier(st, p, 2).Enter(ctx); !errors.Is(err, sync.ErrKindMismatch) {
+			t.Errorf("Enter on a semaphore's path = %v; want ErrKindMismatch", err)
 		}
 		if got := children(t, st, p); len(got) != 1 {
 			t.Errorf("children = %q; want only the lease", got)

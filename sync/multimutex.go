@@ -66,10 +66,9 @@ func (e *MemberError) Unwrap() error {
 // the session).
 type MultiMutex struct {
 	st    store.Store
-	paths []string // sorted, without duplicates
-	bad   error    // why the set is unusable, reported by every call
-	opts  lockOptions
-	recs  []*telemetry.Recorder // of each member, as a mutex on its path
+	paths []string       // sorted, without duplicates
+	bad   error          // why the set is unusable, reported by every call
+	specs []*recipe.Spec // of each member's contenders, as a mutex on its path
 	// local holds a token while a goroutine of this value holds or
 	// acquires the locks.
 	local chan struct{}
@@ -93,15 +92,15 @@ func NewMultiMutex(st store.Store, paths []string, opts ...LockOption) *MultiMut
 	slices.Sort(ps)
 	ps = slices.Compact(ps)
 	o := newLockOptions(opts)
-	recs := make([]*telemetry.Recorder, len(ps))
+	specs := make([]*recipe.Spec, len(ps))
 	for i, p := range ps {
-		recs[i] = o.recorder(telemetry.KindMutex, p, ErrNodeDeleted)
+		specs[i] = o.spec(p, names.Lock, recipe.Predecessor, o.recorder(telemetry.KindMutex, p, ErrNodeDeleted))
 	}
 	bad := o.bad
 	if bad == nil {
 		bad = checkMembers(ps)
 	}
-	return &MultiMutex{st: st, paths: ps, bad: bad, opts: o, recs: recs, local: make(chan struct{}, 1)}
+	return &MultiMutex{st: st, paths: ps, bad: bad, specs: specs, local: make(chan struct{}, 1)}
 }
 
 // checkMembers reports why the sorted, deduplicated paths cannot be locked
@@ -202,46 +201,22 @@ func (m *MultiMutex) TryLock(ctx context.Context) (bool, error) {
 // error; in both cases it has released the members it took. Each member
 // records as a mutex on its path.
 func (m *MultiMutex) take(ctx context.Context, wait bool) ([]*recipe.Hold, error) {
-	holds := make([]*recipe.Hold, 0, len(m.paths))
-	for i, p := range m.paths {
-		n, ok, waited, held, err := m.member(ctx, i, wait)
-		if err != nil {
-			err = fmt.Errorf("member %q: %w", p, err)
+	holds := make([]*recipe.Hold, 0, len(m.specs))
+	for _, sp := range m.specs {
+		acquire := recipe.TryAcquire
+		if wait {
+			acquire = recipe.Acquire
 		}
-		if err != nil || !ok {
+		h, err := acquire(ctx, m.st, sp)
+		if err != nil {
+			err = fmt.Errorf("member %q: %w", sp.Dir, err)
+		}
+		if err != nil || h == nil {
 			return nil, errors.Join(err, giveBack(ctx, holds))
 		}
-		opts := m.opts.holdWith(m.recs[i], held)
-		opts.Front = waited // each member is a mutex: see recipe.AcquireWaited
-		holds = append(holds, recipe.NewHold(m.st, n, opts))
+		holds = append(holds, h)
 	}
 	return holds, nil
-}
-
-// member acquires member i as Mutex.Lock (wait) or Mutex.TryLock would,
-// recording the attempt.
-func (m *MultiMutex) member(ctx context.Context, i int, wait bool) (n store.Node, ok, waited bool, held *telemetry.Holding, err error) {
-	rec := m.recs[i]
-	if wait {
-		a := rec.Begin(ctx)
-		n, waited, err = recipe.AcquireWaited(ctx, m.st, rec, m.paths[i], names.Lock, m.opts.nodeData(a.Start()), recipe.Predecessor)
-		if err != nil {
-			a.Failed(ctx, err)
-			return n, false, false, nil, err
-		}
-		return n, true, waited, a.Granted(ctx, n), nil
-	}
-	a := rec.Try()
-	n, ok, err = recipe.TryAcquire(ctx, m.st, rec, m.paths[i], names.Lock, m.opts.nodeData(a.Start()), recipe.Predecessor)
-	switch {
-	case err != nil:
-		a.Failed(ctx, err)
-	case !ok:
-		a.Busy(ctx)
-	default:
-		held = a.Granted(ctx, n)
-	}
-	return n, ok, false, held, err
 }
 
 // giveBack releases holds taken by an acquisition that failed, last first,
@@ -260,7 +235,7 @@ func (m *MultiMutex) grant(holds []*recipe.Hold) {
 	// Not derived from the session's context: a session's end is a loss
 	// of every member, reported as a *MemberError like any other.
 	ctx, cancel := context.WithCancelCause(context.Background())
-	h := &multiHold{paths: m.paths, recs: m.recs, members: holds, once: make([]recipe.ReleaseOnce, len(holds)), ctx: ctx, cancel: cancel}
+	h := &multiHold{paths: m.paths, members: holds, ctx: ctx, cancel: cancel}
 	m.mu.Lock()
 	// Removals the last release left pending are done before the grant
 	// (recipe.Flush in each member).
@@ -322,19 +297,40 @@ func (m *MultiMutex) Context() context.Context {
 // to a MultiMutex or a Mutex alike), or -1 when the MultiMutex is not held
 // or path is not a member.
 func (m *MultiMutex) Token(path string) int64 {
-	if m == nil {
+	h := m.member(path)
+	if h == nil {
 		return -1
+	}
+	return h.Token()
+}
+
+// Guard returns the guard of the member lock at path in the current hold,
+// for a write that must be applied only while the MultiMutex holds it (see
+// store.Guard), or the zero Guard when the MultiMutex is not held or path
+// is not a member.
+func (m *MultiMutex) Guard(path string) store.Guard {
+	h := m.member(path)
+	if h == nil {
+		return store.Guard{}
+	}
+	return h.Guard()
+}
+
+// member returns the hold of the member at path, or nil.
+func (m *MultiMutex) member(path string) *recipe.Hold {
+	if m == nil {
+		return nil
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.hold == nil {
-		return -1
+		return nil
 	}
 	i, ok := slices.BinarySearch(m.paths, path)
 	if !ok {
-		return -1
+		return nil
 	}
-	return m.hold.members[i].Token()
+	return m.hold.members[i]
 }
 
 func (m *MultiMutex) opErr(op string, err error) error {
@@ -348,9 +344,7 @@ func (m *MultiMutex) opErr(op string, err error) error {
 // context that ends with the first of them.
 type multiHold struct {
 	paths   []string
-	recs    []*telemetry.Recorder // of each member
 	members []*recipe.Hold
-	once    []recipe.ReleaseOnce // of each member
 	ctx     context.Context
 	cancel  context.CancelCauseFunc
 
@@ -385,7 +379,7 @@ func (h *multiHold) context() context.Context {
 }
 
 // release ends the hold with ErrUnlocked and releases every member, last
-// first, each through its recipe.ReleaseOnce. lost is the cause of an end
+// first (see recipe.Hold.Release). lost is the cause of an end
 // that came before (a *MemberError), err what could not be removed. A later
 // release only retries the removals left pending, and returns ErrNotLocked
 // when there were none.
@@ -407,7 +401,7 @@ func (h *multiHold) release(ctx context.Context) (lost, err error) {
 	released := false // a member, or a pending removal
 	for i, mh := range slices.Backward(h.members) {
 		var err error
-		mlost[i], err = h.once[i].Release(ctx, mh, ErrUnlocked, ErrNotLocked)
+		mlost[i], err = release(ctx, mh, ErrUnlocked, ErrNotLocked)
 		if errors.Is(err, ErrNotLocked) {
 			continue
 		}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	gosync "sync"
 
+	"github.com/corral-go/corral/internal/holderr"
 	"github.com/corral-go/corral/internal/identity"
 	"github.com/corral-go/corral/internal/names"
 	"github.com/corral-go/corral/internal/recipe"
@@ -39,20 +40,21 @@ const (
 type LockOption func(*lockOptions)
 
 type lockOptions struct {
-	policy  DisconnectPolicy
-	data    []byte
-	dataSet bool
-	label   string
-	ident   *identity.Encoder // nil with WithData
-	tel     telemetry.Config
-	bad     error // a nil option: every call of the value fails with it
+	policy    DisconnectPolicy
+	policySet bool // WithDisconnectPolicy was given: a DoubleBarrier refuses it
+	data      []byte
+	dataSet   bool
+	label     string
+	ident     *identity.Encoder // nil with WithData
+	tel       telemetry.Config
+	bad       error // a nil option: every call of the value fails with it
 }
 
 // WithDisconnectPolicy sets what a lost connection does to a held lock; the
 // default is LoseOnDisconnect. Any other value is bad input, as a nil
 // option is.
 func WithDisconnectPolicy(p DisconnectPolicy) LockOption {
-	return func(o *lockOptions) { o.policy = p }
+	return func(o *lockOptions) { o.policy, o.policySet = p, true }
 }
 
 // WithData stores data in every contender node instead of the identity
@@ -142,9 +144,9 @@ func (m *Mutex) ex() *exclusive {
 // an error (ctx.Err() wrapped when ctx ended first) and has removed its
 // node, and the waiters behind it keep waiting for the real holder.
 // Calling Lock while this Mutex is held blocks, as sync.Mutex's does, until
-// an Unlock (or ctx). A wait rides out a lost connection while the session
-// lives; a create the store fails with store.ErrDisconnected fails the Lock
-// (with nothing left behind), and the caller may try again.
+// an Unlock (or ctx). A lost connection is ridden out while ctx and the
+// session live, as every acquisition of every primitive rides it out (see
+// Outages in the package doc).
 func (m *Mutex) Lock(ctx context.Context) error { return m.ex().lock(ctx, "lock") }
 
 // TryLock tries to acquire the lock without waiting for another holder. It
@@ -176,6 +178,11 @@ func (m *Mutex) Context() context.Context { return m.ex().context() }
 // is the contender node's Seq), so storage can reject a stale holder.
 func (m *Mutex) Token() int64 { return m.ex().token() }
 
+// Guard returns the guard of the current hold's node, for a write that
+// must be applied only while the lock is held (see store.Guard), or the
+// zero Guard when the Mutex is not held.
+func (m *Mutex) Guard() store.Guard { return m.ex().guard() }
+
 // Locker returns a sync.Locker whose methods call Lock and Unlock with
 // context.Background(). Since sync.Locker cannot return errors, they panic
 // with the error (which matches the sentinels of this package and store
@@ -205,11 +212,10 @@ func (l locker) Unlock() {
 // exclusive is one exclusive lock side: a Mutex, or the writers of an
 // RWMutex.
 type exclusive struct {
-	st     store.Store
-	path   string
-	prefix string
-	opts   lockOptions
-	rec    *telemetry.Recorder
+	st   store.Store
+	path string
+	opts lockOptions
+	spec *recipe.Spec // of the lock's contenders
 	// local holds a token while a goroutine of this value holds or
 	// acquires the lock, so that they exclude each other without store
 	// round trips.
@@ -218,19 +224,18 @@ type exclusive struct {
 
 	mu   gosync.Mutex
 	hold *recipe.Hold // nil when not held
-	// last is the latest grant's hold, kept after its release, and once
-	// its release: an Unlock after a release whose removal could not
-	// finish (the session's cleaner deletes the node) removes it rather
-	// than report ErrNotLocked.
+	// last is the latest grant's hold, kept after its release: an Unlock
+	// after a release whose removal could not finish (the session's
+	// cleaner deletes the node) removes it rather than report
+	// ErrNotLocked (see recipe.Hold.Release).
 	last *recipe.Hold
-	once *recipe.ReleaseOnce
 }
 
 // init sets x up in place: x remembers its own address, so that a copy can
 // tell it is one.
 func (x *exclusive) init(st store.Store, path, prefix, kind string, opts lockOptions) {
-	*x = exclusive{st: st, path: path, prefix: prefix, opts: opts, local: make(chan struct{}, 1),
-		rec: opts.recorder(kind, path, ErrNodeDeleted)}
+	*x = exclusive{st: st, path: path, opts: opts, local: make(chan struct{}, 1),
+		spec: opts.spec(path, prefix, recipe.Predecessor, opts.recorder(kind, path, ErrNodeDeleted))}
 	x.self = x
 }
 
@@ -260,20 +265,18 @@ func (x *exclusive) lock(ctx context.Context, op string) error {
 	if ctx.Err() != nil {
 		return acquireErr(ctx, op, x.path, nil)
 	}
-	a := x.rec.Begin(ctx)
 	select {
 	case x.local <- struct{}{}:
 	case <-ctx.Done():
-		a.Failed(ctx, ctx.Err())
+		x.spec.Rec.Begin(ctx).Failed(ctx, ctx.Err())
 		return acquireErr(ctx, op, x.path, nil)
 	}
-	n, waited, err := recipe.AcquireWaited(ctx, x.st, x.rec, x.path, x.prefix, x.opts.nodeData(a.Start()), recipe.Predecessor)
+	h, err := recipe.Acquire(ctx, x.st, x.spec)
 	if err != nil {
 		<-x.local
-		a.Failed(ctx, err)
 		return acquireErr(ctx, op, x.path, err)
 	}
-	x.grant(n, waited, a.Granted(ctx, n))
+	x.grant(h)
 	return nil
 }
 
@@ -281,36 +284,29 @@ func (x *exclusive) tryLock(ctx context.Context, op string) (bool, error) {
 	if err := x.usable("try" + op); err != nil {
 		return false, err
 	}
-	a := x.rec.Try()
 	select {
 	case x.local <- struct{}{}:
 	default:
-		a.Busy(ctx)
+		x.spec.Rec.Try().Busy(ctx)
 		return false, nil
 	}
-	n, ok, err := recipe.TryAcquire(ctx, x.st, x.rec, x.path, x.prefix, x.opts.nodeData(a.Start()), recipe.Predecessor)
-	if err != nil || !ok {
+	h, err := recipe.TryAcquire(ctx, x.st, x.spec)
+	if err != nil || h == nil {
 		<-x.local
 		if err != nil {
-			a.Failed(ctx, err)
 			return false, acquireErr(ctx, "try"+op, x.path, err)
 		}
-		a.Busy(ctx)
 		return false, nil
 	}
-	x.grant(n, false, a.Granted(ctx, n))
+	x.grant(h)
 	return true, nil
 }
 
-// grant makes the hold of n, granted after a wait or at once.
-func (x *exclusive) grant(n store.Node, waited bool, held *telemetry.Holding) {
-	opts := x.opts.holdWith(x.rec, held)
-	opts.Front = waited // see recipe.AcquireWaited
-	h := recipe.NewHold(x.st, n, opts)
+// grant makes h the current hold. A removal the last release left pending
+// was done before the grant (recipe.Flush).
+func (x *exclusive) grant(h *recipe.Hold) {
 	x.mu.Lock()
-	// A removal the last release left pending is done before the grant
-	// (recipe.Flush).
-	x.hold, x.last, x.once = h, h, new(recipe.ReleaseOnce)
+	x.hold, x.last = h, h
 	x.mu.Unlock()
 }
 
@@ -319,7 +315,7 @@ func (x *exclusive) unlock(ctx context.Context, op string) error {
 		return err
 	}
 	x.mu.Lock()
-	held, last, once := x.hold != nil, x.last, x.once
+	held, last := x.hold != nil, x.last
 	x.hold = nil
 	x.mu.Unlock()
 	if last == nil {
@@ -328,7 +324,7 @@ func (x *exclusive) unlock(ctx context.Context, op string) error {
 	if held {
 		defer func() { <-x.local }()
 	}
-	lost, err := once.Release(ctx, last, ErrUnlocked, ErrNotLocked)
+	lost, err := release(ctx, last, ErrUnlocked, ErrNotLocked)
 	return releaseErr(op, x.path, ErrLockLost, lost, err)
 }
 
@@ -341,6 +337,15 @@ func (x *exclusive) context() context.Context {
 	return x.hold.Context()
 }
 
+func (x *exclusive) guard() store.Guard {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.hold == nil {
+		return store.Guard{}
+	}
+	return x.hold.Guard()
+}
+
 func (x *exclusive) token() int64 {
 	x.mu.Lock()
 	defer x.mu.Unlock()
@@ -350,9 +355,19 @@ func (x *exclusive) token() int64 {
 	return x.hold.Token()
 }
 
-// releaseErr reports the outcome of a release (recipe.ReleaseOnce) as every
+// release releases h with cause (recipe.Hold.Release), and reports a
+// release of a hold released already as again.
+func release(ctx context.Context, h *recipe.Hold, cause, again error) (lost, err error) {
+	lost, err = h.Release(ctx, cause)
+	if errors.Is(err, holderr.ErrReleased) {
+		err = again
+	}
+	return lost, err
+}
+
+// releaseErr reports the outcome of a release (see release) as every
 // Unlock and Release does: a hold that ended before its release as lostAs
-// (ErrLockLost, ErrLeaseLost) with the cause, beside what could not be
+// (ErrLockLost) with the cause, beside what could not be
 // removed.
 func releaseErr(op, path string, lostAs, lost, err error) error {
 	if lost != nil {

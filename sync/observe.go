@@ -55,13 +55,10 @@ func (o lockOptions) recorder(kind, path string, deleted error) *telemetry.Recor
 	return telemetry.New(o.tel, kind, path, deleted)
 }
 
-// holdWith returns the hold options that report the hold's end to h, and
-// the removal of its node to rec.
-func (o lockOptions) holdWith(rec *telemetry.Recorder, h *telemetry.Holding) recipe.HoldOptions {
-	ho := o.hold()
-	ho.OnEnd = h.End
-	ho.Rec = rec
-	return ho
+// spec returns the spec of the contenders that a lock with o makes with
+// prefix in dir, in order, recording to rec.
+func (o lockOptions) spec(dir, prefix string, order recipe.Order, rec *telemetry.Recorder) *recipe.Spec {
+	return &recipe.Spec{Dir: dir, Prefix: prefix, Data: o.nodeData, Order: order, Rec: rec, Hold: o.hold()}
 }
 
 func newIdentity(o *lockOptions) {

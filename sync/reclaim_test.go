@@ -8,6 +8,7 @@ import (
 	gosync "sync"
 	"testing"
 
+	"github.com/corral-go/corral/election"
 	"github.com/corral-go/corral/internal/testing/backends"
 	"github.com/corral-go/corral/store"
 	"github.com/corral-go/corral/store/storetest"
@@ -35,9 +36,8 @@ func leftBehind(t *testing.T, st store.Store, root string, allowed ...string) []
 func TestDirectoriesReclaimed(t *testing.T) {
 	uses := []struct {
 		name string
-		// keeps: the recipe's node at p stores its limit, a setting kept
-		// (as a queue's) until someone deletes it; all below it goes but
-		// a DoubleBarrier's record of its last round.
+		// keeps: the recipe keeps a node at p, a DoubleBarrier's record
+		// of its last round; all else goes.
 		keeps bool
 		use   func(ctx context.Context, sts []store.Store, p string) error
 	}{
@@ -77,14 +77,14 @@ func TestDirectoriesReclaimed(t *testing.T) {
 			}
 			return m.Unlock(ctx)
 		}},
-		{"StripedMutex", true, func(ctx context.Context, sts []store.Store, p string) error {
+		{"StripedMutex", false, func(ctx context.Context, sts []store.Store, p string) error {
 			s, err := sync.NewStripedMutex(sts[0], p, 4).Lock(ctx, 0, 3)
 			if err != nil {
 				return err
 			}
 			return s.Unlock(ctx)
 		}},
-		{"Semaphore", true, func(ctx context.Context, sts []store.Store, p string) error {
+		{"Semaphore", false, func(ctx context.Context, sts []store.Store, p string) error {
 			l, err := sync.NewSemaphore(sts[0], p, 2).Acquire(ctx)
 			if err != nil {
 				return err
@@ -138,19 +138,69 @@ func TestDirectoriesReclaimed(t *testing.T) {
 				}
 				for i := range 2 {
 					p := fmt.Sprintf("%s/entity-%d/x", root, i)
-					var allowed []string
-					if u.name == "DoubleBarrier" {
-						allowed = []string{"ready"} // the record of the last round, kept with the limit
-					}
-					left := leftBehind(t, sts[1], p, allowed...)
-					if len(left) == 1 && left[0] == "ready" && allowed != nil {
-						continue
-					}
-					if len(left) != 0 {
-						t.Errorf("after use, %q holds %q; want only its limit", p, left)
+					if left := leftBehind(t, sts[1], p, "ready"); len(left) > 1 {
+						t.Errorf("after use, %q holds %q; want only the record of its last round", p, left)
 					}
 				}
 			})
+		}
+	})
+}
+
+// TestManyNamesLeaveNothing: a service that locks a name per entity (a
+// thousand of them), limits a rate per tenant (a semaphore each), shares a
+// lock per resource and elects a leader per job leaves no node in the store
+// once done, on every store: no lock's directory, no semaphore's limit, no
+// election's. (The limits once stayed for good, one node per name.)
+func TestManyNamesLeaveNothing(t *testing.T) {
+	const locks, others = 1000, 20
+	backends.Run(t, func(t *testing.T, b storetest.Backend) {
+		st := b.Open(t)
+		ctx, root := testCtx(t), lockPath(t)
+		if _, err := st.Create(ctx, root, nil, store.Persistent); err != nil {
+			t.Fatal(err)
+		}
+		for i := range locks {
+			m := sync.NewMutex(st, fmt.Sprintf("%s/locks/order-%d", root, i))
+			if err := m.Lock(ctx); err != nil {
+				t.Fatalf("Lock %d: %v", i, err)
+			}
+			if err := m.Unlock(ctx); err != nil {
+				t.Fatalf("Unlock %d: %v", i, err)
+			}
+		}
+		for i := range others {
+			l, err := sync.NewSemaphore(st, fmt.Sprintf("%s/limits/tenant-%d", root, i), 1+i%3).Acquire(ctx)
+			if err != nil {
+				t.Fatalf("Acquire %d: %v", i, err)
+			}
+			if err := l.Release(ctx); err != nil {
+				t.Fatalf("Release %d: %v", i, err)
+			}
+			rw := sync.NewRWMutex(st, fmt.Sprintf("%s/resources/r-%d", root, i))
+			r, err := rw.RLock(ctx)
+			if err != nil {
+				t.Fatalf("RLock %d: %v", i, err)
+			}
+			if err := r.Unlock(ctx); err != nil {
+				t.Fatalf("RUnlock %d: %v", i, err)
+			}
+			if err := rw.Lock(ctx); err != nil {
+				t.Fatalf("Lock %d: %v", i, err)
+			}
+			if err := rw.Unlock(ctx); err != nil {
+				t.Fatalf("Unlock %d: %v", i, err)
+			}
+			lead, err := election.New(st, fmt.Sprintf("%s/jobs/job-%d", root, i)).Campaign(ctx, []byte("me"))
+			if err != nil {
+				t.Fatalf("Campaign %d: %v", i, err)
+			}
+			if err := lead.Resign(ctx); err != nil {
+				t.Fatalf("Resign %d: %v", i, err)
+			}
+		}
+		if left := leftBehind(t, st, root); len(left) != 0 {
+			t.Errorf("after use, %q holds %q; want nothing", root, left)
 		}
 	})
 }

@@ -29,9 +29,8 @@ import (
 // Context, and each read hold is a ReadHold with its own Context, Token and
 // Unlock.
 type RWMutex struct {
-	w    exclusive
-	opts lockOptions
-	rrec *telemetry.Recorder // of the readers
+	w     exclusive
+	rspec *recipe.Spec // of the readers
 }
 
 // NewRWMutex returns an RWMutex on the lock at path in st. It does no I/O;
@@ -39,7 +38,7 @@ type RWMutex struct {
 // store.ErrInvalidPath.
 func NewRWMutex(st store.Store, path string, opts ...LockOption) *RWMutex {
 	o := newLockOptions(opts)
-	rw := &RWMutex{opts: o, rrec: o.recorder(telemetry.KindRead, path, ErrNodeDeleted)}
+	rw := &RWMutex{rspec: o.spec(path, names.Read, recipe.LastWriter, o.recorder(telemetry.KindRead, path, ErrNodeDeleted))}
 	rw.w.init(st, path, names.Write, telemetry.KindWrite, o)
 	return rw
 }
@@ -79,6 +78,10 @@ func (rw *RWMutex) Context() context.Context { return rw.ex().context() }
 // Token returns the fencing token of the write hold, or -1.
 func (rw *RWMutex) Token() int64 { return rw.ex().token() }
 
+// Guard returns the guard of the write hold's node (see store.Guard), or
+// the zero Guard when the write lock is not held.
+func (rw *RWMutex) Guard() store.Guard { return rw.ex().guard() }
+
 // RLock acquires a read hold, blocking until no writer that asked before it
 // holds or waits, ctx is done or the session ends. Each RLock takes a read
 // hold of its own (its own contender node) and returns it; the caller must
@@ -91,13 +94,11 @@ func (rw *RWMutex) RLock(ctx context.Context) (*ReadHold, error) {
 	if ctx.Err() != nil {
 		return nil, acquireErr(ctx, "rlock", rw.w.path, nil)
 	}
-	a := rw.rrec.Begin(ctx)
-	n, err := recipe.Acquire(ctx, rw.w.st, rw.rrec, rw.w.path, names.Read, rw.opts.nodeData(a.Start()), recipe.LastWriter)
+	h, err := recipe.Acquire(ctx, rw.w.st, rw.rspec)
 	if err != nil {
-		a.Failed(ctx, err)
 		return nil, acquireErr(ctx, "rlock", rw.w.path, err)
 	}
-	return rw.rgrant(n, a.Granted(ctx, n)), nil
+	return &ReadHold{path: rw.w.path, hold: h}, nil
 }
 
 // TryRLock tries to acquire a read hold without waiting. It returns the
@@ -107,21 +108,14 @@ func (rw *RWMutex) TryRLock(ctx context.Context) (*ReadHold, bool, error) {
 	if err := rw.ex().usable("tryrlock"); err != nil {
 		return nil, false, err
 	}
-	a := rw.rrec.Try()
-	n, ok, err := recipe.TryAcquire(ctx, rw.w.st, rw.rrec, rw.w.path, names.Read, rw.opts.nodeData(a.Start()), recipe.LastWriter)
+	h, err := recipe.TryAcquire(ctx, rw.w.st, rw.rspec)
 	if err != nil {
-		a.Failed(ctx, err)
 		return nil, false, acquireErr(ctx, "tryrlock", rw.w.path, err)
 	}
-	if !ok {
-		a.Busy(ctx)
+	if h == nil {
 		return nil, false, nil
 	}
-	return rw.rgrant(n, a.Granted(ctx, n)), true, nil
-}
-
-func (rw *RWMutex) rgrant(n store.Node, held *telemetry.Holding) *ReadHold {
-	return &ReadHold{path: rw.w.path, hold: recipe.NewHold(rw.w.st, n, rw.opts.holdWith(rw.rrec, held))}
+	return &ReadHold{path: rw.w.path, hold: h}, true, nil
 }
 
 // ReadHold is one read hold of an RWMutex, held from RLock (or a TryRLock
@@ -145,6 +139,11 @@ func (r *ReadHold) Context() context.Context { return (*handle)(r).context() }
 // Token returns the read hold's fencing token, its node's
 // (store.Node.Fence), or -1 for a nil or zero ReadHold.
 func (r *ReadHold) Token() int64 { return (*handle)(r).token() }
+
+// Guard returns the guard of the read hold's node, for a write that must
+// be applied only while it is held (see store.Guard); the zero Guard for
+// a nil or zero ReadHold.
+func (r *ReadHold) Guard() store.Guard { return (*handle)(r).guard() }
 
 // Unlock releases the read hold and removes its node, as Mutex.Unlock does:
 // the hold ends at once; a removal the connection does not allow returns an

@@ -4,142 +4,30 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
-	"strings"
-	"sync/atomic"
 
-	"github.com/corral-go/corral/internal/holderr"
 	"github.com/corral-go/corral/internal/names"
 	"github.com/corral-go/corral/internal/recipe"
 	"github.com/corral-go/corral/internal/telemetry"
 	"github.com/corral-go/corral/store"
 )
 
-// Errors of the Semaphore and the DoubleBarrier.
+// Errors of the Semaphore, the StripedMutex and the DoubleBarrier.
 var (
-	// ErrInvalidLimit: a Semaphore or DoubleBarrier was made with a limit
-	// under 1.
+	// ErrInvalidLimit: a Semaphore, StripedMutex or DoubleBarrier was made
+	// with a limit under 1.
 	ErrInvalidLimit = errors.New("sync: limit must be at least 1")
-	// ErrLimitMismatch: the limit stored with a Semaphore or DoubleBarrier
-	// differs from the caller's; the error is a *LimitError.
-	ErrLimitMismatch = errors.New("sync: limit differs from the stored one")
+	// ErrMismatch: the limit of a Semaphore, StripedMutex or DoubleBarrier
+	// differs from the one of those using its path now. It is the same
+	// error as partition.ErrMismatch and queue.ErrMismatch.
+	ErrMismatch = recipe.ErrMismatch
 )
 
-// LimitError reports that a participant's limit differs from the one stored
-// with the Semaphore or DoubleBarrier it joins: every participant of one
-// semaphore or barrier must agree on its limit. It matches ErrLimitMismatch
-// with errors.Is.
-type LimitError struct {
-	Path   string // the node of the semaphore or barrier
-	Limit  int    // the caller's limit
-	Stored int    // the stored limit; 0 when the node holds something else
+// limitSetting returns the setting that the contenders of a Semaphore,
+// StripedMutex or DoubleBarrier with marker record of limit n: in their
+// names, so that it goes with the last of them (recipe.Setting).
+func limitSetting(marker string, n int) *recipe.Setting {
+	return &recipe.Setting{Marker: marker, Key: 'n', Value: n, Name: "limit"}
 }
-
-func (e *LimitError) Error() string {
-	if e == nil {
-		return ErrLimitMismatch.Error()
-	}
-	if e.Stored == 0 {
-		return fmt.Sprintf("sync: %q holds no limit, want %d", e.Path, e.Limit)
-	}
-	return fmt.Sprintf("sync: %q has limit %d, not %d", e.Path, e.Stored, e.Limit)
-}
-
-// Unwrap returns ErrLimitMismatch.
-func (e *LimitError) Unwrap() error { return ErrLimitMismatch }
-
-// storedLimit is the limit of a Semaphore, StripedMutex or DoubleBarrier as
-// the store has it: the first call that needs it stores it with the
-// recipe's node or checks it against the stored one (storeLimit), and later
-// calls trust that. Concurrent first calls each check, so that none waits
-// for another's I/O beyond its own ctx. family is that of the nodes the
-// recipe keeps in its node itself (names.NoFamily: none there, as a
-// StripedMutex keeps its stripes a level below). The zero value has
-// checked nothing.
-type storedLimit struct {
-	family  names.Family
-	checked atomic.Bool
-}
-
-// check makes sure, once, that the node at path stores n.
-func (l *storedLimit) check(ctx context.Context, st store.Store, path string, n int) error {
-	if l.checked.Load() {
-		return nil
-	}
-	if err := storeLimit(ctx, st, path, n, l.family); err != nil {
-		return err
-	}
-	l.checked.Store(true)
-	return nil
-}
-
-// storeLimit makes sure the node at path stores the limit n: it creates the
-// node holding n, or fills it in when it exists empty (made as the parent of
-// a participant that came first), and otherwise checks that the stored limit
-// is n. Concurrent callers agree through the node's version. An empty node
-// that holds the nodes of another kind of recipe than family (a lock's
-// directory) is refused before it is filled in (ErrKindMismatch), as the
-// participant's create would be refused after: it stays as that recipe
-// left it.
-func storeLimit(ctx context.Context, st store.Store, path string, n int, family names.Family) error {
-	want := []byte(strconv.Itoa(n))
-	for {
-		_, err := st.Create(ctx, path, want, store.Persistent)
-		if err == nil {
-			return nil
-		}
-		if !errors.Is(err, store.ErrNodeExists) {
-			return err
-		}
-		node, err := st.Get(ctx, path)
-		if errors.Is(err, store.ErrNoNode) {
-			continue // deleted meanwhile: try again
-		}
-		if err != nil {
-			return err
-		}
-		if len(node.Data) == 0 {
-			if family != names.NoFamily {
-				kids, err := recipe.Children(ctx, st, path)
-				if errors.Is(err, store.ErrNoNode) {
-					continue // deleted meanwhile: try again
-				}
-				if err != nil {
-					return err
-				}
-				if err := recipe.CheckFamily(path, kids, family); err != nil {
-					return err
-				}
-			}
-			_, err := st.Set(ctx, path, want, node.Version)
-			if errors.Is(err, store.ErrBadVersion) || errors.Is(err, store.ErrNoNode) {
-				continue // someone else got there first: check theirs
-			}
-			return err
-		}
-		got, err := strconv.Atoi(string(node.Data))
-		if err != nil || got < 1 {
-			got = 0
-		}
-		if got != n {
-			return &LimitError{Path: path, Limit: n, Stored: got}
-		}
-		return nil
-	}
-}
-
-// Errors of the Semaphore's leases. The causes a lost lease reports on its
-// context (context.Cause) are ErrReleased, ErrNodeDeleted, ErrDisconnected,
-// store.ErrSessionExpired and store.ErrClosed.
-var (
-	// ErrReleased is the cause of a lease's context after Release, and the
-	// error of a second Release.
-	ErrReleased = holderr.ErrReleased
-	// ErrLeaseLost: Release of a lease that had already ended before the
-	// release (session expired, node deleted, connection lost). The error
-	// also wraps the cause.
-	ErrLeaseLost = holderr.ErrLost
-)
 
 // Semaphore is a distributed counting semaphore: at most n leases are held
 // at a time among all the Semaphore values, on any session, that name the
@@ -157,9 +45,12 @@ var (
 // it. The first waiter sets one watch per holder, so a large n makes its
 // waits dearer, and nobody else's.
 //
-// The limit n is stored in the semaphore's node by the first participant,
-// and Acquire and TryAcquire with another n fail with a *LimitError
-// (ErrLimitMismatch); an n under 1 fails with ErrInvalidLimit.
+// The limit n is recorded in every lease's node name ("lease-n3-…"), and
+// Acquire and TryAcquire with an n that differs from that of a lease
+// there fail with ErrMismatch; an n under 1 fails with ErrInvalidLimit.
+// The limit lives only as long as the leases: once the last is released,
+// the semaphore's node goes with it (see Parents in package store), and
+// the next Acquire sets the limit anew.
 //
 // A Semaphore is safe for concurrent use: its goroutines acquire leases
 // independently, each counting against n. A Semaphore must not be copied
@@ -175,18 +66,20 @@ type Semaphore struct {
 	path string
 	n    int
 	opts lockOptions
-	rec  *telemetry.Recorder
-
-	limit storedLimit
+	spec *recipe.Spec // of the leases
 }
 
 // NewSemaphore returns a Semaphore of n leases whose node is at path in st.
-// It does no I/O: an invalid path, an n under 1 or one that differs from the
-// stored one are reported by the first Acquire or TryAcquire.
+// It does no I/O: an invalid path and an n under 1 are reported by every
+// Acquire and TryAcquire, and an n that differs from that of the leases
+// there by the one that meets them.
 func NewSemaphore(st store.Store, path string, n int, opts ...LockOption) *Semaphore {
 	o := newLockOptions(opts)
-	s := &Semaphore{st: st, path: path, n: n, opts: o, rec: o.recorder(telemetry.KindSemaphore, path, ErrNodeDeleted)}
-	s.limit.family = names.Leases
+	s := &Semaphore{st: st, path: path, n: n, opts: o}
+	limit := limitSetting(names.Lease, n)
+	s.spec = o.spec(path, limit.Prefix(), recipe.Order{Block: s.blockers, Granted: handOn},
+		o.recorder(telemetry.KindSemaphore, path, ErrNodeDeleted))
+	s.spec.Setting = limit
 	return s
 }
 
@@ -215,18 +108,11 @@ func (s *Semaphore) Acquire(ctx context.Context) (*Lease, error) {
 	if err := s.prepare(ctx, "acquire"); err != nil {
 		return nil, err
 	}
-	a := s.rec.Begin(ctx)
-	node, kids, err := s.create(ctx, s.opts.nodeData(a.Start()))
+	h, err := recipe.Acquire(ctx, s.st, s.spec)
 	if err != nil {
-		a.Failed(ctx, err)
 		return nil, acquireErr(ctx, "acquire", s.path, err)
 	}
-	if err := s.wait(ctx, node, kids); err != nil {
-		err = errors.Join(err, recipe.Remove(ctx, s.st, s.rec, node))
-		a.Failed(ctx, err)
-		return nil, acquireErr(ctx, "acquire", s.path, err)
-	}
-	return s.grant(node, a.Granted(ctx, node)), nil
+	return &Lease{path: s.path, hold: h}, nil
 }
 
 // TryAcquire acquires a lease if one is free now, without waiting. It
@@ -238,33 +124,17 @@ func (s *Semaphore) TryAcquire(ctx context.Context) (*Lease, bool, error) {
 	if err := s.prepare(ctx, "tryacquire"); err != nil {
 		return nil, false, err
 	}
-	a := s.rec.Try()
-	node, kids, err := s.create(ctx, s.opts.nodeData(a.Start()))
+	h, err := recipe.TryAcquire(ctx, s.st, s.spec)
 	if err != nil {
-		a.Failed(ctx, err)
 		return nil, false, acquireErr(ctx, "tryacquire", s.path, err)
 	}
-	leases := semLeases(s.path, kids)
-	i := dbIndex(leases, node.Path)
-	switch {
-	case i < 0:
-		err = s.ownGone(node.Path)
-	case i < s.n:
-		// Without CreateLister a waiter that came later may have listed
-		// this node before it was granted, and watch it.
-		if err = s.handOn(ctx, node, len(leases)-i-1); err == nil {
-			return s.grant(node, a.Granted(ctx, node)), true, nil
-		}
+	if h == nil {
+		return nil, false, nil
 	}
-	if err = errors.Join(err, recipe.Remove(ctx, s.st, s.rec, node)); err != nil {
-		a.Failed(ctx, err)
-		return nil, false, acquireErr(ctx, "tryacquire", s.path, err)
-	}
-	a.Busy(ctx)
-	return nil, false, nil
+	return &Lease{path: s.path, hold: h}, true, nil
 }
 
-// prepare checks the limit, and the stored one the first time.
+// prepare checks the Semaphore and its limit.
 func (s *Semaphore) prepare(ctx context.Context, op string) error {
 	if s == nil || s.st == nil {
 		return opErr(op, s.Path(), fmt.Errorf("%w: semaphore not made by NewSemaphore with a store", store.ErrInvalidArgument))
@@ -281,104 +151,41 @@ func (s *Semaphore) prepare(ctx context.Context, op string) error {
 	if ctx.Err() != nil {
 		return acquireErr(ctx, op, s.path, nil)
 	}
-	if err := s.limit.check(ctx, s.st, s.path, s.n); err != nil {
-		return acquireErr(ctx, op, s.path, err)
-	}
 	return nil
 }
 
-// create makes the own lease node with data and lists the semaphore's
-// children right after, in one round trip when the store can.
-func (s *Semaphore) create(ctx context.Context, data []byte) (store.Node, []store.Child, error) {
-	return recipe.CreateChildren(ctx, s.st, s.rec, s.path, names.Lease, data)
-}
-
-// wait blocks until own is among the n lowest leases, re-listing them after
-// every wait.
-func (s *Semaphore) wait(ctx context.Context, own store.Node, kids []store.Child) error {
-	for {
-		leases := semLeases(s.path, kids)
-		i := dbIndex(leases, own.Path)
-		switch {
-		case i < 0:
-			return s.ownGone(own.Path)
-		case i < s.n:
-			if err := recipe.Confirm(ctx, s.st, own); err != nil {
-				return s.lost(own.Path, err)
-			}
-			return s.handOn(ctx, own, len(leases)-i-1)
-		}
-		if _, _, err := recipe.WaitAny(ctx, s.st, semBlockers(leases, i, s.n)); err != nil {
-			return err
-		}
-		var err error
-		if kids, err = recipe.Children(ctx, s.st, s.path); err != nil {
-			return err
-		}
-		if err := recipe.CheckFamily(s.path, kids, names.Leases); err != nil {
-			return err
-		}
+// blockers is the semaphore's order (recipe.Order.Block): the n lowest
+// leases hold; the first waiter (own == n) waits for any of the n holders
+// to go; every later one for the waiter before it to go or to be touched
+// (a lease node's version is 0 until its holder touches it, see handOn).
+func (s *Semaphore) blockers(dir string, cs []recipe.Contender, own int) []recipe.Watch {
+	switch {
+	case own < s.n:
+		return nil
+	case own > s.n:
+		w := cs[own-1].Watch(dir)
+		w.Touch = true
+		return []recipe.Watch{w}
 	}
-}
-
-// semBlockers returns what the waiter at index i of leases waits on: the
-// first waiter (i == n) for any of the n holders to go; every later one for
-// the waiter before it to go or to be touched (a lease node's version is 0
-// until its holder touches it, see handOn).
-func semBlockers(leases []dbNode, i, n int) []recipe.Watch {
-	if i > n {
-		return []recipe.Watch{{Path: leases[i-1].path, Seq: leases[i-1].seq, Touch: true}}
-	}
-	ws := make([]recipe.Watch, n)
-	for j, l := range leases[:n] {
-		ws[j] = recipe.Watch{Path: l.path, Seq: l.seq}
+	ws := make([]recipe.Watch, s.n)
+	for j, c := range cs[:s.n] {
+		ws[j] = c.Watch(dir)
 	}
 	return ws
 }
 
-// handOn is the last step of a grant to own, followed in line by behind
-// leases: the next in line may be watching own, so touch it (setting its
-// data again, the identity record included), and it moves up and watches
-// the holders in its turn.
-func (s *Semaphore) handOn(ctx context.Context, own store.Node, behind int) error {
+// handOn is the last step of a grant to own (recipe.Order.Granted),
+// followed in line by behind leases: the next in line may be watching own,
+// so touch it (setting its data again, the identity record included), and
+// it moves up and watches the holders in its turn.
+func handOn(ctx context.Context, st store.Store, own store.Node, behind int) error {
 	if behind == 0 {
 		return nil
 	}
-	_, err := recipe.Retry(ctx, s.st, func() (store.Node, error) {
-		return s.st.Set(ctx, own.Path, own.Data, store.AnyVersion)
+	_, err := recipe.Retry(ctx, st, func() (store.Node, error) {
+		return st.Set(ctx, own.Path, own.Data, store.AnyVersion)
 	})
 	return err
-}
-
-// semLeases returns the lease nodes among the children of dir, by Seq.
-func semLeases(dir string, kids []store.Child) []dbNode {
-	var ls []dbNode
-	for _, k := range kids {
-		if strings.Contains(k.Name, names.Lease) {
-			ls = append(ls, dbNode{path: store.Join(dir, k.Name), seq: k.Seq})
-		}
-	}
-	return ls
-}
-
-// lost is the error of a grant that Confirm refused: the lease's own when
-// its node is gone or the session ended.
-func (s *Semaphore) lost(path string, err error) error {
-	if errors.Is(err, store.ErrNoNode) || s.st.Context().Err() != nil {
-		return s.ownGone(path)
-	}
-	return err
-}
-
-func (s *Semaphore) ownGone(path string) error {
-	if s.st.Context().Err() != nil {
-		return fmt.Errorf("lease %q: %w", path, context.Cause(s.st.Context()))
-	}
-	return fmt.Errorf("lease %q: %w", path, ErrNodeDeleted)
-}
-
-func (s *Semaphore) grant(node store.Node, held *telemetry.Holding) *Lease {
-	return &Lease{path: s.path, hold: recipe.NewHold(s.st, node, s.opts.holdWith(s.rec, held))}
 }
 
 // Lease is one of a Semaphore's n leases, held from Acquire until Release.
@@ -389,11 +196,11 @@ func (s *Semaphore) grant(node store.Node, held *telemetry.Holding) *Lease {
 // A lease is lost when its session ends, when its node is deleted by
 // someone else, or (under the default LoseOnDisconnect policy) when the
 // connection is lost; Context is then cancelled with the reason, and
-// Release returns an error wrapping ErrLeaseLost.
+// Release returns an error wrapping ErrLockLost.
 type Lease handle
 
 // Context returns a context that is cancelled the moment the lease ends,
-// with the reason as its cause: ErrReleased, ErrNodeDeleted,
+// with the reason as its cause: ErrUnlocked, ErrNodeDeleted,
 // ErrDisconnected, store.ErrSessionExpired or store.ErrClosed. Do the work
 // the lease guards under it.
 func (l *Lease) Context() context.Context { return (*handle)(l).context() }
@@ -403,6 +210,11 @@ func (l *Lease) Context() context.Context { return (*handle)(l).context() }
 // with every lease granted by the semaphore and orders the grants.
 func (l *Lease) Token() int64 { return (*handle)(l).token() }
 
+// Guard returns the guard of the lease's node, for a write that must be
+// applied only while the lease is held (see store.Guard); the zero Guard
+// for a nil or zero Lease.
+func (l *Lease) Guard() store.Guard { return (*handle)(l).guard() }
+
 // Release gives the lease back and removes its node, which wakes the first
 // waiter in line. The lease ends at once; the removal is tried until ctx
 // ends, and for a short grace after (see the package doc, "Outages"), so a
@@ -411,12 +223,12 @@ func (l *Lease) Token() int64 { return (*handle)(l).token() }
 // store.ErrDisconnected, the session removes the node as soon as the
 // connection allows, and a second Release waits for that removal as the
 // first did. Releasing a lease that was lost returns an error wrapping
-// ErrLeaseLost and the cause; releasing it again after a release that
-// removed its node returns an error wrapping ErrReleased, and touches
+// ErrLockLost and the cause; releasing it again after a release that
+// removed its node returns an error wrapping ErrUnlocked, and touches
 // nothing.
 func (l *Lease) Release(ctx context.Context) error {
 	if !(*handle)(l).granted() {
 		return opErr("release", "", fmt.Errorf("%w: lease not granted by a Semaphore", store.ErrInvalidArgument))
 	}
-	return (*handle)(l).release(ctx, "release", ErrReleased, ErrReleased, ErrLeaseLost)
+	return (*handle)(l).release(ctx, "release", ErrUnlocked, ErrUnlocked, ErrLockLost)
 }

@@ -216,8 +216,8 @@ func TestSemaphoreSessionExpires(t *testing.T) {
 			b.Expire(t, sts[0])
 			cause := semLost(t, held)
 			l := semGot(t, w, "waiter")
-			if err := held.Release(ctx); !errors.Is(err, sync.ErrLeaseLost) || !errors.Is(err, cause) {
-				t.Errorf("Release of an expired lease = %v; want %v and %v", err, sync.ErrLeaseLost, cause)
+			if err := held.Release(ctx); !errors.Is(err, sync.ErrLockLost) || !errors.Is(err, cause) {
+				t.Errorf("Release of an expired lease = %v; want %v and %v", err, sync.ErrLockLost, cause)
 			}
 			semRelease(t, ctx, l)
 		})
@@ -289,8 +289,8 @@ func TestSemaphoreContention(t *testing.T) {
 						case <-time.After(bTimeout):
 							errs <- fmt.Errorf("worker %d: lease not lost on expiry", w)
 						}
-						if err := l.Release(ctx); !errors.Is(err, sync.ErrLeaseLost) {
-							errs <- fmt.Errorf("worker %d: Release after expiry = %v; want %v", w, err, sync.ErrLeaseLost)
+						if err := l.Release(ctx); !errors.Is(err, sync.ErrLockLost) {
+							errs <- fmt.Errorf("worker %d: Release after expiry = %v; want %v", w, err, sync.ErrLockLost)
 						}
 						_ = st.Close()
 						st = b.Open(t)
@@ -365,78 +365,64 @@ func TestSemaphoreRelease(t *testing.T) {
 		tests := []struct {
 			name string
 			want error
-		}{{"first", nil}, {"second", sync.ErrReleased}}
+		}{{"first", nil}, {"second", sync.ErrUnlocked}}
 		for _, tt := range tests {
 			if err := l.Release(ctx); !errors.Is(err, tt.want) || (err != nil) != (tt.want != nil) {
 				t.Errorf("%s Release = %v; want %v", tt.name, err, tt.want)
 			}
 		}
-		if cause := context.Cause(l.Context()); !errors.Is(cause, sync.ErrReleased) {
-			t.Errorf("cause after Release = %v; want %v", cause, sync.ErrReleased)
+		if cause := context.Cause(l.Context()); !errors.Is(cause, sync.ErrUnlocked) {
+			t.Errorf("cause after Release = %v; want %v", cause, sync.ErrUnlocked)
 		}
 	})
 }
 
+// TestSemaphoreLimit: a limit under 1 is refused; an Acquire with another
+// limit than a lease there is refused with ErrMismatch and leaves no node;
+// once the leases are released the limit goes with them, and the node at
+// the path too, whatever it held, is no limit.
 func TestSemaphoreLimit(t *testing.T) {
 	backends.Run(t, func(t *testing.T, b storetest.Backend) {
 		st := bopen(t, b, 1)[0]
 		ctx := bctx(t)
-		tests := []struct {
-			name    string
-			prepare func(path string)
-			n       int
-			want    error
-			stored  int
-		}{
-			{"zero", nil, 0, sync.ErrInvalidLimit, 0},
-			{"negative", nil, -2, sync.ErrInvalidLimit, 0},
-			{"other limit", func(path string) {
-				l, err := sync.NewSemaphore(st, path, 2).Acquire(ctx)
-				if err != nil {
-					t.Fatalf("Acquire with n=2 = %v", err)
-				}
-				semRelease(t, ctx, l)
-			}, 3, sync.ErrLimitMismatch, 2},
-			{"not a limit", func(path string) {
-				if _, err := st.Create(ctx, path, []byte("config"), store.Persistent); err != nil {
-					t.Fatalf("Create = %v", err)
-				}
-			}, 3, sync.ErrLimitMismatch, 0},
-			{"empty node", func(path string) {
-				if _, err := st.Create(ctx, path, nil, store.Persistent); err != nil {
-					t.Fatalf("Create = %v", err)
-				}
-			}, 3, nil, 0},
+		for _, n := range []int{0, -2} {
+			if _, err := sync.NewSemaphore(st, bpath(t), n).Acquire(ctx); !errors.Is(err, sync.ErrInvalidLimit) {
+				t.Errorf("Acquire(n=%d) = %v; want %v", n, err, sync.ErrInvalidLimit)
+			}
 		}
-		for _, tt := range tests {
-			t.Run(tt.name, func(t *testing.T) {
-				path := bpath(t)
-				if tt.prepare != nil {
-					tt.prepare(path)
-				}
-				s := sync.NewSemaphore(st, path, tt.n)
-				l, err := s.Acquire(ctx)
-				if !errors.Is(err, tt.want) || (err != nil) != (tt.want != nil) {
-					t.Fatalf("Acquire(n=%d) = %v; want %v", tt.n, err, tt.want)
-				}
-				if l != nil {
-					semRelease(t, ctx, l)
-				}
-				tl, _, terr := s.TryAcquire(ctx)
-				if !errors.Is(terr, tt.want) || (terr != nil) != (tt.want != nil) {
-					t.Errorf("TryAcquire(n=%d) = %v; want %v", tt.n, terr, tt.want)
-				}
-				if tl != nil {
-					semRelease(t, ctx, tl)
-				}
-				var le *sync.LimitError
-				if errors.As(err, &le) && (le.Stored != tt.stored || le.Limit != tt.n || le.Path != path) {
-					t.Errorf("Acquire(n=%d) = %+v; want Stored %d, Limit %d, Path %q", tt.n, le, tt.stored, tt.n, path)
-				}
-				if kids := bkids(t, st, path, lease); len(kids) != 0 {
-					t.Errorf("after Acquire(n=%d) = %v the semaphore holds %q; want no lease", tt.n, err, kids)
-				}
-			})
+		path := bpath(t)
+		held, err := sync.NewSemaphore(st, path, 2).Acquire(ctx)
+		if err != nil {
+			t.Fatalf("Acquire(n=2) = %v", err)
+		}
+		other := sync.NewSemaphore(st, path, 3)
+		if _, err := other.Acquire(ctx); !errors.Is(err, sync.ErrMismatch) {
+			t.Errorf("Acquire(n=3) beside a lease of 2 = %v; want %v", err, sync.ErrMismatch)
+		}
+		if _, _, err := other.TryAcquire(ctx); !errors.Is(err, sync.ErrMismatch) {
+			t.Errorf("TryAcquire(n=3) beside a lease of 2 = %v; want %v", err, sync.ErrMismatch)
+		}
+		if kids := bkids(t, st, path, lease); len(kids) != 1 {
+			t.Errorf("after the refused calls the semaphore holds %q; want the one lease", kids)
+		}
+		semRelease(t, ctx, held)
+		l, err := other.Acquire(ctx)
+		if err != nil {
+			t.Fatalf("Acquire(n=3) once the leases of 2 are released = %v; want nil", err)
+		}
+		semRelease(t, ctx, l)
+
+		// A node at the path, whatever its data, stores no limit.
+		for _, data := range [][]byte{[]byte("config"), []byte("7"), nil} {
+			path := bpath(t)
+			if _, err := st.Create(ctx, path, data, store.Persistent); err != nil {
+				t.Fatal(err)
+			}
+			l, err := sync.NewSemaphore(st, path, 3).Acquire(ctx)
+			if err != nil {
+				t.Fatalf("Acquire(n=3) under a node holding %q = %v; want nil", data, err)
+			}
+			semRelease(t, ctx, l)
 		}
 	})
 }
@@ -475,8 +461,8 @@ func TestSemaphoreDisconnect(t *testing.T) {
 					t.Errorf("cause after a disconnection = %v; want %v", cause, tt.want)
 				}
 				err = l.Release(ctx)
-				if tt.want != nil && !errors.Is(err, sync.ErrLeaseLost) {
-					t.Errorf("Release = %v; want %v", err, sync.ErrLeaseLost)
+				if tt.want != nil && !errors.Is(err, sync.ErrLockLost) {
+					t.Errorf("Release = %v; want %v", err, sync.ErrLockLost)
 				}
 				if tt.want == nil && err != nil {
 					t.Errorf("Release = %v; want nil", err)

@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
-	"time"
 
 	"github.com/corral-go/corral/internal/names"
 	"github.com/corral-go/corral/internal/recipe"
@@ -32,19 +31,20 @@ const handOverTries = 1
 // lands, so more tries mostly lose more.
 const freeTries = 2
 
-// A stripe's contenders are named "s<i>-lock-" when their Lock takes any
-// stripe, and "s<i>-only-lock-" when it is limited to some (it is never
-// handed another stripe). Both end in Curator's "lock-", just before the
-// sequence suffix.
+// A stripe's contenders are named "s<i>-lock-n<k>-" when their Lock takes
+// any stripe, and "s<i>-only-lock-n<k>-" when it is limited to some (it is
+// never handed another stripe), where k is the number of stripes (see
+// limitSetting). Both hold Curator's "lock-".
 const onlyMarker = "only-"
 
-// stripePrefix is the name prefix of a contender for stripe i.
-func stripePrefix(i int, all bool) string {
+// stripePrefix is the name prefix of a contender for stripe i, with the
+// setting k of the stripes' number.
+func stripePrefix(i int, all bool, k *recipe.Setting) string {
 	p := "s" + strconv.Itoa(i) + "-"
 	if !all {
 		p += onlyMarker
 	}
-	return p + names.Lock
+	return p + k.Prefix()
 }
 
 // stripeOf returns the stripe of the contender named name and whether its
@@ -92,7 +92,8 @@ func stripeBlocker(cs []recipe.Contender, own int) int {
 // one (see the example).
 //
 // The stripes' contenders are ephemeral sequential nodes in one directory,
-// path + "/stripes", named "s<i>-lock-" for stripe i (or "s<i>-only-lock-")
+// path + "/stripes", named "s<i>-lock-n<k>-" for stripe i (or
+// "s<i>-only-lock-n<k>-")
 // and ordered by Seq as a Mutex's are; a contender waits only for the last
 // earlier contender of its own stripe. Each grant has the stripe's own hold
 // context and fencing token (the node's store.Node.Fence, which grows with
@@ -102,9 +103,11 @@ func stripeBlocker(cs []recipe.Contender, own int) int {
 // behind it and waits for every stripe before it: it holds the whole
 // resource, for a stock-taking or a restocking.
 //
-// The number of stripes k is stored in the node at the path by the first
-// caller, and Lock and TryLock with another k fail with a *LimitError
-// (ErrLimitMismatch); a k under 1 fails with ErrInvalidLimit.
+// The number of stripes k is recorded in every contender's name, and Lock
+// and TryLock with a k that differs from that of a contender there fail
+// with ErrMismatch; a k under 1 fails with ErrInvalidLimit. It lives as long
+// as the contenders do: once the last stripe is unlocked, the stripes'
+// directory and the node at the path go with it.
 //
 // # Waiting without a herd
 //
@@ -168,7 +171,7 @@ type StripedMutex struct {
 	// Lock tries that stripe last.
 	handed atomic.Int64
 
-	limit storedLimit // k
+	stripes *recipe.Setting // k, as the contenders record it
 }
 
 // NewStripedMutex returns a StripedMutex of k stripes whose node is at path
@@ -176,7 +179,8 @@ type StripedMutex struct {
 // from the stored one are reported by the first Lock or TryLock.
 func NewStripedMutex(st store.Store, path string, k int, opts ...LockOption) *StripedMutex {
 	o := newLockOptions(opts)
-	return &StripedMutex{st: st, path: path, k: k, opts: o, rec: o.recorder(telemetry.KindStriped, path, ErrNodeDeleted)}
+	return &StripedMutex{st: st, path: path, k: k, opts: o, rec: o.recorder(telemetry.KindStriped, path, ErrNodeDeleted),
+		stripes: limitSetting(names.Lock, k)}
 }
 
 // Path returns the path of the striped lock's node.
@@ -271,9 +275,6 @@ func (s *StripedMutex) prepare(ctx context.Context, op string, stripes []int) ([
 	if ctx.Err() != nil {
 		return nil, s.opErr(ctx, op, nil)
 	}
-	if err := s.limit.check(ctx, s.st, s.path, s.k); err != nil {
-		return nil, s.opErr(ctx, op, err)
-	}
 	return set, nil
 }
 
@@ -350,36 +351,57 @@ func (s *StripedMutex) acquire(ctx context.Context, a telemetry.Attempt, ord []i
 		}
 		tried[j] = true
 		i := ord[j]
-		// Create lists the directory right after the create: in one round
+		// Enter lists the directory right after the create: in one round
 		// trip on a store with CreateLister.
-		n, cs, err := recipe.Create(ctx, s.st, s.rec, s.dir(), stripePrefix(i, all), s.opts.nodeData(a.Start()))
+		l, err := recipe.Enter(ctx, s.st, s.spec(i, all), a)
 		if err != nil {
 			return nil, fmt.Errorf("stripe %d: %w", i, err)
 		}
-		own := recipe.Index(cs, n.Name())
-		if own < 0 {
-			return nil, errors.Join(recipe.OwnGone(s.st, n.Path), recipe.Remove(ctx, s.st, s.rec, n))
+		blocked, err := l.Blocked(ctx)
+		if err != nil {
+			return nil, errors.Join(err, l.Leave(ctx))
 		}
-		if stripeBlocker(cs, own) < 0 {
-			return s.grant(ctx, a, i, n), nil
+		if !blocked {
+			return s.grant(ctx, l, i)
 		}
 		// Someone got there first. Give the place up only to try a
 		// stripe that is free now, and only freeTries times.
-		counts = lineCounts(cs, ord, n.Name())
+		counts = lineCounts(l.Contenders(), ord, l.Node().Name())
 		next := firstFree(counts, tried)
 		if creates++; creates == freeTries && wait {
 			next = -1
 		}
 		if next < 0 && wait {
-			return s.waitLine(ctx, a, i, n, cs, ord, all)
+			return s.waitLine(ctx, a, i, l, ord, all)
 		}
-		if err := recipe.Remove(ctx, s.st, s.rec, n); err != nil {
+		if err := l.Leave(ctx); err != nil {
 			return nil, err
 		}
 		if next < 0 {
 			return nil, nil
 		}
 	}
+}
+
+// spec returns the spec of a contender for stripe i, of a Lock that takes
+// any stripe (all) or not.
+func (s *StripedMutex) spec(i int, all bool) *recipe.Spec {
+	sp := s.opts.spec(s.dir(), stripePrefix(i, all, s.stripes), recipe.Order{Block: func(dir string, cs []recipe.Contender, own int) []recipe.Watch {
+		b := stripeBlocker(cs, own)
+		if b < 0 {
+			return nil
+		}
+		ws := []recipe.Watch{cs[b].Watch(dir)}
+		if all && s.k > 1 {
+			// Its own node too, for a hand-over (see handOver).
+			w := cs[own].Watch(dir)
+			w.Touch = true
+			ws = append(ws, w)
+		}
+		return ws
+	}}, s.rec)
+	sp.Setting = s.stripes
+	return sp
 }
 
 // firstFree returns the first index with an empty line not tried yet, or
@@ -404,62 +426,34 @@ func shortest(counts []int) int {
 	return best
 }
 
-// waitLine blocks until own, a contender of stripe line listed in cs, is
-// granted, ctx is done or the session ends. A waiter that takes any stripe
-// (all) also watches its own node for a hand-over, and then moves to a free
-// stripe of ord if it gets one. On error it removes own.
-//
-// It is recipe.Acquire's wait, for a node made already, with the hand-over
-// watch beside the wait for the node in front (recipe.WaitAny), and the
-// grant confirmed as every grant is (recipe.Confirm).
-func (s *StripedMutex) waitLine(ctx context.Context, a telemetry.Attempt, line int, own store.Node, cs []recipe.Contender, ord []int, all bool) (st *Stripe, err error) {
+// waitLine blocks until l, a contender of stripe line, is granted, ctx is
+// done or the session ends. A waiter that takes any stripe (all) also
+// watches its own node for a hand-over (see spec), and then moves to a free
+// stripe of ord if it gets one. On error it removes its node.
+func (s *StripedMutex) waitLine(ctx context.Context, a telemetry.Attempt, line int, l *recipe.Line, ord []int, all bool) (st *Stripe, err error) {
 	defer func() {
 		if err != nil {
-			err = errors.Join(err, recipe.Remove(ctx, s.st, s.rec, own))
+			err = errors.Join(err, l.Leave(ctx))
 		}
 	}()
 	var others []int
 	if all {
 		others = slices.DeleteFunc(slices.Clone(ord), func(i int) bool { return i == line })
 	}
-	seen := own.Version
 	for {
-		i := recipe.Index(cs, own.Name())
-		if i < 0 {
-			return nil, recipe.OwnGone(s.st, own.Path)
-		}
-		b := stripeBlocker(cs, i)
-		if b < 0 {
-			if err := recipe.Confirm(ctx, s.st, own); err != nil {
-				return nil, err
-			}
-			return s.grant(ctx, a, line, own), nil
-		}
-		// The node in front, and own for a hand-over (see handOver).
-		ws := []recipe.Watch{{Path: store.Join(s.dir(), cs[b].Name), Seq: cs[b].Seq}}
-		if len(others) > 0 {
-			ws = append(ws, recipe.Watch{Path: own.Path, Seq: own.Seq, Touch: true, Version: seen})
-		}
-		_, touched, err := recipe.WaitAny(ctx, s.st, ws)
+		touched, err := l.Wait(ctx)
 		if err != nil {
 			return nil, err
 		}
-		if len(ws) > 1 {
-			seen = ws[1].Version
+		if !touched {
+			return s.grant(ctx, l, line)
 		}
-		if touched {
-			if got := s.move(ctx, a, others); got != nil {
-				// The old place goes to the session's cleaner if
-				// it cannot be removed now; the new stripe stands.
-				_ = recipe.Remove(ctx, s.st, s.rec, own)
-				return got, nil
-			}
+		if got := s.move(ctx, a, others); got != nil {
+			// The old place goes to the session's cleaner if it
+			// cannot be removed now; the new stripe stands.
+			_ = l.Leave(ctx)
+			return got, nil
 		}
-		kids, err := recipe.Children(ctx, s.st, s.dir())
-		if err != nil {
-			return nil, err
-		}
-		cs = recipe.Contenders(kids)
 	}
 }
 
@@ -474,12 +468,17 @@ func (s *StripedMutex) move(ctx context.Context, a telemetry.Attempt, others []i
 		if counts[j] > 0 {
 			continue
 		}
-		n, ok, err := recipe.TryAcquire(ctx, s.st, s.rec, s.dir(), stripePrefix(i, true), s.opts.nodeData(time.Now()), stripeBlocker)
+		l, err := recipe.Enter(ctx, s.st, s.spec(i, true), a)
 		if err != nil {
 			return nil
 		}
-		if ok {
-			return s.grant(ctx, a, i, n)
+		if blocked, err := l.Blocked(ctx); err == nil && !blocked {
+			if st, err := s.grant(ctx, l, i); err == nil {
+				return st
+			}
+		}
+		if l.Leave(ctx) != nil {
+			return nil
 		}
 	}
 	return nil
@@ -524,9 +523,13 @@ func (s *StripedMutex) handOver(ctx context.Context, i int) {
 	}
 }
 
-// grant makes the hold of n, stripe i, and reports it to a.
-func (s *StripedMutex) grant(ctx context.Context, a telemetry.Attempt, i int, n store.Node) *Stripe {
-	return &Stripe{s: s, i: i, hold: recipe.NewHold(s.st, n, s.opts.holdWith(s.rec, a.Granted(ctx, n)))}
+// grant makes the hold of l, stripe i.
+func (s *StripedMutex) grant(ctx context.Context, l *recipe.Line, i int) (*Stripe, error) {
+	h, err := l.Hold(ctx)
+	if err != nil {
+		return nil, errors.Join(err, l.Leave(ctx))
+	}
+	return &Stripe{s: s, i: i, hold: h}, nil
 }
 
 // opErr reports a failed call, matching ctx.Err() and its cause when ctx
@@ -552,7 +555,6 @@ type Stripe struct {
 	s    *StripedMutex
 	i    int
 	hold *recipe.Hold
-	once recipe.ReleaseOnce
 }
 
 // usable reports a Stripe not granted by a StripedMutex: a nil or zero one.
@@ -591,6 +593,16 @@ func (st *Stripe) Token() int64 {
 	return st.hold.Token()
 }
 
+// Guard returns the guard of the stripe's node, for a write that must be
+// applied only while the stripe is held (see store.Guard); the zero Guard
+// for a nil or zero Stripe.
+func (st *Stripe) Guard() store.Guard {
+	if st.usable() != nil {
+		return store.Guard{}
+	}
+	return st.hold.Guard()
+}
+
 // Unlock releases the stripe and removes its node, on
 // context.WithoutCancel(ctx), bounded, so a cancelled ctx still releases.
 // The release wakes the next waiter in the stripe's line or, when there is
@@ -607,7 +619,7 @@ func (st *Stripe) Unlock(ctx context.Context) error {
 	if err := st.usable(); err != nil {
 		return err
 	}
-	lost, err := st.once.Release(ctx, st.hold, ErrUnlocked, ErrNotLocked)
+	lost, err := release(ctx, st.hold, ErrUnlocked, ErrNotLocked)
 	if lost != nil {
 		return st.opErr(errors.Join(fmt.Errorf("%w: %w", ErrLockLost, lost), err))
 	}

@@ -1,11 +1,13 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/corral-go/corral/group"
 	"github.com/corral-go/corral/partition"
@@ -68,9 +70,20 @@ func TestShardsCLI(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer m.Leave(t.Context())
-		var set []*partition.Shard
-		for len(set) != 3 {
-			set = <-m.Shards()
+		granted := make(chan *partition.Shard, 3)
+		go m.Run(t.Context(), func(ctx context.Context, s *partition.Shard) error {
+			granted <- s
+			<-ctx.Done()
+			return nil
+		})
+		set := make([]*partition.Shard, 3)
+		for range 3 {
+			select {
+			case s := <-granted:
+				set[s.ID()] = s
+			case <-time.After(30 * time.Second):
+				t.Fatal("the only member was not given its 3 shards")
+			}
 		}
 		out, code := corral(t, "", "shards", "--store", srv.url, "--shards", "4", path)
 		lines := strings.Split(strings.TrimSpace(out), "\n")

@@ -24,6 +24,7 @@ package names
 
 import (
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/corral-go/corral/store"
@@ -50,9 +51,11 @@ const (
 	Lease = "lease-"
 	// Member marks a double barrier's participants.
 	Member = "member-"
-	// Group marks a group's members (and a partition's shard-count nodes,
-	// which read as a group).
+	// Group marks a group's members.
 	Group = "group-"
+	// Partition marks a partition's members, which record its number of
+	// shards after it (see WithSetting).
+	Partition = "partition-"
 )
 
 // The fixed nodes of the recipes.
@@ -68,12 +71,43 @@ const (
 	// Config is a queue's node that stores its settings; its data starts
 	// with ConfigMagic.
 	Config = "config"
+	// PartitionMembers and PartitionShards are a partition's directories:
+	// its members, and the lock directories of its shards.
+	PartitionMembers = "members"
+	PartitionShards  = "shards"
 	// ConfigMagic starts the data of every queue's config node, whatever
 	// its version: it tells a queue from a directory that only has a child
 	// named "config" (ZooKeeper's own /zookeeper, an application's
 	// settings).
 	ConfigMagic = "corral queue "
 )
+
+// WithSetting returns the name prefix of a contender with marker that also
+// records a setting every contender of its directory must agree on (a
+// semaphore's limit, a partition's number of shards): the marker, the
+// setting's key, its value in decimal and a dash ("lease-" 'n' 3 is
+// "lease-n3-"). The store's unique suffix follows it. A setting kept in
+// the contenders' names lives exactly as long as they do: a directory with
+// none left holds no setting.
+func WithSetting(marker string, key byte, v int) string {
+	return marker + string(key) + strconv.Itoa(v) + "-"
+}
+
+// SettingOf returns the setting key of the contender named name, made with
+// marker and WithSetting, and whether it records one (a value of at least
+// 1). A name of an earlier layout, or of another client, records none.
+func SettingOf(name, marker string, key byte) (int, bool) {
+	_, rest, ok := strings.Cut(name, marker)
+	if !ok || len(rest) < 3 || rest[0] != key {
+		return 0, false
+	}
+	digits, _, ok := strings.Cut(rest[1:], "-")
+	v, err := strconv.Atoi(digits)
+	if !ok || err != nil || v < 1 || digits[0] == '+' {
+		return 0, false
+	}
+	return v, true
+}
 
 // protected starts Curator's protected names, "_c_<uuid>-".
 const protected = "_c_"
@@ -112,6 +146,12 @@ const (
 	Foreign
 	// Groups: group members (Group).
 	Groups
+	// Partitions: a partition's members (Partition).
+	Partitions
+	// PartitionDirs: a partition's directories (PartitionMembers,
+	// PartitionShards), which its path holds. No recipe lives in such a
+	// path but the partition.
+	PartitionDirs
 )
 
 func (f Family) String() string {
@@ -130,6 +170,10 @@ func (f Family) String() string {
 		return "foreign contender"
 	case Groups:
 		return "group"
+	case Partitions:
+		return "partition member"
+	case PartitionDirs:
+		return "partition"
 	}
 	return "node of no recipe"
 }
@@ -154,9 +198,12 @@ var marks = [...]Mark{
 	{Claims, Queues, true},
 	{Config, Queues, true},
 	{Deliveries, Queues, true},
+	{PartitionMembers, PartitionDirs, true},
+	{PartitionShards, PartitionDirs, true},
 	{Latch, Latches, false},
 	{Lease, Leases, false},
 	{Group, Groups, false},
+	{Partition, Partitions, false},
 	{Member, Members, false},
 	{Lock, Locks, false},
 	{Read, Locks, false},

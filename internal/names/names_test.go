@@ -75,14 +75,14 @@ func TestFamilyOf(t *testing.T) {
 		name string
 		want names.Family
 	}{
-		{"0000000007", names.Foreign},            // a bare ZooKeeper suffix
-		{"694d7c1e8b3a2f04", names.Foreign},      // etcd's concurrency key
-		{"x-0000000007", names.Foreign},          // another client's marker
-		{"cafe", names.NoFamily},                 // a directory, not a lease ID
-		{"orders", names.NoFamily},               // a directory
-		{"", names.NoFamily},                     //
-		{"group-k16-0000000003", names.Groups},   // a partition's shard count
-		{"s3-only-lock-0000000004", names.Locks}, // a stripe's contender
+		{"0000000007", names.Foreign},                  // a bare ZooKeeper suffix
+		{"694d7c1e8b3a2f04", names.Foreign},            // etcd's concurrency key
+		{"x-0000000007", names.Foreign},                // another client's marker
+		{"cafe", names.NoFamily},                       // a directory, not a lease ID
+		{"orders", names.NoFamily},                     // a directory
+		{"", names.NoFamily},                           //
+		{"partition-k16-0000000003", names.Partitions}, // a partition's member
+		{"s3-only-lock-0000000004", names.Locks},       // a stripe's contender
 	} {
 		if f := names.FamilyOf(tt.name); f != tt.want {
 			t.Errorf("FamilyOf(%q) = %v; want %v", tt.name, f, tt.want)
@@ -171,7 +171,7 @@ func TestMarksUnique(t *testing.T) {
 		seen[m.Text] = true
 		families[m.Family] = true
 	}
-	for _, f := range []names.Family{names.Locks, names.Latches, names.Leases, names.Members, names.Queues, names.Groups} {
+	for _, f := range []names.Family{names.Locks, names.Latches, names.Leases, names.Members, names.Queues, names.Groups, names.Partitions, names.PartitionDirs} {
 		if !families[f] {
 			t.Errorf("no mark of family %v", f)
 		}
@@ -277,5 +277,38 @@ func BenchmarkFamilyOf(b *testing.B) {
 				names.FamilyOf(name)
 			}
 		})
+	}
+}
+
+// TestSetting: a setting written with WithSetting is read back by
+// SettingOf from the store's names (ZooKeeper's protected sequential name,
+// etcd's hex suffix), and names that record none say so.
+func TestSetting(t *testing.T) {
+	const uuid = "0f8a3c1e-7d2b-4c55-9a1e-3b2f6d8e9c10"
+	p := names.WithSetting(names.Lease, 'n', 42)
+	if p != "lease-n42-" {
+		t.Fatalf("WithSetting = %q; want lease-n42-", p)
+	}
+	for _, tt := range []struct {
+		name string
+		want int
+		ok   bool
+	}{
+		{p + "0000000007", 42, true},
+		{"_c_" + uuid + "-" + p + "0000000007", 42, true},
+		{p + "1f2e3d4c5b6a7988", 42, true},
+		{"lease-0000000007", 0, false},     // an earlier layout
+		{"lease-n-0000000007", 0, false},   // no digits
+		{"lease-n0-0000000007", 0, false},  // under 1
+		{"lease-n+3-0000000007", 0, false}, // not plain decimal
+		{"lease-k42-0000000007", 0, false}, // another key
+		{"lock-n42-0000000007", 0, false},  // another marker
+		{"lease-n42", 0, false},            // no dash after the value
+		{"lease-n99999999999999999999-1", 0, false},
+	} {
+		v, ok := names.SettingOf(tt.name, names.Lease, 'n')
+		if v != tt.want || ok != tt.ok {
+			t.Errorf("SettingOf(%q) = %d, %v; want %d, %v", tt.name, v, ok, tt.want, tt.ok)
+		}
 	}
 }

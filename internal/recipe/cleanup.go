@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"reflect"
 	gosync "sync"
 	"time"
 
@@ -28,26 +27,13 @@ const CleanupGrace = time.Second
 // removes its own pending nodes there ([Flush]), so it never waits behind, or
 // is refused by, a node it gave up itself.
 //
-// A session has a cleaner while it has pending nodes: it is made by the
-// first hand-over and its goroutine ends, and forgets it, when none is left
-// or the session ends.
-
-// cleaners maps a session (its SessionKey) to its *cleaner.
-var cleaners gosync.Map
-
-// SessionKey is what a process-wide map of per-session state knows st by:
-// st itself, or, for a Store whose value cannot be a map key (a struct
-// value that holds a slice, say, as an outside adapter may be), the Done
-// channel of its session's Context, which is as much that session's own.
-func SessionKey(st store.Store) any {
-	if reflect.ValueOf(st).Comparable() {
-		return st
-	}
-	return st.Context().Done()
-}
+// A session has a cleaner (in its Engine) while it has pending nodes: it is
+// made by the first hand-over and its goroutine ends, and the Engine
+// forgets it, when none is left or the session ends.
 
 type cleaner struct {
-	st store.Store
+	st  store.Store
+	eng *Engine
 
 	mu      gosync.Mutex
 	pending map[nodeKey]*pendingNode
@@ -81,11 +67,11 @@ type pendingNode struct {
 // handOver hands the node id to st's cleaner and returns a channel that is
 // closed once it is gone (or the session has ended).
 func handOver(st store.Store, id nodeID, rec *telemetry.Recorder) <-chan struct{} {
+	e := Of(st)
 	for {
-		c, loaded := cleaners.LoadOrStore(SessionKey(st), &cleaner{st: st, pending: map[nodeKey]*pendingNode{}})
-		cl := c.(*cleaner)
+		cl, started := e.cleanerFor(st)
 		done, ok := cl.add(id, rec)
-		if !loaded {
+		if started {
 			go cl.run()
 		}
 		if ok {
@@ -161,7 +147,7 @@ func (c *cleaner) run() {
 				delete(c.pending, p)
 			}
 			c.dead = true
-			cleaners.CompareAndDelete(SessionKey(c.st), c)
+			c.eng.dropCleaner(c)
 			c.mu.Unlock()
 			return
 		}
@@ -191,11 +177,10 @@ func deleteOnce(ctx context.Context, st store.Store, id nodeID) error {
 // across a lost connection, and returns once none is left, or with ctx's
 // error or the session's end. Recipes call it before contending in dir.
 func Flush(ctx context.Context, st store.Store, dir string) error {
-	c, ok := cleaners.Load(SessionKey(st))
-	if !ok {
+	cl := Of(st).pending()
+	if cl == nil {
 		return nil
 	}
-	cl := c.(*cleaner)
 	for _, p := range cl.nodes(dir) {
 		_, err := Retry(ctx, st, func() (struct{}, error) { return struct{}{}, deleteOnce(ctx, st, p) })
 		if err != nil {
@@ -209,8 +194,7 @@ func Flush(ctx context.Context, st store.Store, dir string) error {
 // Pending returns a channel that is closed once no removal of the node n by
 // this session is pending; it is closed already when there is none.
 func Pending(st store.Store, n store.Node) <-chan struct{} {
-	if c, ok := cleaners.Load(SessionKey(st)); ok {
-		cl := c.(*cleaner)
+	if cl := Of(st).pending(); cl != nil {
 		cl.mu.Lock()
 		defer cl.mu.Unlock()
 		if p, ok := cl.pending[nodeKey{n.Path, n.Seq}]; ok {
@@ -340,8 +324,8 @@ func remove(ctx context.Context, st store.Store, rec *telemetry.Recorder, id nod
 	switch {
 	case err == nil, errors.Is(err, store.ErrNoNode),
 		errors.Is(err, store.ErrSessionExpired), errors.Is(err, store.ErrClosed):
-		if c, ok := cleaners.Load(SessionKey(st)); ok {
-			c.(*cleaner).finish(id, nil) // removed by an earlier hand-over's owner
+		if cl := Of(st).pending(); cl != nil {
+			cl.finish(id, nil) // removed by an earlier hand-over's owner
 		}
 		return gone, nil
 	case errors.Is(err, store.ErrDisconnected), grace != nil && grace.Err() != nil:

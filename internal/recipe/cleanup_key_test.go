@@ -53,7 +53,7 @@ func TestCleanerStoreNotComparable(t *testing.T) {
 	defer inner.Close()
 	st := uncomparable{Store: inner}
 	ctx, d := t.Context(), dir(t)
-	n, err := recipe.Acquire(ctx, st, nil, d, names.Lock, nil, recipe.Predecessor)
+	n, err := acquire(ctx, st, nil, d, names.Lock, recipe.Predecessor)
 	if err != nil {
 		t.Fatalf("Acquire = %v", err)
 	}

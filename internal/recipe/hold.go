@@ -6,6 +6,7 @@ import (
 	"fmt"
 	gosync "sync"
 
+	"github.com/corral-go/corral/internal/holderr"
 	"github.com/corral-go/corral/internal/telemetry"
 	"github.com/corral-go/corral/store"
 )
@@ -61,7 +62,9 @@ type Hold struct {
 
 	mu       gosync.Mutex
 	watching bool // the watches were started
-	stopped  bool // Stop was called: start nothing more
+	stopped  bool // Stop or Release was called: start nothing more
+	released bool // Release was called
+	pending  bool // the last Release left the node to the cleaner
 	wg       gosync.WaitGroup
 
 	ended gosync.Once // guards opts.OnEnd
@@ -142,6 +145,11 @@ func (h *Hold) check() {
 // Node returns the held node.
 func (h *Hold) Node() store.Node { return h.node }
 
+// Guard returns the guard of the held node (see store.Guard): a write
+// guarded by it is applied only while the node is there, which is while
+// the hold is held at the server.
+func (h *Hold) Guard() store.Guard { return store.Guard{Path: h.node.Path, Seq: h.node.Seq} }
+
 // Token returns the fencing token of the hold: the node's, which grows
 // with every successive grant at the same path, across the reclaiming of
 // its directory too (see store.Node.Fence).
@@ -149,18 +157,33 @@ func (h *Hold) Token() int64 { return h.node.Fence() }
 
 // Release ends the hold with cause and removes the node (see Remove: it
 // tries within ctx and CleanupGrace, then leaves the node to the session's
-// cleaner and reports ErrRemovalPending). It returns lost,
-// the cause of an end that came before the release (nil if the hold was
-// still live; HoldOptions.Deleted if the node was found already deleted),
-// and err, the failure to remove the node. A second Release reports the
-// first one's cause as lost and removes nothing new.
+// cleaner and reports ErrRemovalPending). It returns lost, the cause of an
+// end that came before the release (nil if the hold was still live;
+// HoldOptions.Deleted if the node was found already deleted), and err, the
+// failure to remove the node.
+//
+// Release is idempotent: a later call reports no loss (the first did) and
+// removes nothing new, returning holderr.ErrReleased, unless the removal
+// was left pending, which it then tries again as the first did (nil once
+// the node is gone). Concurrent calls are one release and later calls.
 func (h *Hold) Release(ctx context.Context, cause error) (lost, err error) {
+	h.mu.Lock()
+	again, pending := h.released, h.pending
+	h.released = true
+	h.mu.Unlock()
+	switch {
+	case again && !pending:
+		return nil, holderr.ErrReleased
+	case again:
+		_, err = h.remove(ctx)
+		return nil, err
+	}
 	h.check() // an end nobody watched for
 	if h.ctx.Err() != nil {
 		lost = context.Cause(h.ctx)
 	}
 	h.stop(cause)
-	gone, err := remove(ctx, h.st, h.opts.Rec, nodeID{path: h.node.Path, seq: h.node.Seq, front: h.opts.Front})
+	gone, err := h.remove(ctx)
 	if lost == nil && gone {
 		// Deleted by someone else or with the session, and nobody
 		// watched it go.
@@ -172,6 +195,16 @@ func (h *Hold) Release(ctx context.Context, cause error) (lost, err error) {
 	}
 	h.report(lost)
 	return lost, err
+}
+
+// remove removes the node, and records whether its removal is left
+// pending.
+func (h *Hold) remove(ctx context.Context) (gone bool, err error) {
+	gone, err = remove(ctx, h.st, h.opts.Rec, nodeID{path: h.node.Path, seq: h.node.Seq, front: h.opts.Front})
+	h.mu.Lock()
+	h.pending = errors.Is(err, ErrRemovalPending)
+	h.mu.Unlock()
+	return gone, err
 }
 
 // Stop ends the hold with cause, if it has not ended yet, and waits for its

@@ -67,7 +67,7 @@ func TestRemovalLogsToRecorder(t *testing.T) {
 				telemetry.KindMutex, "/rec", errDeleted)
 			st := memstore.New()
 			defer st.Close()
-			n, err := recipe.Acquire(t.Context(), st, rec, dir(t), names.Lock, nil, recipe.Predecessor)
+			n, err := acquire(t.Context(), st, rec, dir(t), names.Lock, recipe.Predecessor)
 			if err != nil {
 				t.Fatalf("Acquire = %v", err)
 			}

@@ -181,9 +181,10 @@ func Contenders(kids []store.Child) []Contender {
 	return cs
 }
 
-// contenders is CheckFamily(dir, kids, want), then Contenders(kids), in
-// one pass over the names: a waiter reads them at every check of its
-// directory.
+// contenders is CheckFamily(dir, kids, want), then Contenders(kids) and
+// the nodes of family want (a semaphore's leases, a group's members, which
+// are no contenders to other recipes), in one pass over the names: a
+// waiter reads them at every check of its directory.
 func contenders(dir string, kids []store.Child, want names.Family) ([]Contender, error) {
 	cs := make([]Contender, 0, len(kids))
 	for _, k := range kids {
@@ -191,7 +192,7 @@ func contenders(dir string, kids []store.Child, want names.Family) ([]Contender,
 		if err := checkFamily(dir, k.Name, f, want); err != nil {
 			return nil, err
 		}
-		if ok {
+		if ok || f == want {
 			cs = append(cs, Contender{Name: k.Name, Seq: k.Seq, Kind: kind})
 		}
 	}
@@ -202,25 +203,6 @@ func contenders(dir string, kids []store.Child, want names.Family) ([]Contender,
 func Index(cs []Contender, name string) int {
 	for i, c := range cs {
 		if c.Name == name {
-			return i
-		}
-	}
-	return -1
-}
-
-// A Blocker returns the index in cs of the contender that the contender at
-// index own must wait for, or -1 when own is granted.
-type Blocker func(cs []Contender, own int) int
-
-// Predecessor is the Blocker of a mutex, a writer and an election
-// candidate: the immediate predecessor, whatever its kind.
-func Predecessor(_ []Contender, own int) int { return own - 1 }
-
-// LastWriter is the Blocker of a reader: the last earlier contender that
-// is not a reader.
-func LastWriter(cs []Contender, own int) int {
-	for i := own - 1; i >= 0; i-- {
-		if cs[i].Kind != Reader {
 			return i
 		}
 	}
@@ -291,53 +273,6 @@ func SessionErr(st store.Store, err error) error {
 	return fmt.Errorf("%w: %w", cause, err)
 }
 
-// Acquire creates a contender node dir/prefix with data and blocks until
-// blocker grants it, ctx is done or the session ends. It returns the node,
-// or an error and leaves no node behind. It may be called concurrently.
-func Acquire(ctx context.Context, st store.Store, rec *telemetry.Recorder, dir, prefix string, data []byte, blocker Blocker) (store.Node, error) {
-	n, _, err := AcquireWaited(ctx, st, rec, dir, prefix, data, blocker)
-	return n, err
-}
-
-// AcquireWaited is Acquire that also reports whether the grant came after a
-// wait. An exclusive holder that waited sets HoldOptions.Front, so that
-// its release tells the contender behind it, likely waiting too, that it
-// is first now. One granted at once skips the record, which would cost
-// every uncontended cycle a write: nobody is likely behind it, and a
-// contender that is finds no record (one point read) and reads its view
-// again.
-func AcquireWaited(ctx context.Context, st store.Store, rec *telemetry.Recorder, dir, prefix string, data []byte, blocker Blocker) (n store.Node, waited bool, err error) {
-	n, v, err := create(ctx, st, rec, dir, prefix, data)
-	if err != nil {
-		return store.Node{}, false, err
-	}
-	if waited, err = wait(ctx, st, n, v, blocker); err != nil {
-		return store.Node{}, false, errors.Join(SessionErr(st, err), Remove(ctx, st, rec, n))
-	}
-	return n, waited, nil
-}
-
-// TryAcquire is Acquire without the wait: if the new node is blocked it is
-// removed and TryAcquire reports false.
-func TryAcquire(ctx context.Context, st store.Store, rec *telemetry.Recorder, dir, prefix string, data []byte, blocker Blocker) (store.Node, bool, error) {
-	n, v, err := create(ctx, st, rec, dir, prefix, data)
-	if err != nil {
-		return store.Node{}, false, err
-	}
-	v, err = decisive(ctx, st, n, v, blocker)
-	if err != nil {
-		return store.Node{}, false, errors.Join(SessionErr(st, err), Remove(ctx, st, rec, n))
-	}
-	i := Index(v.cs, n.Name())
-	if i < 0 {
-		return store.Node{}, false, errors.Join(OwnGone(st, n.Path), Remove(ctx, st, rec, n))
-	}
-	if blocker(v.cs, i) >= 0 {
-		return store.Node{}, false, Remove(ctx, st, rec, n)
-	}
-	return n, true, nil
-}
-
 // A view is what a contender knows of the contenders up to its own node:
 // all of them (from a full listing), or the last few (from a window, where
 // the store reads one).
@@ -346,21 +281,10 @@ type view struct {
 	complete bool // cs starts at the first contender
 }
 
-// windowFor returns the size of the window a contender made with prefix
-// reads, where the store reads windows: a mutex, a writer or a candidate
-// needs the contender just before its own (the rest is room for nodes of
-// no recipe), a reader the last writer before it, past other readers.
-func windowFor(prefix string) int {
-	if kindOf(prefix) == Reader {
-		return 16
-	}
-	return 4
-}
-
 // create creates the contender node and returns it with the view right
-// after: a window where st reads windows (store.WindowLister), else the
-// full listing (Create).
-func create(ctx context.Context, st store.Store, rec *telemetry.Recorder, dir, prefix string, data []byte) (store.Node, view, error) {
+// after: a window of the given size where st reads windows
+// (store.WindowLister), else the full listing (Create).
+func create(ctx context.Context, st store.Store, rec *telemetry.Recorder, dir, prefix string, data []byte, window int) (store.Node, view, error) {
 	wl, ok := store.Find[store.WindowLister](st)
 	if !ok {
 		n, cs, err := Create(ctx, st, rec, dir, prefix, data)
@@ -369,7 +293,7 @@ func create(ctx context.Context, st store.Store, rec *telemetry.Recorder, dir, p
 	if err := Flush(ctx, st, dir); err != nil {
 		return store.Node{}, view{}, err
 	}
-	n, kids, complete, err := wl.CreateAndWindow(ctx, store.Join(dir, prefix), data, store.EphemeralSequential, windowFor(prefix))
+	n, kids, complete, err := wl.CreateAndWindow(ctx, store.Join(dir, prefix), data, store.EphemeralSequential, window)
 	if err != nil {
 		return store.Node{}, view{}, err
 	}
@@ -380,9 +304,9 @@ func create(ctx context.Context, st store.Store, rec *telemetry.Recorder, dir, p
 	return n, view{cs: cs, complete: complete}, nil
 }
 
-// read reads the view of n's contender again: the window that ends with it
-// where st reads windows, else the full listing.
-func read(ctx context.Context, st store.Store, n store.Node) (view, error) {
+// read reads the view of n's contender again: the window of the given size
+// that ends with it where st reads windows, else the full listing.
+func read(ctx context.Context, st store.Store, n store.Node, window int) (view, error) {
 	dir, name := store.Parent(n.Path), n.Name()
 	wl, ok := store.Find[store.WindowLister](st)
 	if !ok {
@@ -393,7 +317,7 @@ func read(ctx context.Context, st store.Store, n store.Node) (view, error) {
 		complete bool
 	}
 	w, err := Retry(ctx, st, func() (win, error) {
-		kids, complete, err := wl.ChildrenUpTo(ctx, dir, n.Seq, windowFor(name))
+		kids, complete, err := wl.ChildrenUpTo(ctx, dir, n.Seq, window)
 		return win{kids, complete}, err
 	})
 	if err != nil {
@@ -423,55 +347,6 @@ func list(ctx context.Context, st store.Store, dir, name string) (view, error) {
 		return view{}, err
 	}
 	return view{cs: cs, complete: true}, nil
-}
-
-// decisive returns a view in which blocker can decide for n: v itself when
-// it holds the node blocking n, or is complete; else the full listing. A
-// window that does not hold n's own node is decisive too: n is gone (a
-// window ends with the contender it is read for).
-func decisive(ctx context.Context, st store.Store, n store.Node, v view, blocker Blocker) (view, error) {
-	if v.complete {
-		return v, nil
-	}
-	if i := Index(v.cs, n.Name()); i < 0 || blocker(v.cs, i) >= 0 {
-		return v, nil
-	}
-	return list(ctx, st, store.Parent(n.Path), n.Name())
-}
-
-// wait blocks until blocker grants n among the contenders, reading its view
-// again after every wait, and reports whether it waited for a blocker.
-func wait(ctx context.Context, st store.Store, n store.Node, v view, blocker Blocker) (waited bool, err error) {
-	dir, name := store.Parent(n.Path), n.Name()
-	for {
-		if v, err = decisive(ctx, st, n, v, blocker); err != nil {
-			return waited, err
-		}
-		cs := v.cs
-		i := Index(cs, name)
-		if i < 0 {
-			return waited, OwnGone(st, n.Path)
-		}
-		b := blocker(cs, i)
-		if b < 0 {
-			return waited, Confirm(ctx, st, n)
-		}
-		waited = true
-		if err := WaitGone(ctx, st, store.Join(dir, cs[b].Name), cs[b].Seq); err != nil {
-			return waited, err
-		}
-		first, err := followsFront(ctx, st, n, cs[b])
-		if err != nil {
-			return waited, err
-		}
-		if first {
-			v = view{cs: []Contender{{Name: name, Seq: n.Seq, Kind: kindOf(name)}}, complete: true}
-			continue
-		}
-		if v, err = read(ctx, st, n); err != nil {
-			return waited, err
-		}
-	}
 }
 
 // followsFront reports whether c, the contender that n waited for and

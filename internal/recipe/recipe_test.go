@@ -12,6 +12,7 @@ import (
 
 	"github.com/corral-go/corral/internal/names"
 	"github.com/corral-go/corral/internal/recipe"
+	"github.com/corral-go/corral/internal/telemetry"
 	"github.com/corral-go/corral/internal/testing/backends"
 	"github.com/corral-go/corral/internal/testing/countstore"
 	"github.com/corral-go/corral/memstore"
@@ -91,14 +92,58 @@ func TestBlockers(t *testing.T) {
 		{5, 4, 3},
 		{6, 5, 5},
 	}
-	for _, tt := range tests {
-		if got := recipe.Predecessor(cs, tt.own); got != tt.predecessor {
-			t.Errorf("Predecessor(%d) = %d; want %d", tt.own, got, tt.predecessor)
+	// blocker returns the index of the one contender o blocks own on, -1
+	// for none.
+	blocker := func(o recipe.Order, own int) int {
+		ws := o.Block("/d", cs, own)
+		switch {
+		case len(ws) == 0:
+			return -1
+		case len(ws) > 1:
+			t.Fatalf("%d watches for %d; want one", len(ws), own)
 		}
-		if got := recipe.LastWriter(cs, tt.own); got != tt.lastWrit {
-			t.Errorf("LastWriter(%d) = %d; want %d", tt.own, got, tt.lastWrit)
+		for i, c := range cs {
+			if ws[0] == c.Watch("/d") {
+				return i
+			}
+		}
+		t.Fatalf("watch %v is of no contender", ws[0])
+		return -2
+	}
+	for _, tt := range tests {
+		if got := blocker(recipe.Predecessor, tt.own); got != tt.predecessor {
+			t.Errorf("Predecessor blocks %d on %d; want %d", tt.own, got, tt.predecessor)
+		}
+		if got := blocker(recipe.LastWriter, tt.own); got != tt.lastWrit {
+			t.Errorf("LastWriter blocks %d on %d; want %d", tt.own, got, tt.lastWrit)
 		}
 	}
+}
+
+// acquire acquires a contender node in d with the engine's Acquire, for a
+// test that holds it itself (NewHold): the engine's hold stops, and
+// leaves the node.
+func acquire(ctx context.Context, st store.Store, rec *telemetry.Recorder, d, prefix string, o recipe.Order) (store.Node, error) {
+	h, err := recipe.Acquire(ctx, st, spec(rec, d, prefix, o))
+	if err != nil {
+		return store.Node{}, err
+	}
+	h.Stop(nil)
+	return h.Node(), nil
+}
+
+// tryAcquire is acquire with the engine's TryAcquire.
+func tryAcquire(ctx context.Context, st store.Store, rec *telemetry.Recorder, d, prefix string, o recipe.Order) (store.Node, bool, error) {
+	h, err := recipe.TryAcquire(ctx, st, spec(rec, d, prefix, o))
+	if err != nil || h == nil {
+		return store.Node{}, false, err
+	}
+	h.Stop(nil)
+	return h.Node(), true, nil
+}
+
+func spec(rec *telemetry.Recorder, d, prefix string, o recipe.Order) *recipe.Spec {
+	return &recipe.Spec{Dir: d, Prefix: prefix, Order: o, Rec: rec, Hold: recipe.HoldOptions{Deleted: errDeleted, Lazy: true}}
 }
 
 func TestContendersSkipsOthers(t *testing.T) {
@@ -136,11 +181,11 @@ func TestAcquireOrder(t *testing.T) {
 		ctx, cancel := context.WithTimeout(t.Context(), timeout)
 		defer cancel()
 
-		n1, err := recipe.Acquire(ctx, s1, nil, d, names.Lock, nil, recipe.Predecessor)
+		n1, err := acquire(ctx, s1, nil, d, names.Lock, recipe.Predecessor)
 		if err != nil {
 			t.Fatalf("Acquire(first) = %v", err)
 		}
-		if _, ok, err := recipe.TryAcquire(ctx, s2, nil, d, names.Lock, nil, recipe.Predecessor); ok || err != nil {
+		if _, ok, err := tryAcquire(ctx, s2, nil, d, names.Lock, recipe.Predecessor); ok || err != nil {
 			t.Fatalf("TryAcquire(blocked) = %v, %v; want false, nil", ok, err)
 		}
 		if got := children(t, s1, d); len(got) != 1 {
@@ -150,7 +195,7 @@ func TestAcquireOrder(t *testing.T) {
 		var n2 store.Node
 		go func() {
 			var err error
-			n2, err = recipe.Acquire(ctx, s2, nil, d, names.Lock, nil, recipe.Predecessor)
+			n2, err = acquire(ctx, s2, nil, d, names.Lock, recipe.Predecessor)
 			got <- err
 		}()
 		waitChildren(t, s1, d, 2)
@@ -188,14 +233,14 @@ func TestAcquireCancelLeavesNoNode(t *testing.T) {
 		defer s1.Close()
 		defer s2.Close()
 		d := dir(t)
-		n1, err := recipe.Acquire(t.Context(), s1, nil, d, names.Lock, nil, recipe.Predecessor)
+		n1, err := acquire(t.Context(), s1, nil, d, names.Lock, recipe.Predecessor)
 		if err != nil {
 			t.Fatalf("Acquire = %v", err)
 		}
 		ctx, cancel := context.WithCancel(t.Context())
 		got := make(chan error, 1)
 		go func() {
-			_, err := recipe.Acquire(ctx, s2, nil, d, names.Lock, nil, recipe.Predecessor)
+			_, err := acquire(ctx, s2, nil, d, names.Lock, recipe.Predecessor)
 			got <- err
 		}()
 		waitChildren(t, s1, d, 2)
@@ -306,7 +351,7 @@ func TestHold(t *testing.T) {
 				owner, other := b.Open(t), b.Open(t)
 				defer owner.Close()
 				defer other.Close()
-				n, err := recipe.Acquire(t.Context(), owner, nil, dir(t), names.Lock, nil, recipe.Predecessor)
+				n, err := acquire(t.Context(), owner, nil, dir(t), names.Lock, recipe.Predecessor)
 				if err != nil {
 					t.Fatalf("Acquire = %v", err)
 				}
@@ -347,7 +392,7 @@ func TestHoldSurvivesDisconnect(t *testing.T) {
 		}
 		st := b.Open(t)
 		defer st.Close()
-		n, err := recipe.Acquire(t.Context(), st, nil, dir(t), names.Lock, nil, recipe.Predecessor)
+		n, err := acquire(t.Context(), st, nil, dir(t), names.Lock, recipe.Predecessor)
 		if err != nil {
 			t.Fatalf("Acquire = %v", err)
 		}
@@ -380,7 +425,7 @@ func TestLostReplyYieldsOneNode(t *testing.T) {
 		defer st.Close()
 		d := dir(t)
 		rl.LoseNextCreateReply(t, st)
-		n, err := recipe.Acquire(t.Context(), st, nil, d, names.Lock, nil, recipe.Predecessor)
+		n, err := acquire(t.Context(), st, nil, d, names.Lock, recipe.Predecessor)
 		if err != nil {
 			t.Fatalf("Acquire = %v", err)
 		}
@@ -396,7 +441,7 @@ func TestLazyHold(t *testing.T) {
 		defer owner.Close()
 		defer other.Close()
 		d := dir(t)
-		n, err := recipe.Acquire(t.Context(), owner, nil, d, names.Lock, nil, recipe.Predecessor)
+		n, err := acquire(t.Context(), owner, nil, d, names.Lock, recipe.Predecessor)
 		if err != nil {
 			t.Fatalf("Acquire = %v", err)
 		}
@@ -410,7 +455,7 @@ func TestLazyHold(t *testing.T) {
 			t.Errorf("Release() = %v, %v; want %v, nil", lost, err, errDeleted)
 		}
 
-		n, err = recipe.Acquire(t.Context(), owner, nil, d, names.Lock, nil, recipe.Predecessor)
+		n, err = acquire(t.Context(), owner, nil, d, names.Lock, recipe.Predecessor)
 		if err != nil {
 			t.Fatalf("Acquire = %v", err)
 		}
@@ -446,7 +491,7 @@ func TestLazyHoldDisconnected(t *testing.T) {
 		}
 		st := b.Open(t)
 		defer st.Close()
-		n, err := recipe.Acquire(t.Context(), st, nil, dir(t), names.Lock, nil, recipe.Predecessor)
+		n, err := acquire(t.Context(), st, nil, dir(t), names.Lock, recipe.Predecessor)
 		if err != nil {
 			t.Fatalf("Acquire = %v", err)
 		}
@@ -511,7 +556,7 @@ func TestAcquireWaitsForIdentity(t *testing.T) {
 			t.Error(err)
 		}
 	}}
-	n, err := recipe.Acquire(ctx, st, nil, d, names.Lock, nil, recipe.Predecessor)
+	n, err := acquire(ctx, st, nil, d, names.Lock, recipe.Predecessor)
 	if err != nil {
 		t.Fatalf("Acquire = %v; want the lock, since %q is behind it now", err, first.Path)
 	}
@@ -537,7 +582,7 @@ func TestWindowFallback(t *testing.T) {
 			holderPrefix string
 			fill         func(d string, i int) (string, store.Mode)
 			prefix       string
-			blocker      recipe.Blocker
+			blocker      recipe.Order
 			fills, kids  int // kids: the children once the contender waits
 		}{
 			{"NodesOfNoRecipe", names.Lock, func(d string, i int) (string, store.Mode) {
@@ -552,7 +597,7 @@ func TestWindowFallback(t *testing.T) {
 		} {
 			t.Run(tt.name, func(t *testing.T) {
 				d := dir(t)
-				h, err := recipe.Acquire(ctx, holder, nil, d, tt.holderPrefix, nil, recipe.Predecessor)
+				h, err := acquire(ctx, holder, nil, d, tt.holderPrefix, recipe.Predecessor)
 				if err != nil {
 					t.Fatalf("Acquire(holder) = %v", err)
 				}
@@ -562,12 +607,12 @@ func TestWindowFallback(t *testing.T) {
 						t.Fatalf("Create(%q) = %v", p, err)
 					}
 				}
-				if _, ok, err := recipe.TryAcquire(ctx, other, nil, d, tt.prefix, nil, tt.blocker); ok || err != nil {
+				if _, ok, err := tryAcquire(ctx, other, nil, d, tt.prefix, tt.blocker); ok || err != nil {
 					t.Fatalf("TryAcquire behind the holder = %v, %v; want false, nil", ok, err)
 				}
 				got := make(chan error, 1)
 				go func() {
-					_, err := recipe.Acquire(ctx, other, nil, d, tt.prefix, nil, tt.blocker)
+					_, err := acquire(ctx, other, nil, d, tt.prefix, tt.blocker)
 					got <- err
 				}()
 				waitChildren(t, holder, d, tt.kids)
@@ -669,7 +714,7 @@ func TestFrontHandoff(t *testing.T) {
 		defer cancel()
 		d := dir(t)
 
-		n, err := recipe.Acquire(ctx, holderSt, nil, d, names.Lock, nil, recipe.Predecessor)
+		n, err := acquire(ctx, holderSt, nil, d, names.Lock, recipe.Predecessor)
 		if err != nil {
 			t.Fatalf("Acquire(holder) = %v", err)
 		}
@@ -677,13 +722,13 @@ func TestFrontHandoff(t *testing.T) {
 		qctx, quit := context.WithCancel(ctx)
 		quitter := make(chan error, 1)
 		go func() {
-			_, err := recipe.Acquire(qctx, quitterSt, nil, d, names.Lock, nil, recipe.Predecessor)
+			_, err := acquire(qctx, quitterSt, nil, d, names.Lock, recipe.Predecessor)
 			quitter <- err
 		}()
 		waitChildren(t, holderSt, d, 2)
 		got := make(chan error, 1)
 		go func() {
-			_, err := recipe.Acquire(ctx, waiter, nil, d, names.Lock, nil, recipe.Predecessor)
+			_, err := acquire(ctx, waiter, nil, d, names.Lock, recipe.Predecessor)
 			got <- err
 		}()
 		watches := func(n int) {

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/corral-go/corral/internal/holderr"
 	"github.com/corral-go/corral/internal/names"
 	"github.com/corral-go/corral/internal/recipe"
 	"github.com/corral-go/corral/internal/testing/backends"
@@ -16,12 +17,11 @@ import (
 	"github.com/corral-go/corral/store/storetest"
 )
 
-var errAgain = errors.New("test: released already")
-
-// TestReleaseOnce: the first release reports a loss that came before it; a
-// later one fails with the caller's sentinel and touches nothing, unless
-// the first left the node's removal pending, which it then finishes.
-func TestReleaseOnce(t *testing.T) {
+// TestReleaseIdempotent: the first release reports a loss that came
+// before it; a later one fails with holderr.ErrReleased and touches
+// nothing, unless the first left the node's removal pending, which it then
+// finishes.
+func TestReleaseIdempotent(t *testing.T) {
 	srv := memstore.NewServer()
 	a, b := srv.Open(), srv.Open()
 	defer a.Close()
@@ -30,11 +30,11 @@ func TestReleaseOnce(t *testing.T) {
 	p := dir(t)
 	acquire := func() (*recipe.Hold, store.Node) {
 		t.Helper()
-		n, err := recipe.Acquire(ctx, a, nil, p, names.Lock, nil, recipe.Predecessor)
+		h, err := recipe.Acquire(ctx, a, spec(nil, p, names.Lock, recipe.Predecessor))
 		if err != nil {
 			t.Fatal(err)
 		}
-		return recipe.NewHold(a, n, recipe.HoldOptions{Deleted: errDeleted, Lazy: true}), n
+		return h, h.Node()
 	}
 
 	// Lost before the release: reported once.
@@ -42,36 +42,34 @@ func TestReleaseOnce(t *testing.T) {
 	if err := b.Delete(ctx, n.Path); err != nil {
 		t.Fatal(err)
 	}
-	var once recipe.ReleaseOnce
-	if lost, err := once.Release(ctx, h, errReleased, errAgain); !errors.Is(lost, errDeleted) || err != nil {
+	if lost, err := h.Release(ctx, errReleased); !errors.Is(lost, errDeleted) || err != nil {
 		t.Fatalf("first Release = %v, %v; want %v, nil", lost, err, errDeleted)
 	}
-	if lost, err := once.Release(ctx, h, errReleased, errAgain); lost != nil || err != errAgain {
-		t.Fatalf("second Release = %v, %v; want nil, %v", lost, err, errAgain)
+	if lost, err := h.Release(ctx, errReleased); lost != nil || err != holderr.ErrReleased {
+		t.Fatalf("second Release = %v, %v; want nil, %v", lost, err, holderr.ErrReleased)
 	}
 
 	// Removal pending: the next release removes the node, and only the
 	// one after it is a release again.
 	h, n = acquire()
-	var pending recipe.ReleaseOnce
 	a.Disconnect()
 	cctx, cancel := context.WithCancel(ctx)
 	cancel()
-	if lost, err := pending.Release(cctx, h, errReleased, errAgain); lost != nil || !errors.Is(err, recipe.ErrRemovalPending) {
+	if lost, err := h.Release(cctx, errReleased); lost != nil || !errors.Is(err, recipe.ErrRemovalPending) {
 		t.Fatalf("Release while disconnected = %v, %v; want nil, %v", lost, err, recipe.ErrRemovalPending)
 	}
 	if _, err := b.Get(ctx, n.Path); err != nil {
 		t.Fatalf("Get after a pending release = %v; want the node still there", err)
 	}
 	a.Reconnect()
-	if lost, err := pending.Release(ctx, h, errReleased, errAgain); lost != nil || err != nil {
+	if lost, err := h.Release(ctx, errReleased); lost != nil || err != nil {
 		t.Fatalf("Release after the reconnection = %v, %v; want nil, nil", lost, err)
 	}
 	if _, err := b.Get(ctx, n.Path); !errors.Is(err, store.ErrNoNode) {
 		t.Fatalf("Get after the second release = %v; want %v", err, store.ErrNoNode)
 	}
-	if lost, err := pending.Release(ctx, h, errReleased, errAgain); lost != nil || err != errAgain {
-		t.Fatalf("third Release = %v, %v; want nil, %v", lost, err, errAgain)
+	if lost, err := h.Release(ctx, errReleased); lost != nil || err != holderr.ErrReleased {
+		t.Fatalf("third Release = %v, %v; want nil, %v", lost, err, holderr.ErrReleased)
 	}
 }
 
@@ -98,14 +96,13 @@ func TestReleaseLearnsExpiry(t *testing.T) {
 	a := srv.Open()
 	defer a.Close()
 	ctx := t.Context()
-	n, err := recipe.Acquire(ctx, a, nil, dir(t), names.Lock, nil, recipe.Predecessor)
+	n, err := acquire(ctx, a, nil, dir(t), names.Lock, recipe.Predecessor)
 	if err != nil {
 		t.Fatal(err)
 	}
 	st := expiresOnDelete{a}
 	h := recipe.NewHold(st, n, recipe.HoldOptions{Deleted: errDeleted, Lazy: true})
-	var once recipe.ReleaseOnce
-	if lost, err := once.Release(ctx, h, errReleased, errAgain); !errors.Is(lost, store.ErrSessionExpired) || err != nil {
+	if lost, err := h.Release(ctx, errReleased); !errors.Is(lost, store.ErrSessionExpired) || err != nil {
 		t.Fatalf("Release = %v, %v; want %v, nil", lost, err, store.ErrSessionExpired)
 	}
 }
@@ -120,7 +117,7 @@ func TestReleaseCutShort(t *testing.T) {
 			t.Run(fmt.Sprintf("applied=%v", applied), func(t *testing.T) {
 				a, other := b.Open(t), b.Open(t)
 				ctx := t.Context()
-				n, err := recipe.Acquire(ctx, a, nil, dir(t), names.Lock, nil, recipe.Predecessor)
+				n, err := acquire(ctx, a, nil, dir(t), names.Lock, recipe.Predecessor)
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"time"
 
+	"github.com/corral-go/corral/internal/holderr"
 	"github.com/corral-go/corral/store"
 )
 
@@ -206,8 +207,8 @@ func owned(ctx context.Context, st store.Store, n store.Node) error {
 	case err != nil:
 		return err
 	case got.Seq != n.Seq || got.Owner != st.SessionID():
-		return fmt.Errorf("contender %q: the node there belongs to session %#x, not %#x: %w",
-			n.Path, got.Owner, st.SessionID(), store.ErrNoNode)
+		return fmt.Errorf("contender %q: the node there belongs to session %#x, not %#x: %w (%w)",
+			n.Path, got.Owner, st.SessionID(), holderr.ErrNodeDeleted, store.ErrNoNode)
 	}
 	return nil
 }
@@ -223,13 +224,14 @@ func disconnected(st store.Store) bool {
 }
 
 // OwnGone is the error of a contender whose node vanished while it waited:
-// the session's end if it ended, else store.ErrNoNode.
+// the session's end if it ended, else holderr.ErrNodeDeleted (which every
+// primitive exports as its ErrNodeDeleted) with store.ErrNoNode.
 func OwnGone(st store.Store, path string) error {
 	SyncSession(st)
 	if cause := context.Cause(st.Context()); cause != nil {
 		return fmt.Errorf("contender %q: %w", path, cause)
 	}
-	return fmt.Errorf("contender %q deleted: %w", path, store.ErrNoNode)
+	return fmt.Errorf("contender %q: %w (%w)", path, holderr.ErrNodeDeleted, store.ErrNoNode)
 }
 
 // SyncSession waits until st has finished reporting a session end it is in

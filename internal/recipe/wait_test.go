@@ -155,7 +155,7 @@ func TestConfirm(t *testing.T) {
 		defer other.Close()
 		ctx, cancel := context.WithTimeout(t.Context(), timeout)
 		defer cancel()
-		n, err := recipe.Acquire(ctx, st, nil, dir(t), names.Lock, nil, recipe.Predecessor)
+		n, err := acquire(ctx, st, nil, dir(t), names.Lock, recipe.Predecessor)
 		if err != nil {
 			t.Fatalf("Acquire = %v", err)
 		}

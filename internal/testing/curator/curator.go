@@ -1,0 +1,239 @@
+// Package curator runs Apache Curator's DistributedQueue (the real one, Java)
+// beside corral's queue, for the queue's benchmarks: it compiles a small
+// program of this package's own (CuratorQueue.java) against Debian's Curator
+// jars into a temporary directory, starts it in a JVM of its own connected
+// to a ZooKeeper server, and drives it one command at a time.
+//
+// It needs java and javac (a JDK, such as Debian's default-jdk-headless) and
+// the package libcurator-recipes-java, which brings Curator's framework and
+// client, Guava and SLF4J; the jars' Class-Path names what they need.
+// [Available] says what is missing; benchmarks skip with that message, and
+// the project's test command never needs any of it.
+//
+// It is test-only, like every package under internal/testing: _test.go
+// files import it; code that ships never does (test.sh checks).
+package curator
+
+import (
+	"bufio"
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	gosync "sync"
+	"syscall"
+	"time"
+)
+
+//go:embed CuratorQueue.java
+var source []byte
+
+// Jars are the class path the program is compiled and run with: Curator's
+// recipes (whose manifest brings Curator's framework and client, ZooKeeper's
+// client and Guava) and SLF4J's no-op binding, so that the JVM logs nothing.
+var Jars = []string{
+	"/usr/share/java/curator-recipes.jar",
+	"/usr/share/java/curator-framework.jar",
+	"/usr/share/java/slf4j-nop.jar",
+}
+
+// Available returns nil when the program can be compiled and run here, and
+// otherwise an error that says what is missing.
+func Available() error {
+	for _, tool := range []string{"javac", "java"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			return fmt.Errorf("curator: %s not found (apt-get install -y default-jdk-headless): %w", tool, err)
+		}
+	}
+	for _, jar := range Jars {
+		if _, err := os.Stat(jar); err != nil {
+			return fmt.Errorf("curator: Curator not installed (apt-get install -y libcurator-recipes-java libslf4j-java): %w", err)
+		}
+	}
+	return nil
+}
+
+// Queue is the program, running: a Curator client with its own session. Its
+// methods must not be called concurrently (one command at a time).
+type Queue struct {
+	cmd    *exec.Cmd
+	in     io.WriteCloser
+	lines  chan string // the program's answers; closed when it exits
+	stderr *tail
+
+	closeOnce gosync.Once
+	closeErr  error
+}
+
+// tail keeps what the program wrote to its standard error, for the error
+// that reports its exit.
+type tail struct {
+	mu  gosync.Mutex
+	buf []byte
+}
+
+func (t *tail) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.buf = append(t.buf, p...)
+	if n := len(t.buf); n > 16<<10 {
+		t.buf = t.buf[n-16<<10:]
+	}
+	return len(p), nil
+}
+
+func (t *tail) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return string(t.buf)
+}
+
+// Start compiles the program into dir (a temporary directory of the
+// caller's, such as testing.TB.TempDir) and starts it, connected to the
+// ZooKeeper server at addr ("host:port"). It returns once the client has
+// its session. Close stops it; the JVM also dies with this process.
+func Start(ctx context.Context, dir, addr string) (*Queue, error) {
+	if err := Available(); err != nil {
+		return nil, err
+	}
+	src := filepath.Join(dir, "CuratorQueue.java")
+	if err := os.WriteFile(src, source, 0o644); err != nil {
+		return nil, err
+	}
+	cp := strings.Join(Jars, ":")
+	if out, err := exec.CommandContext(ctx, "javac", "-nowarn", "-cp", cp, "-d", dir, src).CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("curator: javac: %w\n%s", err, out)
+	}
+	cmd := exec.Command("java", "-Xmx512m", "-cp", dir+":"+cp, "CuratorQueue", addr)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	stderr := &tail{}
+	cmd.Stderr = stderr
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("curator: start java: %w", err)
+	}
+	q := &Queue{cmd: cmd, in: in, lines: make(chan string, 1), stderr: stderr}
+	go func() {
+		defer close(q.lines)
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			q.lines <- sc.Text()
+		}
+	}()
+	if _, err := q.answer(ctx); err != nil {
+		q.Close()
+		return nil, err
+	}
+	return q, nil
+}
+
+// Pid returns the JVM's process id, to read its CPU time.
+func (q *Queue) Pid() int { return q.cmd.Process.Pid }
+
+// Put puts items into the queue at path from producers threads, with
+// Curator's DistributedQueue.put, in the background (Curator's default) or,
+// with foreground set, each put returning once its item is stored, then
+// waits for them with flushPuts. It returns the time from the first put to
+// the flush's return, the most puts in flight at once, and their mean in
+// flight over that time.
+func (q *Queue) Put(ctx context.Context, path string, producers, items int, foreground bool) (took time.Duration, peak int, mean float64, err error) {
+	mode := "bg"
+	if foreground {
+		mode = "fg"
+	}
+	f, err := q.do(ctx, fmt.Sprintf("put %s %d %d %s", path, producers, items, mode), 4)
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	took = time.Duration(f[1])
+	return took, int(f[2]), float64(f[3]) / float64(took), nil
+}
+
+// Drain starts a consumer of Curator's on the queue at path and returns
+// once it consumed items, with the time from its start (its first listing
+// included) to the last item.
+func (q *Queue) Drain(ctx context.Context, path string, items int) (time.Duration, error) {
+	f, err := q.do(ctx, fmt.Sprintf("drain %s %d", path, items), 2)
+	if err != nil {
+		return 0, err
+	}
+	return time.Duration(f[1]), nil
+}
+
+// do sends a command and returns the n numbers of its answer.
+func (q *Queue) do(ctx context.Context, command string, n int) ([]int64, error) {
+	if _, err := io.WriteString(q.in, command+"\n"); err != nil {
+		return nil, fmt.Errorf("curator: %s: %w", command, err)
+	}
+	line, err := q.answer(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("curator: %s: %w", command, err)
+	}
+	f := strings.Fields(line)
+	if len(f) != n {
+		return nil, fmt.Errorf("curator: %s: answer %q", command, line)
+	}
+	out := make([]int64, n)
+	for i, s := range f {
+		if out[i], err = strconv.ParseInt(s, 10, 64); err != nil {
+			return nil, fmt.Errorf("curator: %s: answer %q: %w", command, line, err)
+		}
+	}
+	return out, nil
+}
+
+// errExited: the program ended before it answered.
+var errExited = errors.New("curator: the program exited")
+
+// answer waits for the next answer and returns what follows its "ok".
+func (q *Queue) answer(ctx context.Context) (string, error) {
+	select {
+	case line, ok := <-q.lines:
+		if !ok {
+			return "", fmt.Errorf("%w: %s", errExited, q.stderr)
+		}
+		rest, found := strings.CutPrefix(line, "ok ")
+		if !found {
+			return "", fmt.Errorf("curator: %s", line)
+		}
+		return rest, nil
+	case <-ctx.Done():
+		return "", ctx.Err()
+	}
+}
+
+// Close stops the program and waits for it. It is idempotent.
+func (q *Queue) Close() error {
+	q.closeOnce.Do(func() { q.closeErr = q.close() })
+	return q.closeErr
+}
+
+func (q *Queue) close() error {
+	q.in.Close() // the program closes its client at the end of its input
+	done := make(chan struct{})
+	go func() {
+		for range q.lines {
+		}
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		q.cmd.Process.Kill()
+		<-done
+	}
+	return q.cmd.Wait()
+}
