@@ -105,18 +105,15 @@ func write(b *testing.B, ctx context.Context, w store.Store, p string, nodes, n 
 }
 
 // collect gathers the latencies that come on got until the stamp last
-// comes, or a while has passed.
-func collect(b *testing.B, got <-chan []byte, last <-chan string) []time.Duration {
+// comes, or a while has passed, and returns the metrics to report of them
+// under name.
+func collect(b *testing.B, name string, got <-chan []byte, last <-chan string) map[string]float64 {
 	var (
 		ds        []time.Duration
 		seen, end int64 // the latest stamp delivered; the last one made
 		wait      <-chan time.Time
 	)
-	for {
-		if end != 0 && seen >= end {
-			b.ReportMetric(float64(len(ds))/float64(b.N+1), "delivered/change")
-			return ds
-		}
+	for end == 0 || seen < end {
 		select {
 		case data := <-got:
 			if d, ok := since(data); ok {
@@ -129,27 +126,23 @@ func collect(b *testing.B, got <-chan []byte, last <-chan string) []time.Duratio
 			last = nil
 			wait = time.After(timeout)
 		case <-wait:
-			b.Errorf("the last change not delivered %v after it was made", timeout)
-			return ds
+			b.Errorf("%s: the last change not delivered %v after it was made", name, timeout)
+			return nil
 		}
-	}
-}
-
-// report reports the p50 and p99 of ds.
-func report(b *testing.B, ds []time.Duration) {
-	if len(ds) == 0 {
-		return
 	}
 	slices.Sort(ds)
 	q := func(f float64) float64 { return float64(ds[int(f*float64(len(ds)-1))].Microseconds()) }
-	b.ReportMetric(q(0.50), "p50-µs")
-	b.ReportMetric(q(0.99), "p99-µs")
-	b.ReportMetric(0, "ns/op")
+	return map[string]float64{
+		name + "-p50-µs":           q(0.50),
+		name + "-p99-µs":           q(0.99),
+		name + "-delivered/change": float64(len(ds)) / float64(b.N+1),
+	}
 }
 
 // BenchmarkLatency: time from a change to its delivery, with 1, 100 and
-// 10,000 nodes cached, at benchRate changes a second: the cache's events
-// beside the store's own client.
+// 10,000 nodes cached, at benchRate changes a second: the cache's events,
+// and beside them, of the same changes at the same moment, the store's
+// own client's (cache-… and raw-… metrics).
 func BenchmarkLatency(b *testing.B) {
 	for _, name := range []string{"zk", "etcd"} {
 		for _, nodes := range []int{1, 100, 10000} {
@@ -161,14 +154,13 @@ func BenchmarkLatency(b *testing.B) {
 				w := open(b, be)
 				ctx, p := context.Background(), dir(b)
 				fill(b, ctx, w, p, nodes)
-				b.Run("cache", func(b *testing.B) { latencyCache(b, be, w, p, nodes) })
-				b.Run("raw", func(b *testing.B) { latencyRaw(b, be, w, p, nodes) })
+				latency(b, be, w, p, nodes)
 			})
 		}
 	}
 }
 
-func latencyCache(b *testing.B, be storetest.Backend, w store.Store, p string, nodes int) {
+func latency(b *testing.B, be storetest.Backend, w store.Store, p string, nodes int) {
 	ctx := context.Background()
 	st := open(b, be)
 	tr := cache.NewTree(ctx, st, p)
@@ -178,36 +170,51 @@ func latencyCache(b *testing.B, be storetest.Backend, w store.Store, p string, n
 			break
 		}
 	}
-	got, last := make(chan []byte, 1024), make(chan string, 1)
+	cacheGot := make(chan []byte, 1024)
 	go func() {
 		for e := range tr.Events() {
-			got <- e.Node.Data
+			cacheGot <- e.Node.Data
 		}
 	}()
+	rawGot, stop := rawWatch(b, be, p, nodes)
+	defer stop()
+	lasts := [2]chan string{make(chan string, 1), make(chan string, 1)}
+	var (
+		wg      sync.WaitGroup
+		metrics [2]map[string]float64
+	)
+	wg.Go(func() { metrics[0] = collect(b, "cache", cacheGot, lasts[0]) })
+	wg.Go(func() { metrics[1] = collect(b, "raw", rawGot, lasts[1]) })
 	b.ResetTimer()
-	collected := make(chan []time.Duration, 1)
-	go func() { collected <- collect(b, got, last) }()
-	last <- write(b, ctx, w, p, nodes, b.N)
-	ds := <-collected
+	last := write(b, ctx, w, p, nodes, b.N)
+	lasts[0] <- last
+	lasts[1] <- last
+	wg.Wait()
 	b.StopTimer()
-	report(b, ds)
+	for _, m := range metrics {
+		for k, v := range m {
+			b.ReportMetric(v, k)
+		}
+	}
+	b.ReportMetric(0, "ns/op")
 }
 
-func latencyRaw(b *testing.B, be storetest.Backend, w store.Store, p string, nodes int) {
-	ctx := context.Background()
-	got, last := make(chan []byte, 1024), make(chan string, 1)
+// rawWatch watches the nodes below p with the store's own client, and
+// sends the data of each change it sees: go-zookeeper's one-shot watches,
+// one per node, set again on each event with the read that sees the
+// change; etcd's Watch on the prefix.
+func rawWatch(b *testing.B, be storetest.Backend, p string, nodes int) (<-chan []byte, func()) {
+	got := make(chan []byte, 1024)
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
-	defer func() { close(stop); wg.Wait() }()
+	var closeClient func()
 	switch be := be.(type) {
 	case *zkbackend.Backend:
 		conn, _, err := zk.Connect(be.Servers(), 10*time.Second, zk.WithLogger(quiet{}), zk.WithLogInfo(false))
 		if err != nil {
 			b.Fatal(err)
 		}
-		defer conn.Close()
-		// One one-shot watch per node, set again on each event with
-		// the read of the node that sees the change.
+		closeClient = conn.Close
 		armed := make(chan struct{}, nodes)
 		for i := range nodes {
 			path := fmt.Sprintf("%s/n%05d", p, i)
@@ -221,8 +228,7 @@ func latencyRaw(b *testing.B, be storetest.Backend, w store.Store, p string, nod
 						return
 					}
 					var data []byte
-					data, _, ch, err = conn.GetW(path)
-					if err == nil {
+					if data, _, ch, err = conn.GetW(path); err == nil {
 						select {
 						case got <- data:
 						case <-stop:
@@ -237,8 +243,8 @@ func latencyRaw(b *testing.B, be storetest.Backend, w store.Store, p string, nod
 		}
 	case *etcdbackend.Backend:
 		cli := be.Cluster().Client(b)
-		wctx, cancel := context.WithCancel(ctx)
-		defer cancel()
+		wctx, cancel := context.WithCancel(context.Background())
+		closeClient = cancel
 		wch := cli.Watch(clientv3.WithRequireLeader(wctx), p+"/", clientv3.WithPrefix(), clientv3.WithCreatedNotify())
 		<-wch // created
 		wg.Go(func() {
@@ -253,13 +259,11 @@ func latencyRaw(b *testing.B, be storetest.Backend, w store.Store, p string, nod
 			}
 		})
 	}
-	b.ResetTimer()
-	collected := make(chan []time.Duration, 1)
-	go func() { collected <- collect(b, got, last) }()
-	last <- write(b, ctx, w, p, nodes, b.N)
-	ds := <-collected
-	b.StopTimer()
-	report(b, ds)
+	return got, func() {
+		close(stop)
+		closeClient()
+		wg.Wait()
+	}
 }
 
 // BenchmarkLoad: the first read of a tree of 10,000 nodes, to its first
