@@ -59,6 +59,21 @@ func serverWatches(t testing.TB, b storetest.Backend, st store.Store) int {
 	return 0
 }
 
+// waitWatches waits a while for the server to hold want watches for st
+// (serverWatches), and returns how many it holds. The server's table is
+// read through its metrics: there is no event to wait on.
+func waitWatches(t testing.TB, b storetest.Backend, st store.Store, want int) int {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		got := serverWatches(t, b, st)
+		if got == want || time.Now().After(deadline) {
+			return got
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 // heap returns the bytes of the process's live heap, after a collection.
 func heap() int64 {
 	runtime.GC()
@@ -155,6 +170,10 @@ func TestTreeChurn(t *testing.T) {
 		checkpoints := []int64{changes / 5, changes}
 		t.Logf("%d changes: heap %v bytes, goroutines %v, server watches %v (%d before the tree)",
 			done.Load(), heaps, routines, watches, before)
+		tr.Close()
+		if got := waitWatches(t, b, st, before); got != before {
+			t.Errorf("server watches after Close = %d; want %d, as before the tree", got, before)
+		}
 		for i, w := range watches {
 			if w > int64(before)+2 {
 				t.Errorf("server watches at checkpoint %d = %d; want at most %d (before) + 2", i, w, before)

@@ -114,6 +114,11 @@ type nodeWatch struct {
 func (w *nodeWatch) run(ctx context.Context, out chan<- Value) error {
 	w.last = Value{Node: store.Node{Path: w.path}}
 	stale := false
+	defer func() {
+		if stale {
+			w.rec.CacheStale(context.WithoutCancel(ctx), false) // a Node that stopped is not counted
+		}
+	}()
 	return recipe.Follow(ctx, w.st, out, recipe.Follower[Value]{
 		Read:  w.read,
 		Equal: Value.equal,
