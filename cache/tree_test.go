@@ -9,6 +9,7 @@ import (
 	"github.com/corral-go/corral/internal/testing/backends"
 	"github.com/corral-go/corral/internal/testing/etcdbackend"
 	"github.com/corral-go/corral/internal/testing/metrictest"
+	"github.com/corral-go/corral/memstore"
 	"github.com/corral-go/corral/store"
 	"github.com/corral-go/corral/store/storetest"
 )
@@ -188,4 +189,22 @@ func TestTreeLimit(t *testing.T) {
 			t.Errorf("Err() of a tree grown to 5 nodes, at most 4 = %v; want %v", err, cache.ErrTooManyNodes)
 		}
 	})
+}
+
+// A Tree on the root follows the whole store; the root is a node with no
+// data.
+func TestTreeRoot(t *testing.T) {
+	st := memstore.New()
+	defer st.Close()
+	ctx := ctxFor(t)
+	must[store.Node](t)(st.Create(ctx, "/a/b", []byte("x"), store.Persistent))
+	tr := cache.NewTree(ctx, st, "/")
+	defer tr.Close()
+	v := newView(t)
+	v.until(tr, subtree(t, ctx, st, "/", store.MaxPathDepth))
+	if _, ok := v.nodes["/"]; !ok || len(v.nodes) != 3 {
+		t.Errorf("tree of the root = %v; want /, /a and /a/b", keys(v.nodes))
+	}
+	must[store.Node](t)(st.Create(ctx, "/c", nil, store.Persistent))
+	v.until(tr, subtree(t, ctx, st, "/", store.MaxPathDepth))
 }
