@@ -2,6 +2,7 @@ package cache_test
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/corral-go/corral/cache"
@@ -17,11 +18,27 @@ import (
 // A Tree on a path that does not exist follows it into its creation, its
 // changes, its deletion and its making again; its events bring a receiver
 // to the store's state, and so do its snapshots.
+//
+// The same on one-shot watches, for a store without store.TreeFollower.
 func TestTreeLifecycle(t *testing.T) {
+	for _, portable := range []bool{false, true} {
+		t.Run(fmt.Sprintf("portable=%v", portable), func(t *testing.T) { treeLifecycle(t, portable) })
+	}
+}
+
+// portable hides the optional capabilities of the store it wraps: it is no
+// store.Wrapper, so store.Find finds none.
+type portable struct{ store.Store }
+
+func treeLifecycle(t *testing.T, hide bool) {
 	backends.Run(t, func(t *testing.T, b storetest.Backend) {
 		st, w := open(t, b), open(t, b)
 		ctx, p := ctxFor(t), dir(t)
-		tr := cache.NewTree(ctx, st, p, cache.WithDepth(2))
+		var follow store.Store = st
+		if hide {
+			follow = portable{st}
+		}
+		tr := cache.NewTree(ctx, follow, p, cache.WithDepth(2))
 		defer tr.Close()
 		v := newView(t)
 		v.until(tr, map[string]store.Node{})
