@@ -120,16 +120,19 @@ func (l *link) guardWrite(b []byte, connect bool) {
 		xid, op := int32(binary.BigEndian.Uint32(frame)), int32(binary.BigEndian.Uint32(frame[4:]))
 		switch op {
 		case opGetData, opExists:
-			path, rest, err := readString(frame[8:])
-			if err != nil || len(rest) != 1 || rest[0] == 0 {
+			if frame[len(frame)-1] == 0 {
+				continue // no watch: the common read, with no allocation
+			}
+			path, rest, err := readBytes(frame[8:])
+			if err != nil || len(rest) != 1 {
 				continue
 			}
 			r.rec.Lock()
 			if r.inflight == nil {
 				r.inflight = map[int32]watchReq{}
 			}
-			r.inflight[xid] = watchReq{path, op}
-			if r.recur[path] != nil {
+			r.inflight[xid] = watchReq{string(path), op}
+			if r.recur[string(path)] != nil {
 				rest[0] = 0 // the recursive watch serves it
 			}
 			r.rec.Unlock()
