@@ -52,7 +52,10 @@ func TestAuth(t *testing.T) {
 	t.Run("conformance", func(t *testing.T) {
 		storetest.Run(t, etcdbackend.NewAs(c, "app", "app-pw", etcdstore.WithChroot("/app")))
 	})
+	// Each part has a ctx of its own: the conformance suite alone may
+	// take a good part of one on a loaded machine.
 	t.Run("recipes", func(t *testing.T) {
+		ctx := ctxFor(t)
 		var sts []store.Store
 		for range 2 {
 			st, err := dialAs(ctx, c, "app", "app-pw", etcdstore.WithChroot("/app"))
@@ -65,6 +68,7 @@ func TestAuth(t *testing.T) {
 		smoke.Recipes(t, sts[0], sts[1], "/recipes")
 	})
 	t.Run("no key outside the chroot", func(t *testing.T) {
+		ctx := ctxFor(t)
 		resp, err := c.Client(t).Get(ctx, "\x00", clientv3.WithFromKey(), clientv3.WithKeysOnly())
 		if err != nil {
 			t.Fatal(err)
@@ -82,6 +86,7 @@ func TestAuth(t *testing.T) {
 		}
 	})
 	t.Run("refused", func(t *testing.T) {
+		ctx := ctxFor(t)
 		for _, tc := range []struct {
 			name, user, password string
 			opts                 []etcdstore.Option
@@ -108,6 +113,7 @@ func TestAuth(t *testing.T) {
 		}
 	})
 	t.Run("read only", func(t *testing.T) {
+		ctx := ctxFor(t)
 		cli := c.Client(t)
 		if _, err := cli.RoleAdd(ctx, "reader"); err != nil {
 			t.Fatal(err)
