@@ -39,6 +39,8 @@ func dialAs(ctx context.Context, c *etcdserver.Cluster, user, password string, o
 // ErrPermission.
 func TestAuth(t *testing.T) {
 	c := etcdserver.Start(t, 1)
+	// Each subtest has a timeout of its own: the conformance suite may
+	// take most of one on a busy machine.
 	ctx := ctxFor(t)
 	if err := c.EnableAuth(ctx, "root-pw"); err != nil {
 		t.Fatal(err)
@@ -52,8 +54,6 @@ func TestAuth(t *testing.T) {
 	t.Run("conformance", func(t *testing.T) {
 		storetest.Run(t, etcdbackend.NewAs(c, "app", "app-pw", etcdstore.WithChroot("/app")))
 	})
-	// Each part has a ctx of its own: the conformance suite alone may
-	// take a good part of one on a loaded machine.
 	t.Run("recipes", func(t *testing.T) {
 		ctx := ctxFor(t)
 		var sts []store.Store
@@ -86,7 +86,6 @@ func TestAuth(t *testing.T) {
 		}
 	})
 	t.Run("refused", func(t *testing.T) {
-		ctx := ctxFor(t)
 		for _, tc := range []struct {
 			name, user, password string
 			opts                 []etcdstore.Option
@@ -100,7 +99,7 @@ func TestAuth(t *testing.T) {
 			{"another prefix", "other", "other-pw", []etcdstore.Option{etcdstore.WithChroot("/app")}, store.ErrPermission, "must grant read and write on the prefix /app/"},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
-				st, err := dialAs(ctx, c, tc.user, tc.password, tc.opts...)
+				st, err := dialAs(ctxFor(t), c, tc.user, tc.password, tc.opts...)
 				if err == nil {
 					st.Close()
 					t.Fatal("Dial succeeded")

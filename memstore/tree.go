@@ -108,7 +108,9 @@ func (f *tree) add(c store.TreeChange) {
 		return
 	}
 	f.pending = append(f.pending, c)
-	f.signal()
+	if !f.owner.frozen {
+		f.signal() // else on Thaw
+	}
 }
 
 func (f *tree) signal() {

@@ -554,7 +554,7 @@ func (m *Member) log(ctx context.Context, msg string, attrs ...slog.Attr) {
 // is no member that could work a shard, and one that records another
 // number is being refused: it must disturb nobody.
 func followIDs(ctx context.Context, st store.Store, dir string, k int, out chan<- []string) error {
-	members := recipe.NewMembers(st, dir, names.Partitions)
+	members := recipe.NewMembers(st, dir, names.Partitions, names.NoFamily)
 	return recipe.Follow(ctx, st, out, recipe.Follower[[]string]{
 		Read: func(ctx context.Context) ([]string, []<-chan store.Event, error) {
 			ms, ch, err := members.Read(ctx)

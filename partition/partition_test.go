@@ -502,3 +502,28 @@ func TestDuplicateID(t *testing.T) {
 		join(t, sts[1], path, 2, "a")
 	})
 }
+
+// TestWatchMembers: a group's watcher reads a partition's members, their
+// ids as values, in the order they joined.
+func TestWatchMembers(t *testing.T) {
+	st := memstore.New()
+	defer st.Close()
+	ctx, path := ctxFor(t), dir(t)
+	join(t, st, path, 2, "a")
+	join(t, st, path, 2, "b")
+	w := group.Watch(ctx, st, partition.MembersDir(path))
+	defer w.Close()
+	for {
+		select {
+		case ms, ok := <-w.Members():
+			if !ok {
+				t.Fatalf("watcher stopped: %v", w.Err())
+			}
+			if len(ms) == 2 && string(ms[0].Value) == "a" && string(ms[1].Value) == "b" {
+				return
+			}
+		case <-ctx.Done():
+			t.Fatal("no list of a and b")
+		}
+	}
+}

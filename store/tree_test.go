@@ -54,9 +54,6 @@ func TestFollowTreeMisuse(t *testing.T) {
 	}
 }
 
-// hidden hides the optional capabilities of the store it wraps.
-type hidden struct{ store.Store }
-
 func TestDepth(t *testing.T) {
 	for _, c := range []struct {
 		root, p string

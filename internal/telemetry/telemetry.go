@@ -18,7 +18,7 @@
 //
 // Every measurement carries corral.kind (the recipe: mutex, rwmutex.read,
 // rwmutex.write, semaphore, double_barrier, election, queue, group,
-// partition.shard) and corral.path (the recipe's path, or the label
+// partition.shard, value, counter, guarded_write) and corral.path (the recipe's path, or the label
 // Config.PathLabel maps it to, to bound the cardinality).
 //
 //	corral.acquire.duration  histogram, s   start of an acquisition to its outcome;
@@ -39,13 +39,17 @@
 //	corral.queue.acks        counter        items acknowledged
 //	corral.queue.nacks       counter        items handed back by Nack
 //	corral.queue.redeliveries counter       items taken again after a claim ended
+//	corral.shared.writes     counter        writes of a shared value or counter and guarded
+//	                                        writes; corral.outcome = written, conflict (the
+//	                                        version moved: a counter tries again), lost (the
+//	                                        hold's node was gone), failed
 //	corral.cache.changes     counter        changes a cache took in from its store
 //	corral.cache.nodes       gauge          nodes a tree cache holds
 //	corral.cache.reads       counter        reads of a tree cache's whole subtree: the first,
 //	                                        and one after each gap (corral.cause = start, gap)
 //	corral.cache.stale       up/down        caches whose view may be out of date now
 //
-// It ships: sync, election, queue, group, partition, cache and internal/recipe record through it. Tests read
+// It ships: sync, election, queue, group, partition, shared, cache and internal/recipe record through it. Tests read
 // what it recorded with internal/testing/metrictest.
 package telemetry
 
@@ -77,6 +81,9 @@ const (
 	KindQueue         = "queue"
 	KindGroup         = "group"
 	KindShard         = "partition.shard"
+	KindValue         = "value"
+	KindCounter       = "counter"
+	KindGuarded       = "guarded_write"
 	KindCacheNode     = "cache.node"
 	KindCacheTree     = "cache.tree"
 )
@@ -114,6 +121,7 @@ type instruments struct {
 	groupChanges                   metric.Int64Counter
 	groupMembers                   metric.Int64Gauge
 	puts, takes, acks, nacks, redo metric.Int64Counter
+	writes                         metric.Int64Counter // see shared.go
 	cacheChanges, cacheReads       metric.Int64Counter
 	cacheNodes                     metric.Int64Gauge
 	cacheStale                     metric.Int64UpDownCounter
@@ -191,6 +199,7 @@ func newInstruments(m metric.Meter) *instruments {
 		acks:          counter("corral.queue.acks", "{item}", "Items acknowledged."),
 		nacks:         counter("corral.queue.nacks", "{item}", "Items handed back by Nack."),
 		redo:          counter("corral.queue.redeliveries", "{item}", "Items delivered again after a claim ended."),
+		writes:        counter("corral.shared.writes", "{write}", "Writes of shared values and counters, and guarded writes, by outcome."),
 		cacheChanges:  counter("corral.cache.changes", "{change}", "Changes a cache took in from its store."),
 		cacheReads:    counter("corral.cache.reads", "{read}", "Reads of a tree cache's whole subtree."),
 		cacheNodes:    gauge("corral.cache.nodes", "{node}", "Nodes a tree cache holds."),

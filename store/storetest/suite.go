@@ -21,9 +21,10 @@ const Timeout = 20 * time.Second
 // The optional interfaces ReplyLoser and Disconnector, and the optional
 // store.NodeWatcher, store.CreateLister, store.WindowLister,
 // store.SeqDeleter, store.FrontDeleter, store.GetDeleter, store.ChildrenFollower,
-// store.ChildCounter, store.Leaser, store.GuardedCreator, store.BatchCreator
-// and store.TreeFollower of the opened sessions, are tested when present;
-// store.FollowTree's portable follow, on one-shot watches, always.
+// store.ChildCounter, store.Leaser, store.GuardedCreator, store.BatchCreator,
+// store.GuardedWriter and store.TreeFollower of the opened sessions, are
+// tested when present; store.FollowTree's portable follow, on one-shot
+// watches, always.
 func Run(t *testing.T, b Backend) {
 	s := &suite{b: b}
 	tests := []struct {
@@ -79,6 +80,8 @@ func Run(t *testing.T, b Backend) {
 		{"Leased", s.leased},
 		{"GuardedCreate", s.guardedCreate},
 		{"BatchCreate", s.batchCreate},
+		{"GuardedWrite", s.guardedWrite},
+		{"GuardedWriteInvalid", s.guardedWriteInvalid},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, tt.fn)
