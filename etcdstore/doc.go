@@ -216,6 +216,13 @@
 // every key etcd still indexes in the range, deleted ones too until the
 // next compaction; after its first listing a follow reads no range again.
 //
+// [Store.FollowTree] ([store.TreeFollower]) follows a subtree, data
+// included, with one prefix watch: read in pages at one revision, resumed
+// from its revision when the server cancels it (a member that lost its
+// leader), so a lost connection costs no read of the subtree; only a
+// compaction of the revisions it would resume from ends it, with
+// store.ErrDisconnected, and its caller reads anew.
+//
 // # Logging
 //
 // The Store logs nothing unless given a logger with [WithLogger], and then

@@ -202,16 +202,21 @@ func (f *follow) state() (int64, <-chan struct{}, error) {
 }
 
 // Sync waits until the follow has delivered every change up to the
-// current revision: one read, and progress requests while the range is
-// quiet. Each request is one attempt.
-func (f *follow) Sync(ctx context.Context) error {
-	s := f.s
-	if _, _, err := f.state(); err != nil {
+// current revision: see syncFollow.
+func (f *follow) Sync(ctx context.Context) error { return f.s.syncFollow(ctx, f.path, f.state) }
+
+// syncFollow waits until the follow of path whose state is state has
+// delivered every change up to the current revision: one read, and
+// progress requests while the range is quiet. Each request is one
+// attempt. state returns the revision delivered up to, a channel closed
+// when it moves, and the follow's end.
+func (s *Store) syncFollow(ctx context.Context, path string, state func() (int64, <-chan struct{}, error)) error {
+	if _, _, err := state(); err != nil {
 		return err
 	}
 	octx, done, err := s.begin(ctx)
 	if err != nil {
-		return fmt.Errorf("etcdstore: sync %q: %w", f.path, err)
+		return fmt.Errorf("etcdstore: sync %q: %w", path, err)
 	}
 	defer done()
 	resp, err := do(s, octx, func(ctx context.Context) (*clientv3.GetResponse, error) {
@@ -220,7 +225,7 @@ func (f *follow) Sync(ctx context.Context) error {
 		return s.kv.Get(ctx, s.ownKeys+"sync", clientv3.WithCountOnly())
 	})
 	if err != nil {
-		return s.fail(ctx, "sync", f.path, err)
+		return s.fail(ctx, "sync", path, err)
 	}
 	want := resp.Header.Revision
 	var retry *time.Timer
@@ -230,7 +235,7 @@ func (f *follow) Sync(ctx context.Context) error {
 		}
 	}()
 	for {
-		rev, moved, ferr := f.state()
+		rev, moved, ferr := state()
 		switch {
 		case ferr != nil:
 			return ferr
@@ -239,7 +244,7 @@ func (f *follow) Sync(ctx context.Context) error {
 		}
 		// The session's watch stream is keyed by the watch's metadata.
 		if err := s.cli.RequestProgress(clientv3.WithRequireLeader(octx)); err != nil {
-			return s.fail(ctx, "sync", f.path, err)
+			return s.fail(ctx, "sync", path, err)
 		}
 		if retry == nil {
 			retry = time.NewTimer(50 * time.Millisecond)
@@ -250,7 +255,7 @@ func (f *follow) Sync(ctx context.Context) error {
 		case <-moved:
 		case <-retry.C:
 		case <-octx.Done():
-			return s.fail(ctx, "sync", f.path, context.Cause(octx))
+			return s.fail(ctx, "sync", path, context.Cause(octx))
 		}
 	}
 }

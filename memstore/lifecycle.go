@@ -78,6 +78,7 @@ func (s *Server) endClient(st *Store, cause error) bool {
 	for f := range st.follows {
 		s.endFollow(f, cause)
 	}
+	s.endTrees(st, func(string) error { return cause })
 	if !st.disconnected {
 		close(st.disc)
 	}
@@ -222,6 +223,11 @@ func (s *Server) thaw(st *Store) {
 		close(h.w.ch)
 	}
 	for f := range st.follows {
+		if len(f.pending) > 0 {
+			f.signal()
+		}
+	}
+	for f := range st.trees {
 		if len(f.pending) > 0 {
 			f.signal()
 		}

@@ -8,9 +8,10 @@
 // Every call is served at once under one lock: nothing is retried, and a
 // session has no background goroutine. Beside the contract a
 // Store implements the optional store.CreateLister, store.GetDeleter,
-// store.ChildCounter and store.ChildrenFollower (and more: see Store); a
-// follow's changes are recorded as part of the change itself, so its Sync
-// has nothing to wait for. A disconnected session
+// store.ChildCounter, store.ChildrenFollower and store.TreeFollower (and
+// more: see Store); a follow's changes are recorded as part of the change
+// itself, so its Sync has nothing to wait for. A follow of a tree ends
+// when its session's connection is cut, as ZooKeeper's does. A disconnected session
 // fails its calls with store.ErrDisconnected until Reconnect; it stays alive
 // until Expire or Close: only a frozen session is expired by a clock.
 //
@@ -48,6 +49,7 @@ type Server struct {
 	childW   map[string]map[*watch]struct{}
 	follows  map[string]map[*follow]struct{} // by followed path
 	opts     options
+	trees    map[string]map[*tree]struct{} // by followed path (see tree.go)
 }
 
 type node struct {
@@ -164,6 +166,7 @@ func (s *Server) create(p string, data []byte, mode store.Mode, owner int64) (st
 	s.fire(s.existsW, full, store.EventCreated)
 	s.fire(s.childW, parentPath, store.EventChildrenChanged)
 	s.tell(parentPath, store.ChildChange{Type: store.EventCreated, Name: name, Seq: n.seq})
+	s.tellTrees(full, store.EventCreated, n)
 	return n.public(full), nil
 }
 
@@ -224,6 +227,7 @@ func (s *Server) remove(p string) error {
 	s.fire(s.childW, p, store.EventDeleted)
 	s.fire(s.childW, store.Parent(p), store.EventChildrenChanged)
 	s.tell(store.Parent(p), store.ChildChange{Type: store.EventDeleted, Name: n.name})
+	s.tellTrees(p, store.EventDeleted, nil)
 	return nil
 }
 

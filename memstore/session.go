@@ -12,8 +12,9 @@ import (
 // store.ChildrenWatcher, store.NodeWatcher, store.CreateLister, store.WindowLister,
 // store.SeqDeleter, store.FrontDeleter, store.GetDeleter,
 // store.ChildrenFollower, store.ChildCounter, store.GuardedCreator,
-// store.BatchCreator and store.GuardedWriter, and is safe for concurrent
-// use. The zero value is not usable; get one from Server.Open or New.
+// store.BatchCreator, store.GuardedWriter and store.TreeFollower (see
+// FollowTree), and is safe for concurrent use. The zero value is not
+// usable; get one from Server.Open or New.
 type Store struct {
 	srv    *Server
 	id     int64
@@ -27,6 +28,7 @@ type Store struct {
 	loseReply    bool
 	watches      map[*watch]struct{}
 	follows      map[*follow]struct{}
+	trees        map[*tree]struct{}
 	ephemerals   map[string]struct{}
 	// freed is closed once the session's ephemeral nodes are gone (the
 	// server half of its end, see lifecycle.go), and then nil.
@@ -182,6 +184,7 @@ func (st *Store) Set(ctx context.Context, p string, data []byte, version int64) 
 	n.data = append([]byte(nil), data...)
 	n.version++
 	st.srv.fire(st.srv.existsW, p, store.EventDataChanged)
+	st.srv.tellTrees(p, store.EventDataChanged, n)
 	return n.public(p), nil
 }
 
@@ -363,13 +366,15 @@ func (st *Store) Close() error {
 // Disconnect cuts the session's connection without ending the session:
 // Disconnected's channel closes and calls fail with store.ErrDisconnected
 // until Reconnect. Watches stay set and still fire, as ZooKeeper's do once
-// the client reconnects.
+// the client reconnects; follows of trees end with store.ErrDisconnected,
+// as ZooKeeper's persistent watches do (see FollowTree).
 func (st *Store) Disconnect() {
 	st.srv.mu.Lock()
 	defer st.srv.mu.Unlock()
 	if st.ended == nil && !st.disconnected {
 		st.disconnected = true
 		close(st.disc)
+		st.srv.endTrees(st, lostConnection)
 	}
 }
 
@@ -394,6 +399,13 @@ func (st *Store) LoseNextCreateReply() {
 
 // blip is a disconnection immediately followed by a reconnection.
 func (st *Store) blip() {
+	st.srv.endTrees(st, lostConnection)
 	close(st.disc)
 	st.disc = make(chan struct{})
+}
+
+// lostConnection is the end of a follow of the tree at p whose connection
+// was cut.
+func lostConnection(p string) error {
+	return fmt.Errorf("memstore: follow %q: connection lost: %w", p, store.ErrDisconnected)
 }

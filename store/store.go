@@ -241,12 +241,13 @@
 // backend makes a call cheaper: [CreateLister], [WindowLister],
 // [SeqDeleter], [FrontDeleter], [GetDeleter], [ChildrenFollower],
 // [ChildCounter], [Leaser], [GuardedCreator], [BatchCreator],
-// [ImplicitDirLister], [NodeWatcher] and [GuardedWriter]. A recipe finds
-// one only through this package ([Find], and the helpers with a portable
-// fallback, [WatchNode] and [ImplicitDirs]; [Write] for GuardedWriter,
-// which has none), never by its own type assertion. A store without any of
-// them still runs every recipe, through full listings, but for writes
-// guarded by a hold, which need the server's atomic check.
+// [ImplicitDirLister], [NodeWatcher], [GuardedWriter] and [TreeFollower].
+// A recipe finds one only through this package ([Find], and the helpers
+// with a portable fallback, [WatchNode], [ImplicitDirs] and [FollowTree];
+// [Write] for GuardedWriter, which has none), never by its own type
+// assertion. A store without any of them still runs every recipe, through
+// full listings and one-shot watches, but for writes guarded by a hold,
+// which need the server's atomic check.
 //
 // [GuardedWriter] applies several writes (a create, a set or a delete with
 // a version, a check of a version) all or none, only while the nodes of
@@ -260,6 +261,14 @@
 // nothing is written; a delete reclaims the directory it empties; and the
 // limits [MaxWriteOps] and [MaxWriteSize] keep one write within every
 // backend's request ([ValidateWrite]).
+//
+// [TreeFollower] follows a subtree, data included, with one watch for the
+// whole tree (an etcd prefix watch, a ZooKeeper 3.6+ persistent recursive
+// watch): the caches of package cache keep their views with it. Its
+// follow ends, with ErrDisconnected, whenever the store cannot vouch that
+// it told every change (a lost connection that left a gap, a compaction),
+// and its caller reads anew; [FollowTree] falls back on a one-shot watch
+// per node.
 //
 // [FrontDeleter] stays outside the contract: it is a cost trick of stores
 // whose windowed reads walk the whole directory (etcd; memstore imitates

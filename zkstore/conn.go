@@ -45,6 +45,8 @@ type link struct {
 	own         map[int32]*direct
 	watches     map[*pending]struct{} // the direct watches set on this link that have not fired
 	closed      bool                  // no direct request may go on this link any more
+
+	rec recState // its recursive watches, and what guards them (see recursive.go)
 }
 
 // Write writes frames of the client.
@@ -63,8 +65,18 @@ func (l *link) Write(p []byte) (int, error) {
 func (l *link) write(p []byte) (int, error) {
 	l.wmu.Lock()
 	defer l.wmu.Unlock()
-	// The caller's p must not change: the tracker edits a copy.
+	return l.writeLocked(p)
+}
+
+// writeLocked is write with wmu held.
+func (l *link) writeLocked(p []byte) (int, error) {
+	// The caller's p must not change: the tracker and the guard of
+	// recursive watches (see recursive.go) edit a copy.
 	l.out = append(l.out[:0], p...)
+	l.mu.Lock()
+	connect := l.t.up.index == 0 && l.t.up.pos == 0
+	l.mu.Unlock()
+	l.guardWrite(l.out, connect)
 	l.mu.Lock()
 	l.t.wrote(l.out, time.Now())
 	l.mu.Unlock()
@@ -130,6 +142,9 @@ func (l *link) route() error {
 			d = l.takeDirect(xid)
 		}
 		if d == nil {
+			if xid == -1 {
+				l.notification(size)
+			}
 			l.left = 4 + size
 			return nil
 		}
@@ -283,6 +298,9 @@ func (l *link) acked(a ack) {
 		l.offerLocked()
 		return
 	}
+	if !a.connect && a.xid > 0 {
+		l.replied(a.xid, a.code)
+	}
 	if l.session {
 		l.s.heard(a)
 		if a.op == opSetAuth {
@@ -324,5 +342,6 @@ func (l *link) Close() error {
 	l.s.dropLink(l)
 	l.s.live.CompareAndSwap(l, nil)
 	l.failDirect()
+	l.closeRecursive()
 	return l.Conn.Close()
 }

@@ -80,6 +80,13 @@ func (l *link) ownXid() int32 {
 // stopped reading long ago can cause, and which ends the connection soon
 // after (the client's read timeout).
 func (l *link) send(frames []byte, out ...*direct) {
+	l.wmu.Lock()
+	defer l.wmu.Unlock()
+	l.sendLocked(frames, out...)
+}
+
+// sendLocked is send with wmu held.
+func (l *link) sendLocked(frames []byte, out ...*direct) {
 	l.mu.Lock()
 	if l.closed {
 		l.mu.Unlock()
@@ -95,7 +102,7 @@ func (l *link) send(frames []byte, out ...*direct) {
 		l.own[d.xid] = d
 	}
 	l.mu.Unlock()
-	_, err := l.write(frames)
+	_, err := l.writeLocked(frames)
 	if err == nil {
 		return
 	}

@@ -88,6 +88,8 @@ type ack struct {
 	leader  bool          // the request passed through the leader (see quorum.go)
 	session int64         // of a connect response; 0: the session is refused as expired
 	timeout time.Duration // of a connect response: the negotiated session timeout
+	xid     int32         // of any other answer
+	code    int32         // its error code
 }
 
 // maxConnectResponse bounds the first frame a server sends. A connect
@@ -208,7 +210,8 @@ func (t *tracker) read(p []byte, acked func(ack)) error {
 		}
 		a.sent, a.op = t.sent[0].at, t.sent[0].op
 		if !a.connect && len(body) >= 16 {
-			a.leader = passedLeader(t.sent[0].op, int32(binary.BigEndian.Uint32(body[12:])))
+			a.xid, a.code = int32(binary.BigEndian.Uint32(body)), int32(binary.BigEndian.Uint32(body[12:]))
+			a.leader = passedLeader(t.sent[0].op, a.code)
 		}
 		// Shifted down, not resliced: the slice keeps its room, where
 		// t.sent[1:] would leave wrote to allocate anew every few frames.

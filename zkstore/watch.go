@@ -270,7 +270,11 @@ func (s *Store) fire(ev zk.Event) {
 	for _, kind := range kinds {
 		t.mu.Lock()
 		p := t.m[watchKey{path, kind}]
-		if p == nil {
+		if p == nil || p.zch == nil && !p.set {
+			// None; or a direct watch whose read is not answered yet,
+			// so older than this event: a notification of a recursive
+			// watch can come before the answer that sets the watch
+			// (see recursive.go), and the answer tells what it says.
 			t.mu.Unlock()
 			continue
 		}

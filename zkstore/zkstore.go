@@ -179,6 +179,33 @@
 // TTL nodes need the server's extendedTypesEnabled, and an expired one is
 // deleted only by the server's container sweep (every minute by default).
 //
+// # Following a tree
+//
+// [Store.FollowTree] ([store.TreeFollower]) follows a subtree with one
+// persistent recursive watch (ZooKeeper 3.6+, addWatch, which go-zookeeper
+// cannot send: the Store sends it as a request of its own), and a read of
+// each node a notification names, in the stream's order, at most 256 reads
+// in flight so that a burst never holds up the session's own requests.
+// The server keeps no history to resume the watch from: a lost connection
+// ends the follow with store.ErrDisconnected, and its caller reads anew.
+// An older server refuses addWatch, and FollowTree fails with
+// errors.ErrUnsupported (store.FollowTree then follows with a watch per
+// node). Stop removes the watch from the server.
+//
+// The servers before ZOOKEEPER-4466 (3.6.0 to 3.8.x, Debian's 3.8.0 among
+// them) keep one watch per connection and path, with one mode: a one-shot
+// watch set on the root of a followed tree by the same session would turn
+// the recursive watch into a one-shot one, and the follow would stop
+// hearing of the nodes below without a word; and removing the recursive
+// watch removes the one-shot watches of the session on its path with it.
+// The Store guards both (recursive.go): a read with a watch on a path that
+// has a recursive watch goes out without one (the recursive watch tells of
+// every change of the path, and fires it), and a recursive watch is
+// removed only once no one-shot watch of the session is set on its path.
+// The guard lives in the link that writes every frame, so it holds for
+// the client's requests too; it needs no go-zookeeper field, and the
+// client's lastZxid (below) is not touched.
+//
 // # Directories
 //
 // A parent Create makes is a container node holding a mark of corral's

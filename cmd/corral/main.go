@@ -59,6 +59,7 @@ Usage:
   corral value get|set|watch PATH           a shared value: read, set (--version N: if unchanged), follow
   corral counter add|get PATH [DELTA]       a shared counter: add to it, read it
   corral ls [flags] PATH                    list what is stored under PATH
+  corral watch [--tree] [--json] PATH       print a node, or a subtree, as it changes
   corral help                               this text
 
 "corral COMMAND --help" describes each command's flags.
@@ -183,7 +184,7 @@ func signalCode(ctx context.Context) int {
 }
 
 // interrupted ends a command that runs until a signal stops it (consume,
-// leader --watch, locks --watch): exit 128+N, nothing more to say.
+// leader --watch, locks --watch, watch): exit 128+N, nothing more to say.
 func interrupted(ctx context.Context) error {
 	return &exitError{code: signalCode(ctx)}
 }

@@ -26,6 +26,7 @@ var ErrClosed = errors.New("corral: closed")
 // are safe for concurrent use.
 type Loop[T any] struct {
 	out    chan T
+	also   func() // closes a second channel, with out (see StartPair)
 	cancel context.CancelCauseFunc
 	done   chan struct{}
 
@@ -46,6 +47,18 @@ func Start[T any](ctx context.Context, body func(ctx context.Context, out chan<-
 	return l
 }
 
+// StartPair is Start for a body that sends on two channels (a cache's
+// events and its snapshots): the second, whose receiving end it returns
+// beside the Loop, is closed right after C, so that a receiver that sees
+// either closed finds the error in Err.
+func StartPair[T, U any](ctx context.Context, body func(ctx context.Context, out chan<- T, out2 chan<- U) error) (*Loop[T], <-chan U) {
+	out2 := make(chan U)
+	ctx, cancel := context.WithCancelCause(ctx)
+	l := &Loop[T]{out: make(chan T), also: func() { close(out2) }, cancel: cancel, done: make(chan struct{})}
+	go func() { l.finish(body(ctx, l.out, out2)) }()
+	return l, out2
+}
+
 // Stopped returns a Loop that has stopped already with err, for a
 // constructor that refused its arguments.
 func Stopped[T any](err error) *Loop[T] {
@@ -60,6 +73,9 @@ func (l *Loop[T]) finish(err error) {
 	l.err = err
 	l.mu.Unlock()
 	close(l.out)
+	if l.also != nil {
+		l.also()
+	}
 	l.cancel(err)
 	close(l.done)
 }

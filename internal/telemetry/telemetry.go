@@ -43,8 +43,13 @@
 //	                                        writes; corral.outcome = written, conflict (the
 //	                                        version moved: a counter tries again), lost (the
 //	                                        hold's node was gone), failed
+//	corral.cache.changes     counter        changes a cache took in from its store
+//	corral.cache.nodes       gauge          nodes a tree cache holds
+//	corral.cache.reads       counter        reads of a tree cache's whole subtree: the first,
+//	                                        and one after each gap (corral.cause = start, gap)
+//	corral.cache.stale       up/down        caches whose view may be out of date now
 //
-// It ships: sync, election, queue, group, partition, shared and internal/recipe record through it. Tests read
+// It ships: sync, election, queue, group, partition, shared, cache and internal/recipe record through it. Tests read
 // what it recorded with internal/testing/metrictest.
 package telemetry
 
@@ -79,6 +84,8 @@ const (
 	KindValue         = "value"
 	KindCounter       = "counter"
 	KindGuarded       = "guarded_write"
+	KindCacheNode     = "cache.node"
+	KindCacheTree     = "cache.tree"
 )
 
 // The attribute keys.
@@ -115,6 +122,9 @@ type instruments struct {
 	groupMembers                   metric.Int64Gauge
 	puts, takes, acks, nacks, redo metric.Int64Counter
 	writes                         metric.Int64Counter // see shared.go
+	cacheChanges, cacheReads       metric.Int64Counter
+	cacheNodes                     metric.Int64Gauge
+	cacheStale                     metric.Int64UpDownCounter
 }
 
 // providers caches the instruments of each MeterProvider, so that
@@ -190,6 +200,10 @@ func newInstruments(m metric.Meter) *instruments {
 		nacks:         counter("corral.queue.nacks", "{item}", "Items handed back by Nack."),
 		redo:          counter("corral.queue.redeliveries", "{item}", "Items delivered again after a claim ended."),
 		writes:        counter("corral.shared.writes", "{write}", "Writes of shared values and counters, and guarded writes, by outcome."),
+		cacheChanges:  counter("corral.cache.changes", "{change}", "Changes a cache took in from its store."),
+		cacheReads:    counter("corral.cache.reads", "{read}", "Reads of a tree cache's whole subtree."),
+		cacheNodes:    gauge("corral.cache.nodes", "{node}", "Nodes a tree cache holds."),
+		cacheStale:    updown("corral.cache.stale", "{cache}", "Caches whose view may be out of date."),
 	}
 }
 
@@ -425,6 +439,57 @@ func (r *Recorder) Redelivery(ctx context.Context) {
 func (r *Recorder) add(ctx context.Context, c func(*instruments) metric.Int64Counter) {
 	if r != nil {
 		c(r.in).Add(ctx, 1, r.adds...)
+	}
+}
+
+// CacheChanged records changes a cache took in (n of them), and the nodes
+// it holds after them (nodes < 0: a cache of one node, which holds none).
+func (r *Recorder) CacheChanged(ctx context.Context, n, nodes int) {
+	if r == nil {
+		return
+	}
+	r.in.cacheChanges.Add(ctx, int64(n), r.adds...)
+	if nodes >= 0 {
+		r.in.cacheNodes.Record(ctx, int64(nodes), r.base)
+	}
+	if r.logging(ctx) {
+		r.log.LogAttrs(ctx, slog.LevelDebug, "corral: cache changed", r.logAttrs(
+			slog.Int("changes", n), slog.Int("nodes", nodes))...)
+	}
+}
+
+// CacheRead records a read of a tree cache's whole subtree of nodes
+// nodes: its first (gap false), or one after its store could not vouch
+// for every change (why: a lost connection, a compaction).
+func (r *Recorder) CacheRead(ctx context.Context, nodes int, gap bool, why error) {
+	if r == nil {
+		return
+	}
+	cause := "start"
+	if gap {
+		cause = "gap"
+	}
+	r.in.cacheReads.Add(ctx, 1, metric.WithAttributeSet(attribute.NewSet(KeyKind.String(r.kind), KeyPath.String(r.label), KeyCause.String(cause))))
+	r.in.cacheNodes.Record(ctx, int64(nodes), r.base)
+	if r.logging(ctx) {
+		r.log.LogAttrs(ctx, slog.LevelDebug, "corral: cache read its subtree", r.logAttrs(
+			slog.Int("nodes", nodes), slog.String("cause", cause), slog.Any("error", why))...)
+	}
+}
+
+// CacheStale records that a cache's view may be out of date (stale) or is
+// current again.
+func (r *Recorder) CacheStale(ctx context.Context, stale bool) {
+	if r == nil {
+		return
+	}
+	d, msg := int64(1), "corral: cache may be stale"
+	if !stale {
+		d, msg = -1, "corral: cache current"
+	}
+	r.in.cacheStale.Add(ctx, d, r.adds...)
+	if r.logging(ctx) {
+		r.log.LogAttrs(ctx, slog.LevelDebug, msg, r.logAttrs()...)
 	}
 }
 

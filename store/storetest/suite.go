@@ -21,8 +21,10 @@ const Timeout = 20 * time.Second
 // The optional interfaces ReplyLoser and Disconnector, and the optional
 // store.NodeWatcher, store.CreateLister, store.WindowLister,
 // store.SeqDeleter, store.FrontDeleter, store.GetDeleter, store.ChildrenFollower,
-// store.ChildCounter, store.Leaser, store.GuardedCreator, store.BatchCreator and store.GuardedWriter of the opened
-// sessions, are tested when present.
+// store.ChildCounter, store.Leaser, store.GuardedCreator, store.BatchCreator,
+// store.GuardedWriter and store.TreeFollower of the opened sessions, are
+// tested when present; store.FollowTree's portable follow, on one-shot
+// watches, always.
 func Run(t *testing.T, b Backend) {
 	s := &suite{b: b}
 	tests := []struct {
@@ -71,6 +73,9 @@ func Run(t *testing.T, b Backend) {
 		{"GetDelete", s.getDelete},
 		{"FollowChildren", s.followChildren},
 		{"FollowEnds", s.followEnds},
+		{"FollowTree", s.followTree},
+		{"FollowTreeEnds", s.followTreeEnds},
+		{"FollowTreeDisconnect", s.followTreeDisconnect},
 		{"ChildCounter", s.childCounter},
 		{"Leased", s.leased},
 		{"GuardedCreate", s.guardedCreate},

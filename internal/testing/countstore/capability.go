@@ -25,6 +25,7 @@ var (
 	_ store.GuardedCreator    = (*Store)(nil)
 	_ store.BatchCreator      = (*Store)(nil)
 	_ store.ImplicitDirLister = (*Store)(nil)
+	_ store.TreeFollower      = (*Store)(nil)
 )
 
 // capability counts a call of method and returns the wrapped store's T, or
@@ -225,4 +226,14 @@ func (s *Store) ImplicitDirs(ctx context.Context, path string) ([]string, error)
 		return nil, err
 	}
 	return l.ImplicitDirs(ctx, path)
+}
+
+// FollowTree implements store.TreeFollower. The calls of the follow are
+// not counted.
+func (s *Store) FollowTree(ctx context.Context, path string, depth, limit int) (store.TreeFollow, []store.Node, error) {
+	tf, err := capability[store.TreeFollower](s, "FollowTree")
+	if err != nil {
+		return nil, nil, err
+	}
+	return tf.FollowTree(ctx, path, depth, limit)
 }
