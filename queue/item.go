@@ -355,7 +355,7 @@ func (it *Item) Nack(ctx context.Context) error {
 		return nil
 	}
 	q := it.q
-	cfg, err := q.settings(ctx, false)
+	cfg, err := q.settings(ctx, useRead)
 	if err == nil {
 		if cfg.deadLetter != "" && it.Deliveries >= cfg.maxDeliveries {
 			err = q.deadLetter(ctx, cfg, it.e, it.Data)
