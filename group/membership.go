@@ -1,9 +1,11 @@
 package group
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	gosync "sync"
 	"time"
 
 	"github.com/corral-go/corral/internal/holderr"
@@ -37,7 +39,7 @@ func Join(ctx context.Context, st store.Store, path string, value []byte, opts .
 		return nil, joinErr(ctx, path, err)
 	}
 	spec := &recipe.Spec{
-		Dir: path, Prefix: names.Group, Order: recipe.Unordered,
+		Dir: path, Prefix: names.GroupMember, Order: recipe.Unordered,
 		Data: func(time.Time) []byte { return value },
 		Rec:  telemetry.New(o.tel, telemetry.KindGroup, path, ErrNodeDeleted),
 		Hold: recipe.HoldOptions{Deleted: ErrNodeDeleted},
@@ -49,7 +51,7 @@ func Join(ctx context.Context, st store.Store, path string, value []byte, opts .
 	if err != nil {
 		return nil, joinErr(ctx, path, recipe.SessionErr(st, err))
 	}
-	return &Membership{hold: h}, nil
+	return &Membership{hold: h, st: st, value: bytes.Clone(value), version: h.Node().Version}, nil
 }
 
 func joinErr(ctx context.Context, path string, err error) error {
@@ -78,6 +80,14 @@ func joinErr(ctx context.Context, path string, err error) error {
 // and its Leave fails with store.ErrInvalidArgument.
 type Membership struct {
 	hold *recipe.Hold
+	st   store.Store
+
+	// mu orders SetValue and Leave: a value is never set on a node of
+	// the same name made after Leave (etcd names a session's nodes
+	// again).
+	mu      gosync.Mutex
+	value   []byte // the node's data, as this member last wrote it
+	version int64  // the node's version then
 }
 
 // notMember is the Context of the zero Membership.
@@ -119,12 +129,61 @@ func (m *Membership) Path() string {
 	return m.hold.Node().Path
 }
 
-// Value returns the value the member joined with.
+// Value returns the member's value: the one it joined with, or the last
+// one SetValue set.
 func (m *Membership) Value() []byte {
 	if m == nil || m.hold == nil {
 		return nil
 	}
-	return append([]byte(nil), m.hold.Node().Data...)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return bytes.Clone(m.value)
+}
+
+// SetValue changes the member's value to value, as Curator's GroupMember
+// setThisData does: every Watcher of the group then sends a member list
+// with the new value. It blocks for one request and does not retry: a
+// lost connection fails it with an error wrapping store.ErrDisconnected,
+// and the value may then have been set or not (call it again). Leave
+// waits for a SetValue under way.
+//
+// It fails with an error wrapping store.ErrInvalidArgument for the zero
+// Membership, store.ErrTooLarge for a value over store.MaxDataSize,
+// ctx's error when ctx ends first, and, once the membership has ended,
+// the cause of its end (ErrLeft, ErrNodeDeleted, ErrDisconnected,
+// store.ErrSessionExpired or store.ErrClosed; see Context). A node
+// deleted by someone else fails it with ErrNodeDeleted before the
+// membership's watch reports it, and one whose data someone else changed
+// with an error wrapping store.ErrBadVersion. It is safe for concurrent
+// use.
+func (m *Membership) SetValue(ctx context.Context, value []byte) error {
+	if m == nil || m.hold == nil {
+		return fmt.Errorf("group: set value: %w: membership not made by Join", store.ErrInvalidArgument)
+	}
+	path := m.Path()
+	if err := store.ValidateData(value); err != nil {
+		return fmt.Errorf("group: set value %q: %w", path, err)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if hctx := m.hold.Context(); hctx.Err() != nil {
+		return fmt.Errorf("group: set value %q: %w", path, context.Cause(hctx))
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("group: set value %q: %w", path, recipe.CtxErr(ctx, err))
+	}
+	n, err := m.st.Set(ctx, path, value, m.version)
+	switch {
+	case err == nil:
+		m.value, m.version = bytes.Clone(value), n.Version
+		return nil
+	case errors.Is(err, store.ErrNoNode):
+		err = ErrNodeDeleted
+	}
+	if hctx := m.hold.Context(); hctx.Err() != nil && !errors.Is(err, store.ErrBadVersion) {
+		err = context.Cause(hctx) // the session's end, say: the hold knows why
+	}
+	return fmt.Errorf("group: set value %q: %w", path, recipe.CtxErr(ctx, err))
 }
 
 // Leave ends the membership with cause ErrLeft, if it has not ended already,
@@ -135,11 +194,14 @@ func (m *Membership) Value() []byte {
 // Leave returns an error wrapping store.ErrDisconnected. Leave is
 // idempotent: a later call returns nil once the node is gone or the session
 // has ended. A membership lost before Leave is not an error of Leave: its
-// Context says why it ended.
+// Context says why it ended. It first waits for a SetValue under way (one
+// request at most).
 func (m *Membership) Leave(ctx context.Context) error {
 	if m == nil || m.hold == nil {
 		return fmt.Errorf("group: leave: %w: membership not made by Join", store.ErrInvalidArgument)
 	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
 	if _, err := m.hold.Release(ctx, ErrLeft); err != nil && !errors.Is(err, holderr.ErrReleased) {
 		return fmt.Errorf("group: leave %q: %w", m.Path(), err)
 	}

@@ -76,7 +76,7 @@ var misuseFuncs = map[string][]string{
 	"inspect.Read":                  {"inspect.Read"},
 	"inspect.Walk":                  {"inspect.Walk"},
 	"inspect.Watch":                 {"inspect.Watch", "inspect.Watch(cancelled)"},
-	"group.Join":                    {"group.Join", "group.Join(cancelled)", "Membership.Leave"},
+	"group.Join":                    {"group.Join", "group.Join(cancelled)", "Membership.SetValue", "Membership.Leave"},
 	"group.Watch":                   {"group.Watch", "group.Watch(cancelled)"},
 	"group.WithDisconnectPolicy":    {"group.Join", "group options(zero)"}, // drawGroupOptions: good, unknown, nil
 	"group.WithLogger":              {"group options(zero)"},
