@@ -38,9 +38,10 @@
 // node holds one, else the node's creation where the store keeps it
 // (ZooKeeper; etcd does not), else unknown (the zero Time). For a holder it
 // therefore counts its wait too; how long it has held is known only to a
-// [Watch] that saw it granted (Contender.Granted). The record's start is on the contender's
-// clock and a creation time on the server's, so clock skew shows in the
-// durations.
+// [Watch] that saw it granted (Contender.Granted), or from the record of a
+// holder that records its grant (a partition's shard owner). The record's
+// times are on the contender's clock and a creation time on the server's,
+// so clock skew shows in the durations.
 //
 // # JSON
 //
@@ -202,11 +203,13 @@ type Contender struct {
 	// Since is when the contender began its attempt, the zero Time when
 	// unknown (see Time in the package doc).
 	Since time.Time `json:"since,omitzero"`
-	// Granted is when a holder was seen to become one, the zero Time when
-	// unknown: no store records when a hold began, only when its attempt
-	// did, so only a Watcher that saw the grant (the contender waiting, or
-	// absent, in its previous snapshot) fills it in, at most one snapshot
-	// late (see Watch). Read and Walk leave it zero.
+	// Granted is when a holder became one, the zero Time when unknown:
+	// no store records when a hold began, only when its attempt did. A
+	// holder that records its grant in its identity record (a partition's
+	// shard owner) has it from there, on its own clock; for the others,
+	// only a Watcher that saw the grant (the contender waiting, or absent,
+	// in its previous snapshot) fills it in, at most one snapshot late
+	// (see Watch), and Read and Walk leave it zero.
 	Granted time.Time `json:"granted,omitzero"`
 }
 
@@ -557,22 +560,24 @@ func (rep *Report) add(c Contender, holds bool) {
 
 func contender(n store.Node, mode Mode) Contender {
 	c := Contender{Name: n.Name(), Seq: n.Fence(), Mode: mode, Session: n.Owner, Since: n.Created}
-	c.Identity, c.Data = identify(n.Data)
+	var granted time.Time
+	c.Identity, granted, c.Data = identify(n.Data)
 	if c.Identity != nil {
-		c.Since = c.Identity.Start
+		c.Since, c.Granted = c.Identity.Start, granted
 	}
 	return c
 }
 
-// identify splits data into an identity record, or the data as it is.
-func identify(data []byte) (*Identity, []byte) {
-	if id, ok := ParseIdentity(data); ok {
-		return &id, nil
+// identify splits data into an identity record, with the grant it records
+// (the zero Time for none), or the data as it is.
+func identify(data []byte) (*Identity, time.Time, []byte) {
+	if r, ok := identity.Parse(data); ok {
+		return &Identity{Host: r.Host, PID: r.PID, Start: r.Start, Label: r.Label}, r.Granted, nil
 	}
 	if len(data) == 0 {
-		return nil, nil
+		return nil, time.Time{}, nil
 	}
-	return nil, data
+	return nil, time.Time{}, data
 }
 
 // limit returns the limit the nodes of kids with marker record in their

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/corral-go/corral/internal/holderr"
+	"github.com/corral-go/corral/internal/identity"
 	"github.com/corral-go/corral/internal/names"
 	"github.com/corral-go/corral/internal/recipe"
 	"github.com/corral-go/corral/internal/runner"
@@ -428,9 +429,21 @@ func (r *run) reconcile(ctx context.Context, ids []string) {
 // the shard is released.
 func (r *run) work(ctx context.Context, i int) {
 	m := r.m
+	// The owner's node records who it is (the id as the identity
+	// record's label) and, once granted, when: what "corral shards"
+	// counts a shard's age from.
+	// Data and Granted run in this goroutine, which Acquire runs in.
+	rec, start := identity.NewEncoder(m.id), time.Time{}
+	order := recipe.Predecessor
+	order.Granted = func(ctx context.Context, st store.Store, own store.Node, _ int) error {
+		ctx, cancel := context.WithTimeout(ctx, recipe.CleanupGrace)
+		defer cancel()
+		_, _ = st.Set(ctx, own.Path, rec.EncodeGranted(start, time.Now()), own.Version) // for display only: best effort
+		return nil
+	}
 	spec := &recipe.Spec{
-		Dir: shardDir(m.path, i), Prefix: names.Lock, Order: recipe.Predecessor, Rec: m.rec,
-		Data: func(time.Time) []byte { return []byte(m.id) },
+		Dir: shardDir(m.path, i), Prefix: names.Lock, Order: order, Rec: m.rec,
+		Data: func(t time.Time) []byte { start = t; return rec.Encode(t) },
 		Hold: recipe.HoldOptions{Deleted: ErrNodeDeleted, Disconnected: ErrDisconnected},
 	}
 	for attempt := 0; ctx.Err() == nil; {
