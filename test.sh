@@ -3,6 +3,8 @@
 # test under the race detector, on memstore, a real ZooKeeper and a real etcd.
 set -euo pipefail
 cd "$(dirname "$0")"
+# go.mod and go.sum say exactly what the code imports.
+go mod tidy -diff
 go vet ./...
 staticcheck ./...
 # The library builds where int is 32 bits (its tests need not).

@@ -71,6 +71,16 @@ func (l *Leadership) Token() int64 {
 	return l.hold.Token()
 }
 
+// Guard returns the guard of the leader's node, for a write that must be
+// applied only while this term lasts (see store.Guard); the zero Guard
+// for the zero Leadership.
+func (l *Leadership) Guard() store.Guard {
+	if l == nil || l.hold == nil {
+		return store.Guard{}
+	}
+	return l.hold.Guard()
+}
+
 // Path returns the path of the leader's node ("" for the zero Leadership).
 func (l *Leadership) Path() string {
 	if l == nil || l.hold == nil {

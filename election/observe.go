@@ -102,8 +102,9 @@ func (e *Election) Observe(ctx context.Context) *Observer {
 // methods are safe for concurrent use. The zero Observer has stopped.
 type Observer struct{ l *runner.Loop[Leader] }
 
-// ErrObserverClosed is the Err of an Observer after Close.
-var ErrObserverClosed = errors.New("election: observer closed")
+// ErrObserverClosed is the Err of an Observer after Close. It is the same
+// error as every other Close's in corral.
+var ErrObserverClosed = runner.ErrClosed
 
 // Leaders returns the channel the observer sends the leader on. It is closed
 // when the observer has stopped; Err then says why.

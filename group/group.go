@@ -74,6 +74,7 @@ import (
 
 	"github.com/corral-go/corral/internal/holderr"
 	"github.com/corral-go/corral/internal/recipe"
+	"github.com/corral-go/corral/internal/runner"
 	"github.com/corral-go/corral/internal/telemetry"
 	"github.com/corral-go/corral/store"
 )
@@ -91,8 +92,10 @@ var (
 	ErrDisconnected = holderr.ErrDisconnected
 	// ErrNotMember is the cause of the zero Membership's context.
 	ErrNotMember = errors.New("group: not a member")
-	// ErrWatcherClosed is the Err of a Watcher after Close.
-	ErrWatcherClosed = errors.New("group: watcher closed")
+	// ErrWatcherClosed is the Err of a Watcher after Close. It is the
+	// same error as every other Close's in corral (inspect's, election's
+	// Observer's, queue's Consumer's).
+	ErrWatcherClosed = runner.ErrClosed
 	// ErrKindMismatch: the group's path holds the nodes of another kind
 	// of recipe (a Mutex's, say). It is the same error as
 	// sync.ErrKindMismatch.

@@ -121,6 +121,16 @@ func (m *Membership) Token() int64 {
 	return m.hold.Token()
 }
 
+// Guard returns the guard of the member's node, for a write that must be
+// applied only while the membership lasts (see store.Guard); the zero
+// Guard for the zero Membership.
+func (m *Membership) Guard() store.Guard {
+	if m == nil || m.hold == nil {
+		return store.Guard{}
+	}
+	return m.hold.Guard()
+}
+
 // Path returns the path of the member's node ("" for the zero Membership).
 func (m *Membership) Path() string {
 	if m == nil || m.hold == nil {

@@ -58,14 +58,16 @@ func equal(a, b []Member) bool {
 // and Err says why. A nil store, an invalid path or an unknown option give a
 // Watcher that has stopped already, with Err wrapping
 // store.ErrInvalidArgument or store.ErrInvalidPath. Watch is safe for
-// concurrent use and needs no membership: any session can watch.
+// concurrent use and needs no membership: any session can watch. It also
+// reads the members of a partition (package partition), at its path's
+// "members", whose values are the members' ids.
 func Watch(ctx context.Context, st store.Store, path string, opts ...Option) *Watcher {
 	o := newOptions(opts)
 	if err := o.check(st, path); err != nil {
 		return &Watcher{l: runner.Stopped[[]Member](fmt.Errorf("group: watch %q: %w", path, err))}
 	}
 	g := &watch{path: path, log: o.tel.Logger, rec: telemetry.New(o.tel, telemetry.KindGroup, path, ErrNodeDeleted),
-		members: recipe.NewMembers(st, path, names.Groups), st: st}
+		members: recipe.NewMembers(st, path, names.Groups, names.Partitions), st: st}
 	return &Watcher{l: runner.Start(ctx, g.run)}
 }
 

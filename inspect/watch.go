@@ -16,8 +16,9 @@ import (
 // merged into one report rather than read one by one.
 const MinInterval = 100 * time.Millisecond
 
-// ErrWatcherClosed is the Err of a Watcher after Close.
-var ErrWatcherClosed = errors.New("inspect: watcher closed")
+// ErrWatcherClosed is the Err of a Watcher after Close. It is the same
+// error as every other Close's in corral.
+var ErrWatcherClosed = runner.ErrClosed
 
 // Watcher follows the recipes at or below a path; see Watch. Its methods
 // are safe for concurrent use. The zero Watcher (and a nil one) has

@@ -181,7 +181,7 @@ var closed = func() chan struct{} {
 // Err returns nil while the member runs and, once it stopped, why: ErrLeft
 // after Leave or the end of Run's ctx, the error a shard's function
 // returned, the session's end (store.ErrSessionExpired, store.ErrClosed),
-// or ErrMemberLost.
+// or ErrNodeDeleted.
 func (m *Member) Err() error {
 	if m == nil || m.done == nil {
 		return errZeroMember
@@ -228,7 +228,7 @@ func (m *Member) Owned() []int {
 // to return. It returns nil when ctx ended or Leave was called: the member
 // then left the assignment first (the others start to take its shards),
 // and then released its shards as above. It returns the session's end
-// (store.ErrSessionExpired, store.ErrClosed) or ErrMemberLost when the
+// (store.ErrSessionExpired, store.ErrClosed) or ErrNodeDeleted when the
 // member was lost. Run may be called once; a second call fails with
 // store.ErrInvalidArgument, and a call after the member stopped returns
 // why it stopped.
@@ -320,7 +320,7 @@ func (m *Member) stop(cause error) {
 }
 
 // lostErr is the error of a membership that ended by itself: the session's
-// end, or ErrMemberLost.
+// end, or ErrNodeDeleted.
 func (m *Member) lostErr() error {
 	recipe.SyncSession(m.st)
 	if c := context.Cause(m.st.Context()); c != nil {
@@ -329,7 +329,7 @@ func (m *Member) lostErr() error {
 	if c := context.Cause(m.ms.Context()); errors.Is(c, ErrLeft) {
 		return ErrLeft
 	}
-	return ErrMemberLost
+	return ErrNodeDeleted
 }
 
 // run is one Run of a member.
@@ -567,7 +567,7 @@ func (m *Member) log(ctx context.Context, msg string, attrs ...slog.Attr) {
 // is no member that could work a shard, and one that records another
 // number is being refused: it must disturb nobody.
 func followIDs(ctx context.Context, st store.Store, dir string, k int, out chan<- []string) error {
-	members := recipe.NewMembers(st, dir, names.Partitions)
+	members := recipe.NewMembers(st, dir, names.Partitions, names.NoFamily)
 	return recipe.Follow(ctx, st, out, recipe.Follower[[]string]{
 		Read: func(ctx context.Context) ([]string, []<-chan store.Event, error) {
 			ms, ch, err := members.Read(ctx)

@@ -118,16 +118,14 @@ var (
 	// Err of a member after Leave.
 	ErrLeft = errors.New("partition: member left")
 	// ErrNodeDeleted is the cause of a shard whose lock node was deleted
-	// by someone else while the session lived.
+	// by someone else while the session lived, and the Err of a member
+	// whose own node was.
 	ErrNodeDeleted = holderr.ErrNodeDeleted
 	// ErrDisconnected is the cause of a shard lost with the connection.
 	// It wraps store.ErrDisconnected.
 	ErrDisconnected = holderr.ErrDisconnected
 	// ErrNotOwner is the cause of the zero Shard's context.
 	ErrNotOwner = errors.New("partition: not the owner")
-	// ErrMemberLost is the Err of a member whose node was deleted while
-	// its session lived.
-	ErrMemberLost = errors.New("partition: membership lost")
 	// ErrMismatch: a member joined a partition with a number of shards
 	// that differs from that of a member there. The joiner is refused and
 	// the members there are not disturbed. It is the same error as

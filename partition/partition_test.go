@@ -45,8 +45,8 @@ func TestSpread(t *testing.T) {
 		}
 		// etcd's client may see its member node deleted (the lease
 		// revoked) before it learns that the lease is gone.
-		if err := ws[2].m.Err(); !errors.Is(err, store.ErrSessionExpired) && !errors.Is(err, partition.ErrMemberLost) {
-			t.Errorf("Err of the expired member = %v; want store.ErrSessionExpired or ErrMemberLost", err)
+		if err := ws[2].m.Err(); !errors.Is(err, store.ErrSessionExpired) && !errors.Is(err, partition.ErrNodeDeleted) {
+			t.Errorf("Err of the expired member = %v; want store.ErrSessionExpired or ErrNodeDeleted", err)
 		}
 		waitBalanced(t, tick, ws[:2], k)
 
@@ -501,4 +501,29 @@ func TestDuplicateID(t *testing.T) {
 		}
 		join(t, sts[1], path, 2, "a")
 	})
+}
+
+// TestWatchMembers: a group's watcher reads a partition's members, their
+// ids as values, in the order they joined.
+func TestWatchMembers(t *testing.T) {
+	st := memstore.New()
+	defer st.Close()
+	ctx, path := ctxFor(t), dir(t)
+	join(t, st, path, 2, "a")
+	join(t, st, path, 2, "b")
+	w := group.Watch(ctx, st, partition.MembersDir(path))
+	defer w.Close()
+	for {
+		select {
+		case ms, ok := <-w.Members():
+			if !ok {
+				t.Fatalf("watcher stopped: %v", w.Err())
+			}
+			if len(ms) == 2 && string(ms[0].Value) == "a" && string(ms[1].Value) == "b" {
+				return
+			}
+		case <-ctx.Done():
+			t.Fatal("no list of a and b")
+		}
+	}
 }

@@ -55,7 +55,7 @@ var misuseSentinels = []error{
 	sync.ErrMismatch,
 	sync.ErrNotLocked,
 	sync.ErrNotEntered,
-	sync.ErrReleased,
+	sync.ErrUnlocked,
 	election.ErrNoLeader,
 	election.ErrNotLeader,
 	queue.ErrInvalidDelivery,

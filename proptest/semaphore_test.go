@@ -136,8 +136,8 @@ func (sm *semMachine) release(t *rapid.T) {
 	if err := p.lease.Release(sm.ctx); err != nil {
 		t.Fatalf("Release by %d = %v", i, err)
 	}
-	if err := p.lease.Release(sm.ctx); !errors.Is(err, sync.ErrReleased) {
-		t.Fatalf("second Release by %d = %v; want ErrReleased", i, err)
+	if err := p.lease.Release(sm.ctx); !errors.Is(err, sync.ErrUnlocked) {
+		t.Fatalf("second Release by %d = %v; want ErrUnlocked", i, err)
 	}
 	p.lease = nil
 	sm.holders = slices.Delete(sm.holders, k, k+1)
@@ -174,8 +174,8 @@ func (sm *semMachine) expire(t *rapid.T) {
 		if cause := context.Cause(held); !errors.Is(cause, store.ErrSessionExpired) {
 			t.Fatalf("holder %d's cause = %v; want ErrSessionExpired", i, cause)
 		}
-		if err := p.lease.Release(sm.ctx); !errors.Is(err, sync.ErrLeaseLost) {
-			t.Fatalf("Release after expiry = %v; want ErrLeaseLost", err)
+		if err := p.lease.Release(sm.ctx); !errors.Is(err, sync.ErrLockLost) {
+			t.Fatalf("Release after expiry = %v; want ErrLockLost", err)
 		}
 		sm.holders = slices.DeleteFunc(sm.holders, func(h int) bool { return h == i })
 		sm.next(t)

@@ -227,6 +227,7 @@ import (
 	"github.com/corral-go/corral/internal/identity"
 	"github.com/corral-go/corral/internal/names"
 	"github.com/corral-go/corral/internal/recipe"
+	"github.com/corral-go/corral/internal/runner"
 	"github.com/corral-go/corral/internal/telemetry"
 	"github.com/corral-go/corral/store"
 )
@@ -319,8 +320,9 @@ var (
 	ErrInvalidDelivery = errors.New("queue: invalid delivery")
 	// ErrSettled: Ack or Nack of an item already acked or nacked.
 	ErrSettled = errors.New("queue: item already acked or nacked")
-	// ErrConsumerClosed is the cause reported by a Consumer stopped by Close.
-	ErrConsumerClosed = errors.New("queue: consumer closed")
+	// ErrConsumerClosed is the cause reported by a Consumer stopped by
+	// Close. It is the same error as every other Close's in corral.
+	ErrConsumerClosed = runner.ErrClosed
 	// ErrMismatch: the settings stored with the queue differ from the
 	// options the Queue was given. It is the same error as
 	// sync.ErrMismatch and partition.ErrMismatch.

@@ -19,11 +19,6 @@ var (
 	// ErrNotEntered: Leave was called on a DoubleBarrier that is not
 	// entered.
 	ErrNotEntered = errors.New("sync: double barrier not entered")
-	// ErrMemberLost: the participant's node was deleted while its session
-	// lived, as far as the client knows: by someone else, or by the server
-	// expiring the session before the client learnt of the expiry (etcd's
-	// client can learn it late).
-	ErrMemberLost = errors.New("sync: double barrier member node deleted")
 )
 
 // DoubleBarrier is one participant of a double barrier, the ZooKeeper
@@ -70,9 +65,10 @@ var (
 // A DoubleBarrier takes the LockOptions that make sense for it: WithData
 // and WithLabel (the data of its member node: the identity record by
 // default), WithMeterProvider, WithPathLabel and WithLogger. A member counts
-// as a holder from Enter to Leave, and as lost (ErrMemberLost, or the
+// as a holder from Enter to Leave, and as lost (ErrNodeDeleted, or the
 // session's end) when its node goes before it leaves. WithDisconnectPolicy
-// has no effect: a member holds nothing it could lose to a disconnection.
+// is refused (every call fails with store.ErrInvalidArgument): a member
+// holds nothing it could lose to a disconnection.
 //
 // A DoubleBarrier is safe for concurrent use, though one participant enters
 // and leaves once at a time: its calls are serialized, Enter on an entered
@@ -121,8 +117,11 @@ func (r dbRound) has(seq int64) bool { return r.lo <= seq && seq <= r.hi }
 // Enter. The options are described under Options.
 func NewDoubleBarrier(st store.Store, path string, n int, opts ...LockOption) *DoubleBarrier {
 	o := newLockOptions(opts)
+	if o.policySet && o.bad == nil {
+		o.bad = fmt.Errorf("%w: a double barrier has no disconnect policy", store.ErrInvalidArgument)
+	}
 	b := &DoubleBarrier{st: st, path: path, n: n, opts: o, turn: make(chan struct{}, 1),
-		rec: o.recorder(telemetry.KindDoubleBarrier, path, ErrMemberLost)}
+		rec: o.recorder(telemetry.KindDoubleBarrier, path, ErrNodeDeleted)}
 	b.self = b
 	b.limit = limitSetting(names.Member, n)
 	b.turn <- struct{}{}
@@ -167,7 +166,7 @@ func (b *DoubleBarrier) Path() string {
 // semaphore. Should the release and the deletion cross, the others are
 // released counting it, and it counts as having left at once, like a
 // participant that crashed. When the session ends Enter returns an error
-// wrapping its cause, or ErrMemberLost when the store reports the node gone
+// wrapping its cause, or ErrNodeDeleted when the store reports the node gone
 // before the session's end (or someone else deleted it); the participant is
 // then out of the barrier.
 func (b *DoubleBarrier) Enter(ctx context.Context) error {
@@ -253,7 +252,7 @@ func (b *DoubleBarrier) loss(ctx context.Context, err error) error {
 	case b.st.Context().Err() != nil:
 		return context.Cause(b.st.Context())
 	case b.gone:
-		return ErrMemberLost
+		return ErrNodeDeleted
 	case err != nil && ctx.Err() == nil:
 		return err
 	}
@@ -494,7 +493,7 @@ func (b *DoubleBarrier) lostErr() error {
 	if b.st.Context().Err() != nil {
 		return context.Cause(b.st.Context())
 	}
-	return ErrMemberLost
+	return ErrNodeDeleted
 }
 
 func (b *DoubleBarrier) fail(ctx context.Context, op string, err error) error {

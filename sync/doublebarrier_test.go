@@ -168,8 +168,8 @@ func TestDoubleBarrierSessionExpires(t *testing.T) {
 			p.expire(1)
 			// The store may report the node's deletion before the
 			// session's end.
-			if err := bresult(t, p.enter[1], "Enter #1"); !errors.Is(err, store.ErrSessionExpired) && !errors.Is(err, sync.ErrMemberLost) {
-				t.Errorf("Enter #1 = %v; want %v or %v", err, store.ErrSessionExpired, sync.ErrMemberLost)
+			if err := bresult(t, p.enter[1], "Enter #1"); !errors.Is(err, store.ErrSessionExpired) && !errors.Is(err, sync.ErrNodeDeleted) {
+				t.Errorf("Enter #1 = %v; want %v or %v", err, store.ErrSessionExpired, sync.ErrNodeDeleted)
 			}
 			p.members(1)
 			p.startEnter(ctx, 2, nil)

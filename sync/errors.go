@@ -7,22 +7,26 @@ import (
 	"github.com/corral-go/corral/internal/recipe"
 )
 
-// Errors of the Mutex and the RWMutex. The ones a lost hold reports as the
-// cause of its context (context.Cause) are ErrUnlocked, ErrNodeDeleted,
-// ErrDisconnected, store.ErrSessionExpired and store.ErrClosed.
+// Errors of every hold of this package: a Mutex's, an RWMutex's, a
+// ReadHold, a Lease, a Stripe, a MultiMutex's. The ones a hold reports as
+// the cause of its context (context.Cause) are ErrUnlocked,
+// ErrNodeDeleted, ErrDisconnected, store.ErrSessionExpired and
+// store.ErrClosed.
 var (
-	// ErrNotLocked: Unlock of a lock this value (or this ReadHold) does
-	// not hold. Nothing is deleted.
+	// ErrNotLocked: Unlock of a lock this value (or this ReadHold, this
+	// Stripe) does not hold. Nothing is deleted.
 	ErrNotLocked = errors.New("sync: not locked")
-	// ErrLockLost: Unlock of a hold that had already ended before the
-	// unlock (session expired, node deleted, connection lost). The error
-	// also wraps the cause, and the critical section may not have been
-	// exclusive to its end.
+	// ErrLockLost: Unlock (or a Lease's Release) of a hold that had
+	// already ended before it (session expired, node deleted, connection
+	// lost). The error also wraps the cause, and the critical section may
+	// not have been exclusive to its end.
 	ErrLockLost = holderr.ErrLost
-	// ErrUnlocked is the cause of a hold's context after Unlock.
+	// ErrUnlocked is the cause of a hold's context after Unlock (or a
+	// Lease's Release), and the error of a Lease's second Release.
 	ErrUnlocked = holderr.ErrReleased
 	// ErrNodeDeleted is the cause of a hold's context when someone else
-	// deleted its contender node while the session lived.
+	// deleted its contender node while the session lived, and the error
+	// of a waiter, or a double barrier's member, whose node was deleted.
 	ErrNodeDeleted = holderr.ErrNodeDeleted
 	// ErrDisconnected is the cause of a hold's context when the connection
 	// was lost under the LoseOnDisconnect policy. It wraps

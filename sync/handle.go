@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/corral-go/corral/internal/recipe"
+	"github.com/corral-go/corral/store"
 )
 
 // handle is what a handle on one hold (a ReadHold, a Lease) is made of: the
@@ -23,6 +24,14 @@ func (h *handle) context() context.Context {
 		return notHeld
 	}
 	return h.hold.Context()
+}
+
+// guard returns the hold's guard, or the zero Guard.
+func (h *handle) guard() store.Guard {
+	if !h.granted() {
+		return store.Guard{}
+	}
+	return h.hold.Guard()
 }
 
 // token returns the hold's fencing token, or -1.

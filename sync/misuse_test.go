@@ -62,6 +62,11 @@ func TestMisuse(t *testing.T) {
 			_, err := sync.NewSemaphore(mem, "/s", 2, sync.WithDisconnectPolicy(7)).Acquire(bg)
 			return err
 		}, store.ErrInvalidArgument},
+		// A double barrier's member holds nothing a lost connection
+		// could end: it takes no policy, rather than ignore one.
+		{"policy DoubleBarrier.Enter", func() error {
+			return sync.NewDoubleBarrier(mem, "/d", 1, sync.WithDisconnectPolicy(sync.KeepOnDisconnect)).Enter(bg)
+		}, store.ErrInvalidArgument},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -297,19 +297,40 @@ func (m *MultiMutex) Context() context.Context {
 // to a MultiMutex or a Mutex alike), or -1 when the MultiMutex is not held
 // or path is not a member.
 func (m *MultiMutex) Token(path string) int64 {
-	if m == nil {
+	h := m.member(path)
+	if h == nil {
 		return -1
+	}
+	return h.Token()
+}
+
+// Guard returns the guard of the member lock at path in the current hold,
+// for a write that must be applied only while the MultiMutex holds it (see
+// store.Guard), or the zero Guard when the MultiMutex is not held or path
+// is not a member.
+func (m *MultiMutex) Guard(path string) store.Guard {
+	h := m.member(path)
+	if h == nil {
+		return store.Guard{}
+	}
+	return h.Guard()
+}
+
+// member returns the hold of the member at path, or nil.
+func (m *MultiMutex) member(path string) *recipe.Hold {
+	if m == nil {
+		return nil
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.hold == nil {
-		return -1
+		return nil
 	}
 	i, ok := slices.BinarySearch(m.paths, path)
 	if !ok {
-		return -1
+		return nil
 	}
-	return m.hold.members[i].Token()
+	return m.hold.members[i]
 }
 
 func (m *MultiMutex) opErr(op string, err error) error {

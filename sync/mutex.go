@@ -40,20 +40,21 @@ const (
 type LockOption func(*lockOptions)
 
 type lockOptions struct {
-	policy  DisconnectPolicy
-	data    []byte
-	dataSet bool
-	label   string
-	ident   *identity.Encoder // nil with WithData
-	tel     telemetry.Config
-	bad     error // a nil option: every call of the value fails with it
+	policy    DisconnectPolicy
+	policySet bool // WithDisconnectPolicy was given: a DoubleBarrier refuses it
+	data      []byte
+	dataSet   bool
+	label     string
+	ident     *identity.Encoder // nil with WithData
+	tel       telemetry.Config
+	bad       error // a nil option: every call of the value fails with it
 }
 
 // WithDisconnectPolicy sets what a lost connection does to a held lock; the
 // default is LoseOnDisconnect. Any other value is bad input, as a nil
 // option is.
 func WithDisconnectPolicy(p DisconnectPolicy) LockOption {
-	return func(o *lockOptions) { o.policy = p }
+	return func(o *lockOptions) { o.policy, o.policySet = p, true }
 }
 
 // WithData stores data in every contender node instead of the identity
@@ -176,6 +177,11 @@ func (m *Mutex) Context() context.Context { return m.ex().context() }
 // is not held. Tokens grow with every successive grant of the same lock (it
 // is the contender node's Seq), so storage can reject a stale holder.
 func (m *Mutex) Token() int64 { return m.ex().token() }
+
+// Guard returns the guard of the current hold's node, for a write that
+// must be applied only while the lock is held (see store.Guard), or the
+// zero Guard when the Mutex is not held.
+func (m *Mutex) Guard() store.Guard { return m.ex().guard() }
 
 // Locker returns a sync.Locker whose methods call Lock and Unlock with
 // context.Background(). Since sync.Locker cannot return errors, they panic
@@ -331,6 +337,15 @@ func (x *exclusive) context() context.Context {
 	return x.hold.Context()
 }
 
+func (x *exclusive) guard() store.Guard {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.hold == nil {
+		return store.Guard{}
+	}
+	return x.hold.Guard()
+}
+
 func (x *exclusive) token() int64 {
 	x.mu.Lock()
 	defer x.mu.Unlock()
@@ -352,7 +367,7 @@ func release(ctx context.Context, h *recipe.Hold, cause, again error) (lost, err
 
 // releaseErr reports the outcome of a release (see release) as every
 // Unlock and Release does: a hold that ended before its release as lostAs
-// (ErrLockLost, ErrLeaseLost) with the cause, beside what could not be
+// (ErrLockLost) with the cause, beside what could not be
 // removed.
 func releaseErr(op, path string, lostAs, lost, err error) error {
 	if lost != nil {

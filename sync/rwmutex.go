@@ -78,6 +78,10 @@ func (rw *RWMutex) Context() context.Context { return rw.ex().context() }
 // Token returns the fencing token of the write hold, or -1.
 func (rw *RWMutex) Token() int64 { return rw.ex().token() }
 
+// Guard returns the guard of the write hold's node (see store.Guard), or
+// the zero Guard when the write lock is not held.
+func (rw *RWMutex) Guard() store.Guard { return rw.ex().guard() }
+
 // RLock acquires a read hold, blocking until no writer that asked before it
 // holds or waits, ctx is done or the session ends. Each RLock takes a read
 // hold of its own (its own contender node) and returns it; the caller must
@@ -135,6 +139,11 @@ func (r *ReadHold) Context() context.Context { return (*handle)(r).context() }
 // Token returns the read hold's fencing token, its node's
 // (store.Node.Fence), or -1 for a nil or zero ReadHold.
 func (r *ReadHold) Token() int64 { return (*handle)(r).token() }
+
+// Guard returns the guard of the read hold's node, for a write that must
+// be applied only while it is held (see store.Guard); the zero Guard for
+// a nil or zero ReadHold.
+func (r *ReadHold) Guard() store.Guard { return (*handle)(r).guard() }
 
 // Unlock releases the read hold and removes its node, as Mutex.Unlock does:
 // the hold ends at once; a removal the connection does not allow returns an

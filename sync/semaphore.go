@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/corral-go/corral/internal/holderr"
 	"github.com/corral-go/corral/internal/names"
 	"github.com/corral-go/corral/internal/recipe"
 	"github.com/corral-go/corral/internal/telemetry"
@@ -29,19 +28,6 @@ var (
 func limitSetting(marker string, n int) *recipe.Setting {
 	return &recipe.Setting{Marker: marker, Key: 'n', Value: n, Name: "limit"}
 }
-
-// Errors of the Semaphore's leases. The causes a lost lease reports on its
-// context (context.Cause) are ErrReleased, ErrNodeDeleted, ErrDisconnected,
-// store.ErrSessionExpired and store.ErrClosed.
-var (
-	// ErrReleased is the cause of a lease's context after Release, and the
-	// error of a second Release.
-	ErrReleased = holderr.ErrReleased
-	// ErrLeaseLost: Release of a lease that had already ended before the
-	// release (session expired, node deleted, connection lost). The error
-	// also wraps the cause.
-	ErrLeaseLost = holderr.ErrLost
-)
 
 // Semaphore is a distributed counting semaphore: at most n leases are held
 // at a time among all the Semaphore values, on any session, that name the
@@ -210,11 +196,11 @@ func handOn(ctx context.Context, st store.Store, own store.Node, behind int) err
 // A lease is lost when its session ends, when its node is deleted by
 // someone else, or (under the default LoseOnDisconnect policy) when the
 // connection is lost; Context is then cancelled with the reason, and
-// Release returns an error wrapping ErrLeaseLost.
+// Release returns an error wrapping ErrLockLost.
 type Lease handle
 
 // Context returns a context that is cancelled the moment the lease ends,
-// with the reason as its cause: ErrReleased, ErrNodeDeleted,
+// with the reason as its cause: ErrUnlocked, ErrNodeDeleted,
 // ErrDisconnected, store.ErrSessionExpired or store.ErrClosed. Do the work
 // the lease guards under it.
 func (l *Lease) Context() context.Context { return (*handle)(l).context() }
@@ -224,6 +210,11 @@ func (l *Lease) Context() context.Context { return (*handle)(l).context() }
 // with every lease granted by the semaphore and orders the grants.
 func (l *Lease) Token() int64 { return (*handle)(l).token() }
 
+// Guard returns the guard of the lease's node, for a write that must be
+// applied only while the lease is held (see store.Guard); the zero Guard
+// for a nil or zero Lease.
+func (l *Lease) Guard() store.Guard { return (*handle)(l).guard() }
+
 // Release gives the lease back and removes its node, which wakes the first
 // waiter in line. The lease ends at once; the removal is tried until ctx
 // ends, and for a short grace after (see the package doc, "Outages"), so a
@@ -232,12 +223,12 @@ func (l *Lease) Token() int64 { return (*handle)(l).token() }
 // store.ErrDisconnected, the session removes the node as soon as the
 // connection allows, and a second Release waits for that removal as the
 // first did. Releasing a lease that was lost returns an error wrapping
-// ErrLeaseLost and the cause; releasing it again after a release that
-// removed its node returns an error wrapping ErrReleased, and touches
+// ErrLockLost and the cause; releasing it again after a release that
+// removed its node returns an error wrapping ErrUnlocked, and touches
 // nothing.
 func (l *Lease) Release(ctx context.Context) error {
 	if !(*handle)(l).granted() {
 		return opErr("release", "", fmt.Errorf("%w: lease not granted by a Semaphore", store.ErrInvalidArgument))
 	}
-	return (*handle)(l).release(ctx, "release", ErrReleased, ErrReleased, ErrLeaseLost)
+	return (*handle)(l).release(ctx, "release", ErrUnlocked, ErrUnlocked, ErrLockLost)
 }

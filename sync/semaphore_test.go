@@ -216,8 +216,8 @@ func TestSemaphoreSessionExpires(t *testing.T) {
 			b.Expire(t, sts[0])
 			cause := semLost(t, held)
 			l := semGot(t, w, "waiter")
-			if err := held.Release(ctx); !errors.Is(err, sync.ErrLeaseLost) || !errors.Is(err, cause) {
-				t.Errorf("Release of an expired lease = %v; want %v and %v", err, sync.ErrLeaseLost, cause)
+			if err := held.Release(ctx); !errors.Is(err, sync.ErrLockLost) || !errors.Is(err, cause) {
+				t.Errorf("Release of an expired lease = %v; want %v and %v", err, sync.ErrLockLost, cause)
 			}
 			semRelease(t, ctx, l)
 		})
@@ -289,8 +289,8 @@ func TestSemaphoreContention(t *testing.T) {
 						case <-time.After(bTimeout):
 							errs <- fmt.Errorf("worker %d: lease not lost on expiry", w)
 						}
-						if err := l.Release(ctx); !errors.Is(err, sync.ErrLeaseLost) {
-							errs <- fmt.Errorf("worker %d: Release after expiry = %v; want %v", w, err, sync.ErrLeaseLost)
+						if err := l.Release(ctx); !errors.Is(err, sync.ErrLockLost) {
+							errs <- fmt.Errorf("worker %d: Release after expiry = %v; want %v", w, err, sync.ErrLockLost)
 						}
 						_ = st.Close()
 						st = b.Open(t)
@@ -365,14 +365,14 @@ func TestSemaphoreRelease(t *testing.T) {
 		tests := []struct {
 			name string
 			want error
-		}{{"first", nil}, {"second", sync.ErrReleased}}
+		}{{"first", nil}, {"second", sync.ErrUnlocked}}
 		for _, tt := range tests {
 			if err := l.Release(ctx); !errors.Is(err, tt.want) || (err != nil) != (tt.want != nil) {
 				t.Errorf("%s Release = %v; want %v", tt.name, err, tt.want)
 			}
 		}
-		if cause := context.Cause(l.Context()); !errors.Is(cause, sync.ErrReleased) {
-			t.Errorf("cause after Release = %v; want %v", cause, sync.ErrReleased)
+		if cause := context.Cause(l.Context()); !errors.Is(cause, sync.ErrUnlocked) {
+			t.Errorf("cause after Release = %v; want %v", cause, sync.ErrUnlocked)
 		}
 	})
 }
@@ -461,8 +461,8 @@ func TestSemaphoreDisconnect(t *testing.T) {
 					t.Errorf("cause after a disconnection = %v; want %v", cause, tt.want)
 				}
 				err = l.Release(ctx)
-				if tt.want != nil && !errors.Is(err, sync.ErrLeaseLost) {
-					t.Errorf("Release = %v; want %v", err, sync.ErrLeaseLost)
+				if tt.want != nil && !errors.Is(err, sync.ErrLockLost) {
+					t.Errorf("Release = %v; want %v", err, sync.ErrLockLost)
 				}
 				if tt.want == nil && err != nil {
 					t.Errorf("Release = %v; want nil", err)

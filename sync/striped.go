@@ -593,6 +593,16 @@ func (st *Stripe) Token() int64 {
 	return st.hold.Token()
 }
 
+// Guard returns the guard of the stripe's node, for a write that must be
+// applied only while the stripe is held (see store.Guard); the zero Guard
+// for a nil or zero Stripe.
+func (st *Stripe) Guard() store.Guard {
+	if st.usable() != nil {
+		return store.Guard{}
+	}
+	return st.hold.Guard()
+}
+
 // Unlock releases the stripe and removes its node, on
 // context.WithoutCancel(ctx), bounded, so a cancelled ctx still releases.
 // The release wakes the next waiter in the stripe's line or, when there is

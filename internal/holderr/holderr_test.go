@@ -6,8 +6,10 @@ import (
 
 	"github.com/corral-go/corral/election"
 	"github.com/corral-go/corral/group"
+	"github.com/corral-go/corral/inspect"
 	"github.com/corral-go/corral/internal/holderr"
 	"github.com/corral-go/corral/partition"
+	"github.com/corral-go/corral/queue"
 	"github.com/corral-go/corral/store"
 	"github.com/corral-go/corral/sync"
 	"go.uber.org/goleak"
@@ -43,14 +45,23 @@ func TestAliases(t *testing.T) {
 		{"group.ErrNodeDeleted", group.ErrNodeDeleted, holderr.ErrNodeDeleted},
 		{"partition.ErrNodeDeleted", partition.ErrNodeDeleted, holderr.ErrNodeDeleted},
 		{"sync.ErrUnlocked", sync.ErrUnlocked, holderr.ErrReleased},
-		{"sync.ErrReleased", sync.ErrReleased, holderr.ErrReleased},
 		{"partition.ErrReleased", partition.ErrReleased, holderr.ErrReleased},
 		{"sync.ErrLockLost", sync.ErrLockLost, holderr.ErrLost},
-		{"sync.ErrLeaseLost", sync.ErrLeaseLost, holderr.ErrLost},
 		{"sync.ErrDisconnected", sync.ErrDisconnected, holderr.ErrDisconnected},
 		{"election.ErrDisconnected", election.ErrDisconnected, holderr.ErrDisconnected},
 		{"group.ErrDisconnected", group.ErrDisconnected, holderr.ErrDisconnected},
 		{"partition.ErrDisconnected", partition.ErrDisconnected, holderr.ErrDisconnected},
+		// One value for each meaning beyond holds too: a setting that
+		// differs, a Close, another recipe's nodes.
+		{"partition.ErrMismatch", partition.ErrMismatch, sync.ErrMismatch},
+		{"queue.ErrMismatch", queue.ErrMismatch, sync.ErrMismatch},
+		{"election.ErrObserverClosed", election.ErrObserverClosed, group.ErrWatcherClosed},
+		{"inspect.ErrWatcherClosed", inspect.ErrWatcherClosed, group.ErrWatcherClosed},
+		{"queue.ErrConsumerClosed", queue.ErrConsumerClosed, group.ErrWatcherClosed},
+		{"partition.ErrKindMismatch", partition.ErrKindMismatch, sync.ErrKindMismatch},
+		{"group.ErrKindMismatch", group.ErrKindMismatch, sync.ErrKindMismatch},
+		{"election.ErrKindMismatch", election.ErrKindMismatch, sync.ErrKindMismatch},
+		{"queue.ErrKindMismatch", queue.ErrKindMismatch, sync.ErrKindMismatch},
 	} {
 		if tc.got != tc.want {
 			t.Errorf("%s = %p (%v); want the value %p (%v)", tc.name, tc.got, tc.got, tc.want, tc.want)

@@ -34,6 +34,7 @@ type Members struct {
 	st     store.Store
 	dir    string
 	family names.Family
+	also   names.Family     // read too, in a directory that holds them
 	known  map[string]known // by path: the members of the last read
 	dirs   map[string]int64 // by path: the Seq of the directories of the last read
 	values context.Context  // FollowValues' ctx; nil: values are read once
@@ -46,9 +47,24 @@ type known struct {
 	changed <-chan store.Event
 }
 
-// NewMembers returns the reader of the members of family f in dir.
-func NewMembers(st store.Store, dir string, f names.Family) *Members {
-	return &Members{st: st, dir: dir, family: f}
+// NewMembers returns the reader of the members of family f in dir, or of
+// family also where dir holds members of that family (a group's watcher
+// reads a partition's members too); also may be names.NoFamily.
+func NewMembers(st store.Store, dir string, f, also names.Family) *Members {
+	return &Members{st: st, dir: dir, family: f, also: also}
+}
+
+// want returns the family of the members of kids: m.also where one of
+// kids is of that family, else m.family.
+func (m *Members) want(kids []store.Child) names.Family {
+	if m.also != names.NoFamily {
+		for _, k := range kids {
+			if names.FamilyOf(k.Name) == m.also {
+				return m.also
+			}
+		}
+	}
+	return m.family
 }
 
 // FollowValues makes m watch each member's node for as long as ctx lives
@@ -80,7 +96,7 @@ func (m *Members) Read(ctx context.Context) ([]Member, <-chan store.Event, error
 func (m *Members) ReadAll(ctx context.Context) ([]Member, []<-chan store.Event, error) {
 	kids, ch, err := WatchChildren(ctx, m.st, m.dir)
 	if err == nil {
-		err = CheckFamily(m.dir, kids, m.family)
+		err = CheckFamily(m.dir, kids, m.want(kids))
 	}
 	if err != nil {
 		return nil, nil, err

@@ -9,8 +9,16 @@ package runner
 
 import (
 	"context"
+	"errors"
 	gosync "sync"
 )
+
+// ErrClosed is the Err of a loop stopped by the Close of the type that
+// holds it: a watcher, an observer, a consumer, a cache. Every package
+// exports it under its own name (election.ErrObserverClosed,
+// group.ErrWatcherClosed, inspect.ErrWatcherClosed,
+// queue.ErrConsumerClosed), one value for one meaning.
+var ErrClosed = errors.New("corral: closed")
 
 // Loop is one goroutine running a loop body, and the channel the body sends
 // on. A nil *Loop has stopped: its channels are closed and Close and Stop do
