@@ -39,6 +39,8 @@ func dialAs(ctx context.Context, c *etcdserver.Cluster, user, password string, o
 // ErrPermission.
 func TestAuth(t *testing.T) {
 	c := etcdserver.Start(t, 1)
+	// Each subtest has a timeout of its own: the conformance suite may
+	// take most of one on a busy machine.
 	ctx := ctxFor(t)
 	if err := c.EnableAuth(ctx, "root-pw"); err != nil {
 		t.Fatal(err)
@@ -53,6 +55,7 @@ func TestAuth(t *testing.T) {
 		storetest.Run(t, etcdbackend.NewAs(c, "app", "app-pw", etcdstore.WithChroot("/app")))
 	})
 	t.Run("recipes", func(t *testing.T) {
+		ctx := ctxFor(t)
 		var sts []store.Store
 		for range 2 {
 			st, err := dialAs(ctx, c, "app", "app-pw", etcdstore.WithChroot("/app"))
@@ -65,6 +68,7 @@ func TestAuth(t *testing.T) {
 		smoke.Recipes(t, sts[0], sts[1], "/recipes")
 	})
 	t.Run("no key outside the chroot", func(t *testing.T) {
+		ctx := ctxFor(t)
 		resp, err := c.Client(t).Get(ctx, "\x00", clientv3.WithFromKey(), clientv3.WithKeysOnly())
 		if err != nil {
 			t.Fatal(err)
@@ -95,7 +99,7 @@ func TestAuth(t *testing.T) {
 			{"another prefix", "other", "other-pw", []etcdstore.Option{etcdstore.WithChroot("/app")}, store.ErrPermission, "must grant read and write on the prefix /app/"},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
-				st, err := dialAs(ctx, c, tc.user, tc.password, tc.opts...)
+				st, err := dialAs(ctxFor(t), c, tc.user, tc.password, tc.opts...)
 				if err == nil {
 					st.Close()
 					t.Fatal("Dial succeeded")
@@ -108,6 +112,7 @@ func TestAuth(t *testing.T) {
 		}
 	})
 	t.Run("read only", func(t *testing.T) {
+		ctx := ctxFor(t)
 		cli := c.Client(t)
 		if _, err := cli.RoleAdd(ctx, "reader"); err != nil {
 			t.Fatal(err)

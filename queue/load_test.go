@@ -64,6 +64,13 @@ func runLoad(t *testing.T, b storetest.Backend, d queue.Delivery, n int, kill fu
 	var wg gosync.WaitGroup
 	errs := make(chan error, producers+n)
 	var killedDone <-chan struct{}
+	// With a kill, the others consume only once consumer 0 has its first
+	// item in hand: on a busy machine they could take every item before it
+	// starts, and nobody would be killed.
+	gate := make(chan struct{})
+	if kill == nil {
+		close(gate)
+	}
 	for c := range n {
 		s := b.Open(t)
 		defer s.Close()
@@ -73,6 +80,12 @@ func runLoad(t *testing.T, b storetest.Backend, d queue.Delivery, n int, kill fu
 			killedDone = con.Done()
 		}
 		wg.Go(func() {
+			if c > 0 {
+				select {
+				case <-gate:
+				case <-cctx.Done():
+				}
+			}
 			dead := false
 			for it := range con.Items() {
 				var dv delivery
@@ -87,6 +100,7 @@ func runLoad(t *testing.T, b storetest.Backend, d queue.Delivery, n int, kill fu
 					if !dead {
 						kill(s)
 						dead = true
+						close(gate)
 					}
 					continue // never acked, never counted
 				}
