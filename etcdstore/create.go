@@ -97,7 +97,7 @@ func (s *Store) CreateAndList(ctx context.Context, p string, data []byte, mode s
 // sends does not grow with it.)
 func (s *Store) CreateAndWindow(ctx context.Context, p string, data []byte, mode store.Mode, n int) (store.Node, []store.Child, bool, error) {
 	if n < 1 {
-		return store.Node{}, nil, false, fmt.Errorf("etcdstore: create %q: %w: window of %d", p, store.ErrInvalidArgument, n)
+		return store.Node{}, nil, false, fmt.Errorf("etcdstore: create %q: %w: window of %d", store.ShortPath(p), store.ErrInvalidArgument, n)
 	}
 	node, kids, complete, err := s.create(ctx, p, data, mode, listWindow, n, 0)
 	if err != nil || kids != nil {
@@ -133,7 +133,7 @@ func (s *Store) create(ctx context.Context, p string, data []byte, mode store.Mo
 		return store.Node{}, nil, false, err
 	}
 	if err := s.enter(ctx); err != nil {
-		return store.Node{}, nil, false, fmt.Errorf("etcdstore: create %q: %w", p, err)
+		return store.Node{}, nil, false, fmt.Errorf("etcdstore: create %q: %w", store.ShortPath(p), err)
 	}
 	s.later.Keep(store.Parent(p))
 
@@ -228,7 +228,7 @@ func (s *Store) send(ctx context.Context, r *createReq) (_ store.Node, _ []store
 		if out.err == nil {
 			// A reply after the deadline proves nothing.
 			if serr := s.sessionErr(); serr != nil {
-				return store.Node{}, nil, fmt.Errorf("etcdstore: create %q: %w", name, serr)
+				return store.Node{}, nil, fmt.Errorf("etcdstore: create %q: %w", store.ShortPath(name), serr)
 			}
 			n, kids, err = r.result(out.resp)
 			if err == nil && r.readsParent {
@@ -844,7 +844,7 @@ func (r *createReq) explain(rs []*pb.ResponseOp, retried bool) (store.Node, []st
 	// reply, with our lease (or none, as we asked), means we made it.
 	ours := retried && r.mode&store.Sequential != 0 && kv.Lease == int64(r.lease) && bytes.Equal(kv.Value, r.data)
 	if !ours {
-		return store.Node{}, nil, fmt.Errorf("etcdstore: create %q: %w", r.name, store.ErrNodeExists)
+		return store.Node{}, nil, fmt.Errorf("etcdstore: create %q: %w", store.ShortPath(r.name), store.ErrNodeExists)
 	}
 	if r.list == listAll {
 		_, kids := children(r.parent, rs[len(rs)-1].GetResponseRange().Kvs)
@@ -872,7 +872,7 @@ func (r *createReq) refused(rs []*pb.ResponseOp) error {
 	case len(p) == 0:
 		return errNoParent
 	case p[0].Lease != 0:
-		return fmt.Errorf("etcdstore: create %q: %w", r.name, store.ErrEphemeralParent)
+		return fmt.Errorf("etcdstore: create %q: %w", store.ShortPath(r.name), store.ErrEphemeralParent)
 	}
 	return errChanged
 }
@@ -907,7 +907,7 @@ func (s *Store) makeParents(ctx context.Context, name string) error {
 		return err
 	}
 	if !resp.Succeeded {
-		return fmt.Errorf("etcdstore: create %q: %w", name, store.ErrEphemeralParent)
+		return fmt.Errorf("etcdstore: create %q: %w", store.ShortPath(name), store.ErrEphemeralParent)
 	}
 	return nil
 }

@@ -55,7 +55,7 @@ func Join(ctx context.Context, st store.Store, path string, value []byte, opts .
 }
 
 func joinErr(ctx context.Context, path string, err error) error {
-	return fmt.Errorf("group: join %q: %w", path, recipe.CtxErr(ctx, err))
+	return fmt.Errorf("group: join %q: %w", store.ShortPath(path), recipe.CtxErr(ctx, err))
 }
 
 // Membership is one member of a group, from Join to its end. It ends when it
@@ -172,15 +172,15 @@ func (m *Membership) SetValue(ctx context.Context, value []byte) error {
 	}
 	path := m.Path()
 	if err := store.ValidateData(value); err != nil {
-		return fmt.Errorf("group: set value %q: %w", path, err)
+		return fmt.Errorf("group: set value %q: %w", store.ShortPath(path), err)
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if hctx := m.hold.Context(); hctx.Err() != nil {
-		return fmt.Errorf("group: set value %q: %w", path, context.Cause(hctx))
+		return fmt.Errorf("group: set value %q: %w", store.ShortPath(path), context.Cause(hctx))
 	}
 	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("group: set value %q: %w", path, recipe.CtxErr(ctx, err))
+		return fmt.Errorf("group: set value %q: %w", store.ShortPath(path), recipe.CtxErr(ctx, err))
 	}
 	n, err := m.st.Set(ctx, path, value, m.version)
 	switch {
@@ -193,7 +193,7 @@ func (m *Membership) SetValue(ctx context.Context, value []byte) error {
 	if hctx := m.hold.Context(); hctx.Err() != nil && !errors.Is(err, store.ErrBadVersion) {
 		err = context.Cause(hctx) // the session's end, say: the hold knows why
 	}
-	return fmt.Errorf("group: set value %q: %w", path, recipe.CtxErr(ctx, err))
+	return fmt.Errorf("group: set value %q: %w", store.ShortPath(path), recipe.CtxErr(ctx, err))
 }
 
 // Leave ends the membership with cause ErrLeft, if it has not ended already,
@@ -213,7 +213,7 @@ func (m *Membership) Leave(ctx context.Context) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if _, err := m.hold.Release(ctx, ErrLeft); err != nil && !errors.Is(err, holderr.ErrReleased) {
-		return fmt.Errorf("group: leave %q: %w", m.Path(), err)
+		return fmt.Errorf("group: leave %q: %w", store.ShortPath(m.Path()), err)
 	}
 	return nil
 }

@@ -64,7 +64,7 @@ func equal(a, b []Member) bool {
 func Watch(ctx context.Context, st store.Store, path string, opts ...Option) *Watcher {
 	o := newOptions(opts)
 	if err := o.check(st, path); err != nil {
-		return &Watcher{l: runner.Stopped[[]Member](fmt.Errorf("group: watch %q: %w", path, err))}
+		return &Watcher{l: runner.Stopped[[]Member](fmt.Errorf("group: watch %q: %w", store.ShortPath(path), err))}
 	}
 	g := &watch{path: path, log: o.tel.Logger, rec: telemetry.New(o.tel, telemetry.KindGroup, path, ErrNodeDeleted),
 		members: recipe.NewMembers(st, path, names.Groups, names.Partitions), st: st}
@@ -129,7 +129,7 @@ func (g *watch) run(ctx context.Context, out chan<- []Member) error {
 					slog.String("path", g.path), slog.Int("members", len(cur)))
 			}
 		},
-		Failed: func(err error) error { return fmt.Errorf("group: watch %q: %w", g.path, err) },
+		Failed: func(err error) error { return fmt.Errorf("group: watch %q: %w", store.ShortPath(g.path), err) },
 	})
 }
 

@@ -290,11 +290,11 @@ func Read(ctx context.Context, st store.Store, path string) (Report, error) {
 	r := &reader{st: st}
 	kids, err := r.children(ctx, path)
 	if err != nil {
-		return Report{}, fmt.Errorf("inspect: read %q: %w", path, err)
+		return Report{}, fmt.Errorf("inspect: read %q: %w", store.ShortPath(path), err)
 	}
 	rep, err := r.report(ctx, path, kids)
 	if err != nil {
-		return Report{}, fmt.Errorf("inspect: read %q: %w", path, err)
+		return Report{}, fmt.Errorf("inspect: read %q: %w", store.ShortPath(path), err)
 	}
 	return rep, nil
 }
@@ -311,7 +311,7 @@ func Walk(ctx context.Context, st store.Store, root string, fn func(Report) erro
 		return err
 	}
 	if fn == nil {
-		return fmt.Errorf("inspect: walk %q: %w: nil func", root, store.ErrInvalidArgument)
+		return fmt.Errorf("inspect: walk %q: %w: nil func", store.ShortPath(root), store.ErrInvalidArgument)
 	}
 	return (&reader{st: st}).walk(ctx, root, fn)
 }
@@ -320,7 +320,7 @@ func Walk(ctx context.Context, st store.Store, root string, fn func(Report) erro
 // the recipes' packages refuse it), an invalid path.
 func check(st store.Store, path string) error {
 	if st == nil {
-		return fmt.Errorf("inspect: %q: %w: nil store", path, store.ErrInvalidArgument)
+		return fmt.Errorf("inspect: %q: %w: nil store", store.ShortPath(path), store.ErrInvalidArgument)
 	}
 	if err := store.ValidatePath(path); err != nil {
 		return fmt.Errorf("inspect: %w", err)
@@ -368,10 +368,10 @@ func (r *reader) get(ctx context.Context, p string, watch bool) (store.Node, err
 func (r *reader) walk(ctx context.Context, root string, fn func(Report) error) error {
 	kids, err := r.children(ctx, root)
 	if err != nil {
-		return fmt.Errorf("inspect: walk %q: %w", root, err)
+		return fmt.Errorf("inspect: walk %q: %w", store.ShortPath(root), err)
 	}
 	if r.implicit, err = ImplicitDirs(ctx, r.st, root); err != nil {
-		return fmt.Errorf("inspect: walk %q: %w", root, err)
+		return fmt.Errorf("inspect: walk %q: %w", store.ShortPath(root), err)
 	}
 	return r.visit(ctx, root, kids, fn)
 }
@@ -400,7 +400,7 @@ func ImplicitDirs(ctx context.Context, st store.Store, root string) (map[string]
 func (r *reader) visit(ctx context.Context, p string, kids []store.Child, fn func(Report) error) error {
 	rep, err := r.report(ctx, p, kids)
 	if err != nil {
-		return fmt.Errorf("inspect: walk %q: %w", p, err)
+		return fmt.Errorf("inspect: walk %q: %w", store.ShortPath(p), err)
 	}
 	if rep.Kind != None {
 		if err := fn(rep); err != nil {
@@ -426,7 +426,7 @@ func (r *reader) visit(ctx context.Context, p string, kids []store.Child, fn fun
 			continue // deleted since the listing
 		}
 		if err != nil {
-			return fmt.Errorf("inspect: walk %q: %w", c, err)
+			return fmt.Errorf("inspect: walk %q: %w", store.ShortPath(c), err)
 		}
 		if err := r.visit(ctx, c, ckids, fn); err != nil {
 			return err

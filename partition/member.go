@@ -104,7 +104,7 @@ func Join(ctx context.Context, st store.Store, path string, shards int, id strin
 }
 
 func joinErr(path string, err error) error {
-	return fmt.Errorf("partition: join %q: %w", path, err)
+	return fmt.Errorf("partition: join %q: %w", store.ShortPath(path), err)
 }
 
 // checkPath refuses a path that holds another recipe's nodes: a partition
@@ -141,7 +141,7 @@ func unique(ctx context.Context, st store.Store, own store.Node, id string) erro
 			return err
 		}
 		if string(n.Data) == id {
-			return fmt.Errorf("%w: %q is a member already (%q)", ErrDuplicateID, id, n.Path)
+			return fmt.Errorf("%w: %q is a member already (%q)", ErrDuplicateID, id, store.ShortPath(n.Path))
 		}
 	}
 	return nil
@@ -237,7 +237,7 @@ func (m *Member) Run(ctx context.Context, fn func(ctx context.Context, s *Shard)
 		return fmt.Errorf("partition: run: %w", errZeroMember)
 	}
 	if fn == nil {
-		return fmt.Errorf("partition: run %q: %w: nil function", m.path, store.ErrInvalidArgument)
+		return fmt.Errorf("partition: run %q: %w: nil function", store.ShortPath(m.path), store.ErrInvalidArgument)
 	}
 	select {
 	case <-m.done:
@@ -249,7 +249,7 @@ func (m *Member) Run(ctx context.Context, fn func(ctx context.Context, s *Shard)
 	m.running = true
 	m.mu.Unlock()
 	if running {
-		return fmt.Errorf("partition: run %q: %w: the member runs already", m.path, store.ErrInvalidArgument)
+		return fmt.Errorf("partition: run %q: %w: the member runs already", store.ShortPath(m.path), store.ErrInvalidArgument)
 	}
 	if !m.lost() {
 		<-m.done // stopped before Run
@@ -293,7 +293,7 @@ func (m *Member) Leave(ctx context.Context) error {
 		<-m.done
 	}
 	if _, err := m.ms.Release(ctx, ErrLeft); err != nil && !errors.Is(err, holderr.ErrReleased) {
-		return fmt.Errorf("partition: leave %q: %w", m.path, err)
+		return fmt.Errorf("partition: leave %q: %w", store.ShortPath(m.path), err)
 	}
 	return nil
 }
@@ -584,7 +584,7 @@ func followIDs(ctx context.Context, st store.Store, dir string, k int, out chan<
 			return ids, []<-chan store.Event{ch}, nil
 		},
 		Equal:  slices.Equal[[]string],
-		Failed: func(err error) error { return fmt.Errorf("partition: members of %q: %w", dir, err) },
+		Failed: func(err error) error { return fmt.Errorf("partition: members of %q: %w", store.ShortPath(dir), err) },
 	})
 }
 

@@ -196,6 +196,7 @@ var misuseElsewhere = map[string]string{
 	"store.ParseSeq":               "TestParseSeq",
 	"store.FormatSeq":              "TestFormatSeqSorts",
 	"store.SortChildren":           "TestSortChildren",
+	"store.ShortPath":              "TestShortPath",
 	"memstore.NewServer":           "TestPanicLeavesTreeUnlocked",
 	"memstore.New":                 "TestPanicLeavesTreeUnlocked",
 	"zkstore.Open":                 "TestSecureOptionsInvalid",

@@ -164,7 +164,7 @@ func (o *options) validate(path string) error {
 			return fmt.Errorf("dead-letter queue: %w", err)
 		}
 		if within(o.deadLetter, path) || within(path, o.deadLetter) {
-			return fmt.Errorf("%w: dead-letter queue %q overlaps the queue", store.ErrInvalidArgument, o.deadLetter)
+			return fmt.Errorf("%w: dead-letter queue %q overlaps the queue", store.ErrInvalidArgument, store.ShortPath(o.deadLetter))
 		}
 	}
 	return nil
@@ -285,7 +285,7 @@ func (q *Queue) settings(ctx context.Context, u use) (config, error) {
 		if err == nil {
 			c, err := parseConfig(n.Data)
 			if err != nil {
-				return config{}, fmt.Errorf("%w: %q: %w", ErrKindMismatch, q.config, err)
+				return config{}, fmt.Errorf("%w: %q: %w", ErrKindMismatch, store.ShortPath(q.config), err)
 			}
 			m, err := q.opts.merge(c)
 			if err != nil {

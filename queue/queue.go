@@ -422,7 +422,7 @@ func (q *Queue) usable(op string) error {
 	case q == nil || q.st == nil && q.bad == nil:
 		return fmt.Errorf("queue: %s: %w: queue not made by New", op, store.ErrInvalidArgument)
 	case q.bad != nil:
-		return fmt.Errorf("queue: %s %q: %w", op, q.path, q.bad)
+		return fmt.Errorf("queue: %s %q: %w", op, store.ShortPath(q.path), q.bad)
 	}
 	return nil
 }
@@ -472,15 +472,15 @@ func (q *Queue) PutPriority(ctx context.Context, data []byte, priority int) erro
 		return err
 	}
 	if err := store.ValidateData(data); err != nil {
-		return fmt.Errorf("queue: put %q: %w", q.path, err)
+		return fmt.Errorf("queue: put %q: %w", store.ShortPath(q.path), err)
 	}
 	// The first Put fixes the settings the producer was given options
 	// for, and leaves the others to the consumers.
 	if _, err := q.settings(ctx, usePut); err != nil {
-		return fmt.Errorf("queue: put %q: %w", q.path, recipe.CtxErr(ctx, err))
+		return fmt.Errorf("queue: put %q: %w", store.ShortPath(q.path), recipe.CtxErr(ctx, err))
 	}
 	if err := q.put(ctx, data, int64(priority)); err != nil {
-		return fmt.Errorf("queue: put %q: %w", q.path, recipe.CtxErr(ctx, err))
+		return fmt.Errorf("queue: put %q: %w", store.ShortPath(q.path), recipe.CtxErr(ctx, err))
 	}
 	q.rec.Put(ctx)
 	return nil
@@ -528,14 +528,14 @@ func (q *Queue) PutAsync(ctx context.Context, data []byte, priority int) *Pendin
 		return failed(err)
 	}
 	if err := store.ValidateData(data); err != nil {
-		return failed(fmt.Errorf("queue: put %q: %w", q.path, err))
+		return failed(fmt.Errorf("queue: put %q: %w", store.ShortPath(q.path), err))
 	}
 	if _, err := q.settings(ctx, usePut); err != nil {
-		return failed(fmt.Errorf("queue: put %q: %w", q.path, recipe.CtxErr(ctx, err)))
+		return failed(fmt.Errorf("queue: put %q: %w", store.ShortPath(q.path), recipe.CtxErr(ctx, err)))
 	}
 	g, err := q.putAsync(ctx, data, int64(priority))
 	if err != nil {
-		return failed(fmt.Errorf("queue: put %q: %w", q.path, recipe.CtxErr(ctx, err)))
+		return failed(fmt.Errorf("queue: put %q: %w", store.ShortPath(q.path), recipe.CtxErr(ctx, err)))
 	}
 	return &Pending{g: g}
 }
@@ -562,7 +562,7 @@ func (q *Queue) PutBatch(ctx context.Context, items [][]byte) error {
 	}
 	bc, ok := store.Find[store.BatchCreator](q.st)
 	if !ok {
-		return fmt.Errorf("queue: put batch %q: %w", q.path, ErrNoBatch)
+		return fmt.Errorf("queue: put batch %q: %w", store.ShortPath(q.path), ErrNoBatch)
 	}
 	ids := newIDs(len(items))
 	batch := make([]store.BatchNode, len(items))
@@ -570,10 +570,10 @@ func (q *Queue) PutBatch(ctx context.Context, items [][]byte) error {
 		batch[i] = store.BatchNode{Name: names.ItemName(0, ids[i]), Data: data}
 	}
 	if err := store.ValidateBatch(q.items, batch, store.Sequential); err != nil {
-		return fmt.Errorf("queue: put batch %q: %w", q.path, err)
+		return fmt.Errorf("queue: put batch %q: %w", store.ShortPath(q.path), err)
 	}
 	if _, err := q.settings(ctx, usePut); err != nil {
-		return fmt.Errorf("queue: put batch %q: %w", q.path, recipe.CtxErr(ctx, err))
+		return fmt.Errorf("queue: put batch %q: %w", store.ShortPath(q.path), recipe.CtxErr(ctx, err))
 	}
 	// All or none: finding the first item after a lost reply finds them all.
 	err := q.retryCreate(ctx, q.items, batch[0].Name, ids[0], func() error {
@@ -581,7 +581,7 @@ func (q *Queue) PutBatch(ctx context.Context, items [][]byte) error {
 		return err
 	})
 	if err != nil {
-		return fmt.Errorf("queue: put batch %q: %w", q.path, recipe.CtxErr(ctx, err))
+		return fmt.Errorf("queue: put batch %q: %w", store.ShortPath(q.path), recipe.CtxErr(ctx, err))
 	}
 	for range items {
 		q.rec.Put(ctx)
@@ -608,7 +608,7 @@ func (q *Queue) Take(ctx context.Context) (*Item, error) {
 	}
 	it, err := q.take(ctx, true)
 	if err != nil {
-		return nil, fmt.Errorf("queue: take %q: %w", q.path, recipe.CtxErr(ctx, err))
+		return nil, fmt.Errorf("queue: take %q: %w", store.ShortPath(q.path), recipe.CtxErr(ctx, err))
 	}
 	q.delivered(ctx, it)
 	return it, nil
@@ -632,7 +632,7 @@ func (q *Queue) TryTake(ctx context.Context) (*Item, bool, error) {
 	}
 	it, err := q.take(ctx, false)
 	if err != nil {
-		return nil, false, fmt.Errorf("queue: take %q: %w", q.path, recipe.CtxErr(ctx, err))
+		return nil, false, fmt.Errorf("queue: take %q: %w", store.ShortPath(q.path), recipe.CtxErr(ctx, err))
 	}
 	if it != nil {
 		q.delivered(ctx, it)
@@ -651,11 +651,11 @@ func (q *Queue) Len(ctx context.Context) (int, error) {
 	}
 	cfg, err := q.settings(ctx, useRead)
 	if err != nil {
-		return 0, fmt.Errorf("queue: len %q: %w", q.path, recipe.CtxErr(ctx, err))
+		return 0, fmt.Errorf("queue: len %q: %w", store.ShortPath(q.path), recipe.CtxErr(ctx, err))
 	}
 	n, err := q.view(cfg.delivery == AtLeastOnce).size(ctx)
 	if err != nil {
-		return 0, fmt.Errorf("queue: len %q: %w", q.path, recipe.CtxErr(ctx, err))
+		return 0, fmt.Errorf("queue: len %q: %w", store.ShortPath(q.path), recipe.CtxErr(ctx, err))
 	}
 	return n, nil
 }
@@ -671,7 +671,7 @@ func (q *Queue) Peek(ctx context.Context) (*Item, bool, error) {
 	}
 	it, err := q.peek(ctx)
 	if err != nil {
-		return nil, false, fmt.Errorf("queue: peek %q: %w", q.path, recipe.CtxErr(ctx, err))
+		return nil, false, fmt.Errorf("queue: peek %q: %w", store.ShortPath(q.path), recipe.CtxErr(ctx, err))
 	}
 	return it, it != nil, nil
 }
@@ -689,7 +689,7 @@ func (q *Queue) Settings(ctx context.Context) (Settings, error) {
 	}
 	cfg, err := q.settings(ctx, useRead)
 	if err != nil {
-		return Settings{}, fmt.Errorf("queue: settings %q: %w", q.path, recipe.CtxErr(ctx, err))
+		return Settings{}, fmt.Errorf("queue: settings %q: %w", store.ShortPath(q.path), recipe.CtxErr(ctx, err))
 	}
 	return cfg.public(), nil
 }

@@ -330,10 +330,10 @@ func (q *Queue) deadLetter(ctx context.Context, cfg config, e names.Entry, data 
 		return fmt.Errorf("dead-letter queue: %w", dlq.bad)
 	}
 	if _, err := dlq.settings(ctx, useRead); err != nil {
-		return fmt.Errorf("dead-letter queue %q: %w", dlq.path, err)
+		return fmt.Errorf("dead-letter queue %q: %w", store.ShortPath(dlq.path), err)
 	}
 	if err := dlq.create(ctx, dlq.items, names.ItemName(e.Prio, e.ID), data, e.ID); err != nil {
-		return fmt.Errorf("dead-letter queue %q: %w", dlq.path, err)
+		return fmt.Errorf("dead-letter queue %q: %w", store.ShortPath(dlq.path), err)
 	}
 	if cfg.delivery == AtMostOnce {
 		return nil // the item is no longer here

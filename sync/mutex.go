@@ -387,5 +387,5 @@ func acquireErr(ctx context.Context, op, path string, err error) error {
 }
 
 func opErr(op, path string, err error) error {
-	return fmt.Errorf("sync: %s %q: %w", op, path, err)
+	return fmt.Errorf("sync: %s %q: %w", op, store.ShortPath(path), err)
 }
