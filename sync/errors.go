@@ -1,10 +1,13 @@
 package sync
 
 import (
+	"context"
 	"errors"
+	"fmt"
 
 	"github.com/corral-go/corral/internal/holderr"
 	"github.com/corral-go/corral/internal/recipe"
+	"github.com/corral-go/corral/store"
 )
 
 // Errors of every hold of this package: a Mutex's, an RWMutex's, a
@@ -40,3 +43,38 @@ var (
 // leaves no node behind. election.ErrKindMismatch and
 // queue.ErrKindMismatch are the same error.
 var ErrKindMismatch = recipe.ErrKindMismatch
+
+// release releases h with cause (recipe.Hold.Release), and reports a
+// release of a hold released already as again.
+func release(ctx context.Context, h *recipe.Hold, cause, again error) (lost, err error) {
+	lost, err = h.Release(ctx, cause)
+	if errors.Is(err, holderr.ErrReleased) {
+		err = again
+	}
+	return lost, err
+}
+
+// releaseErr reports the outcome of a release (see release) as every
+// Unlock and Release does: a hold that ended before its release as lostAs
+// (ErrLockLost) with the cause, beside what could not be
+// removed.
+func releaseErr(op, path string, lostAs, lost, err error) error {
+	if lost != nil {
+		return opErr(op, path, errors.Join(fmt.Errorf("%w: %w", lostAs, lost), err))
+	}
+	if err != nil {
+		return opErr(op, path, err)
+	}
+	return nil
+}
+
+// acquireErr reports a failed acquisition, matching ctx.Err() and its cause
+// when ctx ended (and keeping what else went wrong, such as a cleanup left
+// to the session).
+func acquireErr(ctx context.Context, op, path string, err error) error {
+	return opErr(op, path, recipe.CtxErr(ctx, err))
+}
+
+func opErr(op, path string, err error) error {
+	return fmt.Errorf("sync: %s %q: %w", op, store.ShortPath(path), err)
+}

@@ -2,94 +2,14 @@ package sync
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	gosync "sync"
 
-	"github.com/corral-go/corral/internal/holderr"
-	"github.com/corral-go/corral/internal/identity"
 	"github.com/corral-go/corral/internal/names"
 	"github.com/corral-go/corral/internal/recipe"
 	"github.com/corral-go/corral/internal/telemetry"
 	"github.com/corral-go/corral/store"
 )
-
-// DisconnectPolicy says what losing the connection to the store does to a
-// held lock.
-type DisconnectPolicy = recipe.DisconnectPolicy
-
-const (
-	// LoseOnDisconnect, the default, ends a hold (cancels its context with
-	// ErrDisconnected) as soon as the connection is lost. While
-	// disconnected the client cannot know whether the server has expired
-	// its session and granted the lock to someone else, so continuing
-	// would risk two holders; this is Curator's standard policy too
-	// (SUSPENDED counts as lost). The node stays until Unlock removes it,
-	// or the session ends.
-	LoseOnDisconnect = recipe.LoseOnDisconnect
-	// KeepOnDisconnect keeps a hold across disconnections and ends it only
-	// when the session ends or the node goes. A holder that acts on
-	// external storage meanwhile must rely on the fencing token.
-	KeepOnDisconnect = recipe.KeepOnDisconnect
-)
-
-// LockOption configures a Mutex, RWMutex, MultiMutex, StripedMutex,
-// Semaphore or DoubleBarrier (the last takes those that make sense for it:
-// see DoubleBarrier). A nil LockOption is bad input: every call of the value
-// it was given to fails with store.ErrInvalidArgument.
-type LockOption func(*lockOptions)
-
-type lockOptions struct {
-	policy    DisconnectPolicy
-	policySet bool // WithDisconnectPolicy was given: a DoubleBarrier refuses it
-	data      []byte
-	dataSet   bool
-	label     string
-	ident     *identity.Encoder // nil with WithData
-	tel       telemetry.Config
-	bad       error // a nil option: every call of the value fails with it
-}
-
-// WithDisconnectPolicy sets what a lost connection does to a held lock; the
-// default is LoseOnDisconnect. Any other value is bad input, as a nil
-// option is.
-func WithDisconnectPolicy(p DisconnectPolicy) LockOption {
-	return func(o *lockOptions) { o.policy, o.policySet = p, true }
-}
-
-// WithData stores data in every contender node instead of the identity
-// record (see WithLabel), as Curator stores the holder's address: the data
-// is then the caller's, and inspection shows it as it is. WithData(nil)
-// stores no data at all. It must be at most store.MaxDataSize bytes.
-func WithData(data []byte) LockOption {
-	return func(o *lockOptions) { o.data, o.dataSet = data, true }
-}
-
-func newLockOptions(opts []LockOption) lockOptions {
-	var o lockOptions
-	for _, opt := range opts {
-		if opt == nil {
-			o.bad = fmt.Errorf("%w: nil option", store.ErrInvalidArgument)
-			continue
-		}
-		opt(&o)
-	}
-	if o.bad == nil && o.policy != LoseOnDisconnect && o.policy != KeepOnDisconnect {
-		o.bad = fmt.Errorf("%w: %v", store.ErrInvalidArgument, o.policy)
-	}
-	newIdentity(&o)
-	return o
-}
-
-func (o lockOptions) hold() recipe.HoldOptions {
-	// Lazy: a holder that never asks for its Context pays the store's
-	// floor (create, list, delete) and no watch of its own node.
-	h := recipe.HoldOptions{Deleted: ErrNodeDeleted, Lazy: true}
-	if o.policy == LoseOnDisconnect {
-		h.Disconnected = ErrDisconnected
-	}
-	return h
-}
 
 // notHeld is the Context of a lock that is not held.
 var notHeld = func() context.Context {
@@ -353,39 +273,4 @@ func (x *exclusive) token() int64 {
 		return -1
 	}
 	return x.hold.Token()
-}
-
-// release releases h with cause (recipe.Hold.Release), and reports a
-// release of a hold released already as again.
-func release(ctx context.Context, h *recipe.Hold, cause, again error) (lost, err error) {
-	lost, err = h.Release(ctx, cause)
-	if errors.Is(err, holderr.ErrReleased) {
-		err = again
-	}
-	return lost, err
-}
-
-// releaseErr reports the outcome of a release (see release) as every
-// Unlock and Release does: a hold that ended before its release as lostAs
-// (ErrLockLost) with the cause, beside what could not be
-// removed.
-func releaseErr(op, path string, lostAs, lost, err error) error {
-	if lost != nil {
-		return opErr(op, path, errors.Join(fmt.Errorf("%w: %w", lostAs, lost), err))
-	}
-	if err != nil {
-		return opErr(op, path, err)
-	}
-	return nil
-}
-
-// acquireErr reports a failed acquisition, matching ctx.Err() and its cause
-// when ctx ended (and keeping what else went wrong, such as a cleanup left
-// to the session).
-func acquireErr(ctx context.Context, op, path string, err error) error {
-	return opErr(op, path, recipe.CtxErr(ctx, err))
-}
-
-func opErr(op, path string, err error) error {
-	return fmt.Errorf("sync: %s %q: %w", op, store.ShortPath(path), err)
 }
