@@ -161,11 +161,11 @@ type Store struct {
 	lastRenewal time.Time     // send time of the latest acknowledged renewal
 	disc        chan struct{} // the channel Disconnected returns now
 	discClosed  bool
-	fence       int64       // the fence's ModRevision as last seen; see create.go
+	fence       int64       // the fence's ModRevision as last seen; see createundo.go
 	attemptCtxs attemptCtxs // the watches of attempts, for the next ones; see call.go
 
 	names names // names of ephemeral sequential nodes to use again; see names.go
-	ops   ops   // a create's operations that depend on its parent alone; see create.go
+	ops   ops   // a create's operations that depend on its parent alone; see createops.go
 
 	wg        gosync.WaitGroup // background goroutines: keepalive, watches, undos
 	undos     gosync.WaitGroup // the undos alone, for tests

@@ -90,7 +90,9 @@ type follow struct {
 func (s *Server) tell(p string, c store.ChildChange) {
 	for f := range s.follows[p] {
 		f.pending = append(f.pending, c)
-		f.signal()
+		if !f.owner.frozen {
+			f.signal() // else on Thaw
+		}
 	}
 }
 

@@ -1,17 +1,29 @@
 // Package memstore is an in-memory store.Store: one shared tree (a
 // [Server]) and any number of sessions ([Store]) on it, with hooks that let
-// tests expire a session, cut and restore its connection, and lose the reply
-// of a create. It is what corral's own unit and property tests run on, and
-// what programs using corral can use in theirs.
+// tests expire a session, freeze its process, cut and restore its
+// connection, and lose the reply of a create. It is what corral's own unit
+// and property tests run on, and what programs using corral can use in
+// theirs.
 //
-// Every call is served at once under one lock: nothing blocks, nothing is
-// retried, and a session has no background goroutine. Beside the contract a
+// Every call is served at once under one lock: nothing is retried, and a
+// session has no background goroutine. Beside the contract a
 // Store implements the optional store.CreateLister, store.GetDeleter,
 // store.ChildCounter and store.ChildrenFollower (and more: see Store); a
 // follow's changes are recorded as part of the change itself, so its Sync
 // has nothing to wait for. A disconnected session
 // fails its calls with store.ErrDisconnected until Reconnect; it stays alive
-// until Expire or Close, since there is no clock to expire it.
+// until Expire or Close: only a frozen session is expired by a clock.
+//
+// Sessions end in the order real stores keep. [Store.Expire] ends the
+// session's Context first, and with it every hold derived from it, and
+// frees its ephemeral nodes for other sessions a margin later
+// ([WithExpiryMargin]), so that "the old holder stopped before the new one
+// started" holds on memstore as on ZooKeeper and etcd. [Store.Freeze]
+// pauses a session's process (its calls block, it sees nothing) until
+// [Store.Thaw]; the server expires a frozen session after its timeout
+// ([WithSessionTimeout]) and grants what it held to others, and the
+// session learns of the end only when it is thawed, as a process stopped
+// with SIGSTOP does.
 package memstore
 
 import (
@@ -35,6 +47,7 @@ type Server struct {
 	existsW  map[string]map[*watch]struct{}
 	childW   map[string]map[*watch]struct{}
 	follows  map[string]map[*follow]struct{} // by followed path
+	opts     options
 }
 
 type node struct {
@@ -51,9 +64,17 @@ type node struct {
 	implicit bool  // made by Create as a missing parent: reclaimed once empty
 }
 
-// NewServer returns an empty tree holding only the root.
-func NewServer() *Server {
+// NewServer returns an empty tree holding only the root, configured by
+// opts (WithExpiryMargin, WithSessionTimeout).
+func NewServer(opts ...Option) *Server {
+	o := options{margin: DefaultExpiryMargin, timeout: DefaultSessionTimeout}
+	for _, opt := range opts {
+		if opt != nil {
+			opt(&o)
+		}
+	}
 	return &Server{
+		opts:     o,
 		root:     &node{children: map[string]*node{}},
 		sessions: map[int64]*Store{},
 		existsW:  map[string]map[*watch]struct{}{},
@@ -64,8 +85,8 @@ func NewServer() *Server {
 
 // New returns a session on a new, private Server: the shortest way to a
 // store in a unit test. Use NewServer and Open for several sessions on one
-// tree.
-func New() *Store { return NewServer().Open() }
+// tree. opts configure the Server, as NewServer's do.
+func New(opts ...Option) *Store { return NewServer(opts...).Open() }
 
 // Open starts a new session on s.
 func (s *Server) Open() *Store {
@@ -82,6 +103,7 @@ func (s *Server) Open() *Store {
 		watches:    map[*watch]struct{}{},
 		follows:    map[*follow]struct{}{},
 		ephemerals: map[string]struct{}{},
+		freed:      make(chan struct{}),
 	}
 	s.sessions[st.id] = st
 	return st
@@ -205,31 +227,13 @@ func (s *Server) remove(p string) error {
 	return nil
 }
 
-// end ends a live session for cause: its ephemeral nodes go, its watches
+// end ends a session for cause at once, both halves in one step (see
+// lifecycle.go), a frozen one too: its ephemeral nodes go, its watches
 // report cause, its context is cancelled.
 func (s *Server) end(st *Store, cause error) {
-	if st.ended != nil {
-		return
-	}
-	st.ended = cause
-	paths := make([]string, 0, len(st.ephemerals))
-	for p := range st.ephemerals {
-		paths = append(paths, p)
-	}
-	for _, p := range paths {
-		_ = s.delete(p) // ephemerals have no children
-	}
-	for w := range st.watches {
-		s.deliver(w, store.Event{Err: cause})
-	}
-	for f := range st.follows {
-		s.endFollow(f, cause)
-	}
-	if !st.disconnected {
-		close(st.disc)
-	}
-	delete(s.sessions, st.id)
-	st.cancel(cause)
+	s.thaw(st)
+	s.endServer(st)
+	s.endClient(st, cause)
 }
 
 // watch is one registered one-shot watch.
@@ -269,8 +273,12 @@ func (s *Server) deliver(w *watch, ev store.Event) {
 		return
 	}
 	w.done = true
-	w.ch <- ev
-	close(w.ch)
+	if w.owner.frozen {
+		w.owner.held = append(w.owner.held, heldEvent{w, ev}) // see Thaw
+	} else {
+		w.ch <- ev
+		close(w.ch)
+	}
 	delete(w.set[w.path], w)
 	if len(w.set[w.path]) == 0 {
 		delete(w.set, w.path)

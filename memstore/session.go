@@ -3,13 +3,17 @@ package memstore
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/corral-go/corral/store"
 )
 
 // Store is one session on a Server. It implements store.Store,
 // store.ChildrenWatcher, store.NodeWatcher, store.CreateLister, store.WindowLister,
-// store.SeqDeleter and store.FrontDeleter, and is safe for concurrent use. The zero value is not usable; get one from Server.Open or New.
+// store.SeqDeleter, store.FrontDeleter, store.GetDeleter,
+// store.ChildrenFollower, store.ChildCounter, store.GuardedCreator,
+// store.BatchCreator and store.GuardedWriter, and is safe for concurrent
+// use. The zero value is not usable; get one from Server.Open or New.
 type Store struct {
 	srv    *Server
 	id     int64
@@ -24,6 +28,18 @@ type Store struct {
 	watches      map[*watch]struct{}
 	follows      map[*follow]struct{}
 	ephemerals   map[string]struct{}
+	// freed is closed once the session's ephemeral nodes are gone (the
+	// server half of its end, see lifecycle.go), and then nil.
+	freed chan struct{}
+	// frozen says that the session's process is paused (Freeze) until
+	// thawed is closed; held are the events of its watches meanwhile.
+	// expiry is the server's timer of a frozen session; expiredAtServer
+	// says that it fired (or Expire came): the session learns on Thaw.
+	frozen          bool
+	thawed          chan struct{}
+	held            []heldEvent
+	expiry          *time.Timer
+	expiredAtServer bool
 }
 
 var (
@@ -62,6 +78,9 @@ func (st *Store) begin(ctx context.Context, op, p string) (err error) {
 	}
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("memstore: %s %q: %w", op, store.ShortPath(p), err)
+	}
+	if err := st.awaitThaw(ctx, op, p); err != nil {
+		return err
 	}
 	if err := st.liveErr(); err != nil {
 		return fmt.Errorf("memstore: %s %q: %w", op, store.ShortPath(p), err)
@@ -330,22 +349,15 @@ func (st *Store) Disconnected() <-chan struct{} {
 	return st.disc
 }
 
-// Close implements store.Store. It never fails; closing an ended session
-// does nothing.
+// Close implements store.Store: the session's ephemeral nodes go and its
+// Context is cancelled, in one step. It never fails; closing an ended
+// session does nothing, beyond removing the nodes of an expiry still in
+// its margin (see Expire). A frozen session is thawed first.
 func (st *Store) Close() error {
 	st.srv.mu.Lock()
 	defer st.srv.mu.Unlock()
 	st.srv.end(st, store.ErrClosed)
 	return nil
-}
-
-// Expire ends the session as a server would after a long partition: its
-// ephemeral nodes go, its watches fail and its calls fail with
-// store.ErrSessionExpired.
-func (st *Store) Expire() {
-	st.srv.mu.Lock()
-	defer st.srv.mu.Unlock()
-	st.srv.end(st, store.ErrSessionExpired)
 }
 
 // Disconnect cuts the session's connection without ending the session:

@@ -16,7 +16,7 @@ import (
 
 // coveredPackages are the shipped packages of primitives whose every
 // exported function and method must have a misuse case here.
-var coveredPackages = []string{"sync", "queue", "election", "twophase", "inspect", "group", "partition"}
+var coveredPackages = []string{"sync", "queue", "election", "twophase", "inspect", "group", "partition", "shared"}
 
 // adapterPackages are the store contract and its adapters: a method of
 // store.Store is covered by the generator's "Store.<M>" calls (storeCalls),
@@ -89,6 +89,12 @@ var misuseFuncs = map[string][]string{
 	"partition.MembersDir":          {"partition.Dirs"},
 	"partition.ShardsDir":           {"partition.Dirs"},
 	"partition.Assign":              {"partition.Assign"},
+	"shared.NewValue":               {"Value.Get", "Value.Set", "Value.CompareAndSet", "Value.SetWhile", "Value.CompareAndSetWhile", "Value.Watch", "Value.Watch(cancelled)"},
+	"shared.NewCounter":             {"Counter.Get", "Counter.Add"},
+	"shared.Write":                  {"shared.Write", "shared options(zero)"},
+	"shared.WithLogger":             {"shared options(zero)"},
+	"shared.WithMeterProvider":      {"shared options(zero)"},
+	"shared.WithPathLabel":          {"shared options(zero)"},
 }
 
 // exportedAPI lists the exported functions ("pkg.F") and methods
@@ -199,6 +205,10 @@ var misuseElsewhere = map[string]string{
 	"store.ShortPath":              "TestShortPath",
 	"memstore.NewServer":           "TestPanicLeavesTreeUnlocked",
 	"memstore.New":                 "TestPanicLeavesTreeUnlocked",
+	"memstore.WithExpiryMargin":    "TestLifecycleMisuse",
+	"memstore.WithSessionTimeout":  "TestLifecycleMisuse",
+	"memstore.Store.Freeze":        "TestLifecycleMisuse",
+	"memstore.Store.Thaw":          "TestLifecycleMisuse",
 	"zkstore.Open":                 "TestSecureOptionsInvalid",
 	"zkstore.WithDigestAuth":       "TestSecureOptionsInvalid",
 	"zkstore.WithAuth":             "TestSecureOptionsInvalid",
@@ -225,6 +235,16 @@ var misuseElsewhere = map[string]string{
 	"store.WatchNode":              "TestMisuseValues",
 	"store.Find":                   "TestFind",
 	"store.ImplicitDirs":           "TestImplicitDirs",
+	"store.CheckOp":                "TestValidateWrite",
+	"store.CreateOp":               "TestValidateWrite",
+	"store.SetOp":                  "TestValidateWrite",
+	"store.DeleteOp":               "TestValidateWrite",
+	"store.ValidateWrite":          "TestValidateWrite",
+	"store.OpType.String":          "TestValidateWrite",
+	"store.Write":                  "TestWrite",
+	"store.GuardRefused":           "TestWrite",
+	"store.OpRefused":              "TestWrite",
+	"store.WriteError.Unwrap":      "TestWrite",
 }
 
 // TestMisuseCoverageAdapters is TestMisuseCoverage for adapterPackages.

@@ -52,7 +52,7 @@ type dbMachine struct {
 
 func newDBMachine(ctx context.Context, n int) *dbMachine {
 	dm := &dbMachine{
-		srv: memstore.NewServer(), path: "/proptest/doublebarrier", n: n, ctx: ctx,
+		srv: newServer(), path: "/proptest/doublebarrier", n: n, ctx: ctx,
 		inside: map[int]bool{}, leaving: map[int]bool{}, present: map[int]bool{},
 	}
 	for i := range dm.ps {

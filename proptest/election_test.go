@@ -64,7 +64,7 @@ type electMachine struct {
 }
 
 func newElectMachine(ctx context.Context) *electMachine {
-	em := &electMachine{srv: memstore.NewServer(), path: "/proptest/election", ctx: ctx}
+	em := &electMachine{srv: newServer(), path: "/proptest/election", ctx: ctx}
 	for i := range em.cs {
 		em.cs[i] = &electCandidate{}
 		em.open(i)

@@ -17,6 +17,7 @@ import (
 	"github.com/corral-go/corral/internal/testing/backends"
 	"github.com/corral-go/corral/partition"
 	"github.com/corral-go/corral/queue"
+	"github.com/corral-go/corral/shared"
 	"github.com/corral-go/corral/store"
 	"github.com/corral-go/corral/store/storetest"
 	"github.com/corral-go/corral/sync"
@@ -71,6 +72,9 @@ var misuseSentinels = []error{
 	twophase.ErrUndecided,
 	twophase.ErrAborted,
 	twophase.ErrCommitted,
+	shared.ErrLost,
+	shared.ErrNotHeld,
+	shared.ErrOverflow,
 }
 
 // classify names the first sentinel err matches, "ok" for nil, and ""
@@ -347,6 +351,7 @@ func misuseCalls(t *rapid.T, dir, p string, n int, data []byte) []misuseCall {
 	)
 	calls = append(calls, newerCalls(t, dir, p, n)...)
 	calls = append(calls, groupCalls(t, p, data)...)
+	calls = append(calls, sharedCalls(t, p, n, data)...)
 	calls = append(calls, storeCalls(t, p, data)...)
 	return append(calls, optionCalls(p, data)...)
 }

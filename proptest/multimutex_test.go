@@ -55,7 +55,7 @@ type multiMachine struct {
 }
 
 func newMultiMachine(t *rapid.T, ctx context.Context) *multiMachine {
-	mm := &multiMachine{srv: memstore.NewServer(), ctx: ctx, holding: map[int]bool{}, waiting: map[int]bool{}, lastToken: map[string]int64{}}
+	mm := &multiMachine{srv: newServer(), ctx: ctx, holding: map[int]bool{}, waiting: map[int]bool{}, lastToken: map[string]int64{}}
 	n := rapid.IntRange(2, 4).Draw(t, "contenders")
 	for i := range n {
 		// Sets of one to three paths, asked in any order.

@@ -45,7 +45,7 @@ type mutexMachine struct {
 }
 
 func newMutexMachine(ctx context.Context) *mutexMachine {
-	mm := &mutexMachine{srv: memstore.NewServer(), path: "/proptest/mutex", ctx: ctx, holder: -1, lastToken: -1}
+	mm := &mutexMachine{srv: newServer(), path: "/proptest/mutex", ctx: ctx, holder: -1, lastToken: -1}
 	for i := range mm.cs {
 		mm.open(i)
 	}

@@ -89,7 +89,7 @@ type partMachine struct {
 
 func newPartMachine(ctx context.Context, t *rapid.T) *partMachine {
 	return &partMachine{
-		srv: memstore.NewServer(), path: "/proptest/partition", ctx: ctx,
+		srv: newServer(), path: "/proptest/partition", ctx: ctx,
 		shards: rapid.IntRange(1, 12).Draw(t, "shards"),
 		res:    &partResource{last: map[int]int64{}, working: map[int]*partition.Shard{}, tick: make(chan struct{}, 1)},
 	}

@@ -342,7 +342,7 @@ func TestQueueModel(t *testing.T) {
 		for _, d := range []queue.Delivery{queue.AtMostOnce, queue.AtLeastOnce} {
 			t.Run(view+"/"+d.String(), func(t *testing.T) {
 				rapid.Check(t, func(t *rapid.T) {
-					m := &queueMachine{delivery: d, view: view, srv: memstore.NewServer(), claimed: map[string]int{}, ids: map[string]string{}}
+					m := &queueMachine{delivery: d, view: view, srv: newServer(), claimed: map[string]int{}, ids: map[string]string{}}
 					for i := range queueSessions {
 						m.open(t, i)
 					}

@@ -12,6 +12,7 @@ import (
 	"github.com/corral-go/corral/inspect"
 	"github.com/corral-go/corral/partition"
 	"github.com/corral-go/corral/queue"
+	"github.com/corral-go/corral/shared"
 	"github.com/corral-go/corral/sync"
 	"github.com/corral-go/corral/twophase"
 )
@@ -35,6 +36,7 @@ var misuseReceivers = []any{
 	inspect.Kind(0), (*inspect.Kind)(nil),
 	(*group.Membership)(nil), (*group.Watcher)(nil), group.Member{},
 	(*partition.Member)(nil), (*partition.Shard)(nil),
+	(*shared.Value)(nil), (*shared.Counter)(nil), (*shared.Watcher)(nil),
 }
 
 // receiverCallTimeout bounds the ctx of a call on a nil or zero receiver:

@@ -53,7 +53,7 @@ type semMachine struct {
 }
 
 func newSemMachine(ctx context.Context, n int) *semMachine {
-	sm := &semMachine{srv: memstore.NewServer(), path: "/proptest/semaphore", n: n, ctx: ctx}
+	sm := &semMachine{srv: newServer(), path: "/proptest/semaphore", n: n, ctx: ctx}
 	for i := range sm.ps {
 		sm.open(i)
 	}

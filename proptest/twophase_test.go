@@ -56,7 +56,7 @@ type tpMachine struct {
 }
 
 func newTPMachine(t *rapid.T, ctx context.Context) *tpMachine {
-	m := &tpMachine{srv: memstore.NewServer(), ctx: ctx, path: "/proptest/tx"}
+	m := &tpMachine{srv: newServer(), ctx: ctx, path: "/proptest/tx"}
 	m.coord = m.srv.Open()
 	var names []string
 	for i := range m.ps {

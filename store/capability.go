@@ -232,3 +232,32 @@ func ValidateBatch(parent string, batch []BatchNode, mode Mode) error {
 	}
 	return nil
 }
+
+// GuardedWriter is an optional capability: apply several writes in one
+// atomic step, only while given nodes exist, all of them or none. A holder
+// writes state with it only while it holds its lock (see Guard), as the
+// server decides when it applies the writes: ZooKeeper with a multi of
+// checks and writes, etcd with a transaction that compares each guard's
+// CreateRevision and each write's version.
+type GuardedWriter interface {
+	// WriteIf applies ops provided that, when the server applies them,
+	// the node of every guard exists with the guard's Seq and every op's
+	// own condition holds (see Op); otherwise it writes nothing. Every
+	// condition is of the tree as it was before the call: the ops touch
+	// distinct nodes, none below another (see ValidateWrite, which
+	// refuses every malformed call before any I/O).
+	//
+	// It returns one Node per op: for OpCreate the node made (Path, Data,
+	// Seq); for OpSet the node with its new Data and Version; for
+	// OpDelete and OpCheck the Path alone. A refusal is a *WriteError that
+	// names the first guard, or else the first op, that refused, and
+	// wraps ErrGuardFailed for a guard, and ErrNoNode, ErrNodeExists,
+	// ErrBadVersion, ErrNotEmpty or ErrEphemeralParent for an op, as the
+	// Store method of its kind would fail. A delete that empties a
+	// directory Create made removes it, as Delete does (see Parents).
+	//
+	// As with Set, a call that fails with ErrDisconnected, or whose ctx
+	// ends while it is under way, may have applied its writes (all of
+	// them) or not.
+	WriteIf(ctx context.Context, guards []Guard, ops []Op) ([]Node, error)
+}

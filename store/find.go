@@ -8,10 +8,11 @@ import (
 // Find returns st as the optional capability T (one of the interfaces of
 // this package a Store may implement: CreateLister, WindowLister,
 // SeqDeleter, FrontDeleter, GetDeleter, ChildrenFollower, ChildCounter,
-// Leaser, GuardedCreator, BatchCreator, ImplicitDirLister, NodeWatcher)
+// Leaser, GuardedCreator, BatchCreator, ImplicitDirLister, NodeWatcher,
+// GuardedWriter)
 // and true, or T's zero value and false when st does not implement it or
 // is nil. Recipes find capabilities only through Find and the helpers
-// below (WatchNode, ImplicitDirs), never by their own type assertion, so
+// below (WatchNode, ImplicitDirs, Write), never by their own type assertion, so
 // that the rule for finding one (and any fallback) lives in one place.
 //
 // Find looks through a [Wrapper] to the store it wraps, as errors.Is looks

@@ -220,10 +220,25 @@
 // backend makes a call cheaper: [CreateLister], [WindowLister],
 // [SeqDeleter], [FrontDeleter], [GetDeleter], [ChildrenFollower],
 // [ChildCounter], [Leaser], [GuardedCreator], [BatchCreator],
-// [ImplicitDirLister] and [NodeWatcher]. A recipe finds one only through
-// this package ([Find], and the helpers with a portable fallback,
-// [WatchNode] and [ImplicitDirs]), never by its own type assertion. A store
-// without any of them still runs every recipe, through full listings.
+// [ImplicitDirLister], [NodeWatcher] and [GuardedWriter]. A recipe finds
+// one only through this package ([Find], and the helpers with a portable
+// fallback, [WatchNode] and [ImplicitDirs]; [Write] for GuardedWriter,
+// which has none), never by its own type assertion. A store without any of
+// them still runs every recipe, through full listings, but for writes
+// guarded by a hold, which need the server's atomic check.
+//
+// [GuardedWriter] applies several writes (a create, a set or a delete with
+// a version, a check of a version) all or none, only while the nodes of
+// its guards exist with their Seqs ([Guard]): a holder's write is applied
+// only while its hold's node lives at the server, whatever its own clock
+// says. Its rules: every condition is of the tree as it was before the
+// call, so the ops touch distinct nodes, none below another; a create
+// makes a persistent node under an existing parent; a refusal is a
+// [*WriteError] naming the first guard ([ErrGuardFailed]) or else the
+// first op (the sentinel its Store method would return) that refused, and
+// nothing is written; a delete reclaims the directory it empties; and the
+// limits [MaxWriteOps] and [MaxWriteSize] keep one write within every
+// backend's request ([ValidateWrite]).
 //
 // [FrontDeleter] stays outside the contract: it is a cost trick of stores
 // whose windowed reads walk the whole directory (etcd; memstore imitates

@@ -46,9 +46,11 @@ var (
 // node, which every other member watches. Leave uses the recipe's
 // lowest/highest scheme: the lowest member waits for the highest one to go,
 // and every other member deletes its node and waits for the lowest one to
-// go, so each departure wakes at most one process until the last. The
-// barrier's node and its "ready" node stay after use, ready for the next
-// round; delete them only when no participant is left.
+// go, so each departure wakes at most one process until the last, which
+// removes the "ready" node in the same atomic step as its own
+// (store.Write): once every member has left, nothing of the barrier stays. (A round whose last members
+// crashed rather than left keeps its "ready" node until the next round
+// replaces it.)
 //
 // # Failures
 //
@@ -282,7 +284,7 @@ func (b *DoubleBarrier) leave(ctx context.Context) error {
 		case len(members) == 0:
 			return nil
 		case i == 0 && len(members) == 1:
-			return b.deleteNode(ctx, b.me.path)
+			return b.leaveLast(ctx)
 		case i == 0:
 			// Lowest: leave last, once the highest (and so, in turn,
 			// every other) member has gone.
@@ -478,6 +480,27 @@ func (b *DoubleBarrier) publish(ctx context.Context, r dbRound, exists bool, ver
 	}
 	_, err := b.st.Set(ctx, b.readyPath(), data, version)
 	return err
+}
+
+// leaveLast removes the own node, the last of its round's, and with it the
+// record of the round (the ready node), in one atomic step (store.Write),
+// so that a barrier nobody is in leaves nothing behind. The record cannot
+// go apart from the node: deleted first, a newcomer would count this
+// member in the next round; after, it could be the next round's. While
+// the node is there no next round can be released (its members wait for
+// the last of this one), so the record is still this round's, at the
+// version read. Should it not be (or the store not write atomically), the
+// own node goes alone and the record stays for the next round to replace.
+func (b *DoubleBarrier) leaveLast(ctx context.Context) error {
+	_, err := store.Write(ctx, b.st, nil, []store.Op{
+		store.DeleteOp(b.me.path, store.AnyVersion),
+		store.DeleteOp(b.readyPath(), b.round.version),
+	})
+	var refused *store.WriteError
+	if err == nil || !errors.As(err, &refused) && !errors.Is(err, errors.ErrUnsupported) {
+		return err
+	}
+	return b.deleteNode(ctx, b.me.path)
 }
 
 func (b *DoubleBarrier) deleteNode(ctx context.Context, path string) error {

@@ -36,12 +36,9 @@ func leftBehind(t *testing.T, st store.Store, root string, allowed ...string) []
 func TestDirectoriesReclaimed(t *testing.T) {
 	uses := []struct {
 		name string
-		// keeps: the recipe keeps a node at p, a DoubleBarrier's record
-		// of its last round; all else goes.
-		keeps bool
-		use   func(ctx context.Context, sts []store.Store, p string) error
+		use  func(ctx context.Context, sts []store.Store, p string) error
 	}{
-		{"Mutex", false, func(ctx context.Context, sts []store.Store, p string) error {
+		{"Mutex", func(ctx context.Context, sts []store.Store, p string) error {
 			a, b := sync.NewMutex(sts[0], p), sync.NewMutex(sts[1], p)
 			if err := a.Lock(ctx); err != nil {
 				return err
@@ -56,7 +53,7 @@ func TestDirectoriesReclaimed(t *testing.T) {
 			}
 			return b.Unlock(ctx)
 		}},
-		{"RWMutex", false, func(ctx context.Context, sts []store.Store, p string) error {
+		{"RWMutex", func(ctx context.Context, sts []store.Store, p string) error {
 			rw := sync.NewRWMutex(sts[0], p)
 			r, err := rw.RLock(ctx)
 			if err != nil {
@@ -70,28 +67,28 @@ func TestDirectoriesReclaimed(t *testing.T) {
 			}
 			return rw.Unlock(ctx)
 		}},
-		{"MultiMutex", false, func(ctx context.Context, sts []store.Store, p string) error {
+		{"MultiMutex", func(ctx context.Context, sts []store.Store, p string) error {
 			m := sync.NewMultiMutex(sts[0], []string{p + "/a", p + "/b"})
 			if err := m.Lock(ctx); err != nil {
 				return err
 			}
 			return m.Unlock(ctx)
 		}},
-		{"StripedMutex", false, func(ctx context.Context, sts []store.Store, p string) error {
+		{"StripedMutex", func(ctx context.Context, sts []store.Store, p string) error {
 			s, err := sync.NewStripedMutex(sts[0], p, 4).Lock(ctx, 0, 3)
 			if err != nil {
 				return err
 			}
 			return s.Unlock(ctx)
 		}},
-		{"Semaphore", false, func(ctx context.Context, sts []store.Store, p string) error {
+		{"Semaphore", func(ctx context.Context, sts []store.Store, p string) error {
 			l, err := sync.NewSemaphore(sts[0], p, 2).Acquire(ctx)
 			if err != nil {
 				return err
 			}
 			return l.Release(ctx)
 		}},
-		{"Barrier", false, func(ctx context.Context, sts []store.Store, p string) error {
+		{"Barrier", func(ctx context.Context, sts []store.Store, p string) error {
 			b := sync.NewBarrier(sts[0], p)
 			if err := b.Set(ctx); err != nil {
 				return err
@@ -101,7 +98,7 @@ func TestDirectoriesReclaimed(t *testing.T) {
 			}
 			return b.Wait(ctx)
 		}},
-		{"DoubleBarrier", true, func(ctx context.Context, sts []store.Store, p string) error {
+		{"DoubleBarrier", func(ctx context.Context, sts []store.Store, p string) error {
 			var wg gosync.WaitGroup
 			errs := make([]error, 2)
 			for i := range 2 {
@@ -130,17 +127,8 @@ func TestDirectoriesReclaimed(t *testing.T) {
 						t.Fatalf("use %d of %q: %v", i, p, err)
 					}
 				}
-				if !u.keeps {
-					if left := leftBehind(t, sts[1], root); len(left) != 0 {
-						t.Errorf("after use, %q holds %q; want nothing", root, left)
-					}
-					return
-				}
-				for i := range 2 {
-					p := fmt.Sprintf("%s/entity-%d/x", root, i)
-					if left := leftBehind(t, sts[1], p, "ready"); len(left) > 1 {
-						t.Errorf("after use, %q holds %q; want only the record of its last round", p, left)
-					}
+				if left := leftBehind(t, sts[1], root); len(left) != 0 {
+					t.Errorf("after use, %q holds %q; want nothing", root, left)
 				}
 			})
 		}

@@ -45,7 +45,7 @@ const (
 	exitSignalled  = 128 // + the signal's number: corral was stopped by it
 )
 
-const usage = `corral: distributed locks, leader election, barriers, queues, groups and shards on ZooKeeper or etcd.
+const usage = `corral: distributed locks, leader election, barriers, queues, groups, shards, shared values and counters on ZooKeeper or etcd.
 
 Usage:
   corral demo                               run every primitive in-process (no server needed)
@@ -60,6 +60,8 @@ Usage:
   corral group join PATH VALUE -- CMD       run CMD while a member of the group at PATH
   corral shards [--watch] PATH              owner, token and age of every shard of a partition
   corral shards run PATH K ID -- CMD        work the shards granted to member ID with CMD
+  corral value get|set|watch PATH           a shared value: read, set (--version N: if unchanged), follow
+  corral counter add|get PATH [DELTA]       a shared counter: add to it, read it
   corral ls [flags] PATH                    list what is stored under PATH
   corral help                               this text
 
@@ -113,7 +115,8 @@ Exit codes of the other commands:
   0    success
   1    an operation failed
   2    bad command line
-  3    --timeout passed before the barrier or item came; peek of an empty queue
+  3    --timeout passed before the barrier or item came; peek of an empty queue;
+       value get of a value never set
   5    the store could not be reached, or the session ended
   6    the store refused the credentials, the certificate or the permission;
        a ZooKeeper session without identity under --require-identity

@@ -18,7 +18,7 @@
 //
 // Every measurement carries corral.kind (the recipe: mutex, rwmutex.read,
 // rwmutex.write, semaphore, double_barrier, election, queue, group,
-// partition.shard) and corral.path (the recipe's path, or the label
+// partition.shard, value, counter, guarded_write) and corral.path (the recipe's path, or the label
 // Config.PathLabel maps it to, to bound the cardinality).
 //
 //	corral.acquire.duration  histogram, s   start of an acquisition to its outcome;
@@ -39,8 +39,12 @@
 //	corral.queue.acks        counter        items acknowledged
 //	corral.queue.nacks       counter        items handed back by Nack
 //	corral.queue.redeliveries counter       items taken again after a claim ended
+//	corral.shared.writes     counter        writes of a shared value or counter and guarded
+//	                                        writes; corral.outcome = written, conflict (the
+//	                                        version moved: a counter tries again), lost (the
+//	                                        hold's node was gone), failed
 //
-// It ships: sync, election, queue, group, partition and internal/recipe record through it. Tests read
+// It ships: sync, election, queue, group, partition, shared and internal/recipe record through it. Tests read
 // what it recorded with internal/testing/metrictest.
 package telemetry
 
@@ -72,6 +76,9 @@ const (
 	KindQueue         = "queue"
 	KindGroup         = "group"
 	KindShard         = "partition.shard"
+	KindValue         = "value"
+	KindCounter       = "counter"
+	KindGuarded       = "guarded_write"
 )
 
 // The attribute keys.
@@ -107,6 +114,7 @@ type instruments struct {
 	groupChanges                   metric.Int64Counter
 	groupMembers                   metric.Int64Gauge
 	puts, takes, acks, nacks, redo metric.Int64Counter
+	writes                         metric.Int64Counter // see shared.go
 }
 
 // providers caches the instruments of each MeterProvider, so that
@@ -181,6 +189,7 @@ func newInstruments(m metric.Meter) *instruments {
 		acks:          counter("corral.queue.acks", "{item}", "Items acknowledged."),
 		nacks:         counter("corral.queue.nacks", "{item}", "Items handed back by Nack."),
 		redo:          counter("corral.queue.redeliveries", "{item}", "Items delivered again after a claim ended."),
+		writes:        counter("corral.shared.writes", "{write}", "Writes of shared values and counters, and guarded writes, by outcome."),
 	}
 }
 

@@ -21,7 +21,7 @@ const Timeout = 20 * time.Second
 // The optional interfaces ReplyLoser and Disconnector, and the optional
 // store.NodeWatcher, store.CreateLister, store.WindowLister,
 // store.SeqDeleter, store.FrontDeleter, store.GetDeleter, store.ChildrenFollower,
-// store.ChildCounter, store.Leaser, store.GuardedCreator and store.BatchCreator of the opened
+// store.ChildCounter, store.Leaser, store.GuardedCreator, store.BatchCreator and store.GuardedWriter of the opened
 // sessions, are tested when present.
 func Run(t *testing.T, b Backend) {
 	s := &suite{b: b}
@@ -75,6 +75,8 @@ func Run(t *testing.T, b Backend) {
 		{"Leased", s.leased},
 		{"GuardedCreate", s.guardedCreate},
 		{"BatchCreate", s.batchCreate},
+		{"GuardedWrite", s.guardedWrite},
+		{"GuardedWriteInvalid", s.guardedWriteInvalid},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, tt.fn)
