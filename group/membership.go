@@ -51,7 +51,7 @@ func Join(ctx context.Context, st store.Store, path string, value []byte, opts .
 	if err != nil {
 		return nil, joinErr(ctx, path, recipe.SessionErr(st, err))
 	}
-	return &Membership{hold: h, st: st, value: bytes.Clone(value), version: h.Node().Version}, nil
+	return &Membership{hold: h, st: st, value: bytes.Clone(value)}, nil
 }
 
 func joinErr(ctx context.Context, path string, err error) error {
@@ -82,12 +82,8 @@ type Membership struct {
 	hold *recipe.Hold
 	st   store.Store
 
-	// mu orders SetValue and Leave: a value is never set on a node of
-	// the same name made after Leave (etcd names a session's nodes
-	// again).
-	mu      gosync.Mutex
-	value   []byte // the node's data, as this member last wrote it
-	version int64  // the node's version then
+	mu    gosync.Mutex // guards value
+	value []byte       // the node's data, as this member last wrote it
 }
 
 // notMember is the Context of the zero Membership.
@@ -152,10 +148,11 @@ func (m *Membership) Value() []byte {
 
 // SetValue changes the member's value to value, as Curator's GroupMember
 // setThisData does: every Watcher of the group then sends a member list
-// with the new value. It blocks for one request and does not retry: a
-// lost connection fails it with an error wrapping store.ErrDisconnected,
-// and the value may then have been set or not (call it again). Leave
-// waits for a SetValue under way.
+// with the new value. The write is guarded by the member's node (see
+// Guard): it is applied only while that node exists. It blocks for one
+// request and does not retry: a lost connection fails it with an error
+// wrapping store.ErrDisconnected, and the value may then have been set or
+// not (call it again). SetValues of one Membership are applied in turn.
 //
 // It fails with an error wrapping store.ErrInvalidArgument for the zero
 // Membership, store.ErrTooLarge for a value over store.MaxDataSize,
@@ -163,9 +160,7 @@ func (m *Membership) Value() []byte {
 // the cause of its end (ErrLeft, ErrNodeDeleted, ErrDisconnected,
 // store.ErrSessionExpired or store.ErrClosed; see Context). A node
 // deleted by someone else fails it with ErrNodeDeleted before the
-// membership's watch reports it, and one whose data someone else changed
-// with an error wrapping store.ErrBadVersion. It is safe for concurrent
-// use.
+// membership's watch reports it. It is safe for concurrent use.
 func (m *Membership) SetValue(ctx context.Context, value []byte) error {
 	if m == nil || m.hold == nil {
 		return fmt.Errorf("group: set value: %w: membership not made by Join", store.ErrInvalidArgument)
@@ -182,15 +177,17 @@ func (m *Membership) SetValue(ctx context.Context, value []byte) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("group: set value %q: %w", store.ShortPath(path), recipe.CtxErr(ctx, err))
 	}
-	n, err := m.st.Set(ctx, path, value, m.version)
+	// Guarded by the member's own node: a node made at the same name
+	// since (etcd names a session's nodes again) is not written.
+	_, err := store.Write(ctx, m.st, []store.Guard{m.hold.Guard()}, []store.Op{store.SetOp(path, value, store.AnyVersion)})
 	switch {
 	case err == nil:
-		m.value, m.version = bytes.Clone(value), n.Version
+		m.value = bytes.Clone(value)
 		return nil
-	case errors.Is(err, store.ErrNoNode):
+	case errors.Is(err, store.ErrGuardFailed), errors.Is(err, store.ErrNoNode):
 		err = ErrNodeDeleted
 	}
-	if hctx := m.hold.Context(); hctx.Err() != nil && !errors.Is(err, store.ErrBadVersion) {
+	if hctx := m.hold.Context(); hctx.Err() != nil {
 		err = context.Cause(hctx) // the session's end, say: the hold knows why
 	}
 	return fmt.Errorf("group: set value %q: %w", store.ShortPath(path), recipe.CtxErr(ctx, err))
@@ -204,14 +201,11 @@ func (m *Membership) SetValue(ctx context.Context, value []byte) error {
 // Leave returns an error wrapping store.ErrDisconnected. Leave is
 // idempotent: a later call returns nil once the node is gone or the session
 // has ended. A membership lost before Leave is not an error of Leave: its
-// Context says why it ended. It first waits for a SetValue under way (one
-// request at most).
+// Context says why it ended.
 func (m *Membership) Leave(ctx context.Context) error {
 	if m == nil || m.hold == nil {
 		return fmt.Errorf("group: leave: %w: membership not made by Join", store.ErrInvalidArgument)
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
 	if _, err := m.hold.Release(ctx, ErrLeft); err != nil && !errors.Is(err, holderr.ErrReleased) {
 		return fmt.Errorf("group: leave %q: %w", store.ShortPath(m.Path()), err)
 	}
