@@ -28,10 +28,10 @@ import (
 // Election are distinct candidates of one session.
 func (e *Election) Campaign(ctx context.Context, value []byte) (*Leadership, error) {
 	if err := e.check(value); err != nil {
-		return nil, fmt.Errorf("election: campaign %q: %w", e.Path(), err)
+		return nil, fmt.Errorf("election: campaign %q: %w", store.ShortPath(e.Path()), err)
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("election: campaign %q: %w", e.path, err)
+		return nil, fmt.Errorf("election: campaign %q: %w", store.ShortPath(e.path), err)
 	}
 	spec := &recipe.Spec{
 		Dir: e.path, Prefix: prefix, Order: recipe.Predecessor, Rec: e.rec,
@@ -56,7 +56,7 @@ func (e *Election) campaignErr(ctx context.Context, err error) error {
 	if sctx := e.st.Context(); sctx.Err() != nil && !errors.Is(err, context.Cause(sctx)) {
 		err = fmt.Errorf("%w (%w)", context.Cause(sctx), err)
 	}
-	return fmt.Errorf("election: campaign %q: %w", e.path, err)
+	return fmt.Errorf("election: campaign %q: %w", store.ShortPath(e.path), err)
 }
 
 // alive returns ctx's error or the session's cause, if either has ended.

@@ -42,7 +42,7 @@ func (l Leader) equal(m Leader) bool {
 // when there is no candidate. It blocks for a few round trips at most.
 func (e *Election) Leader(ctx context.Context) (Leader, error) {
 	if err := e.validate(); err != nil {
-		return Leader{}, fmt.Errorf("election: leader of %q: %w", e.Path(), err)
+		return Leader{}, fmt.Errorf("election: leader of %q: %w", store.ShortPath(e.Path()), err)
 	}
 	for {
 		kids, err := e.st.Children(ctx, e.path)
@@ -53,7 +53,7 @@ func (e *Election) Leader(ctx context.Context) (Leader, error) {
 			err = recipe.CheckFamily(e.path, kids, names.Latches)
 		}
 		if err != nil {
-			return Leader{}, fmt.Errorf("election: leader of %q: %w", e.path, err)
+			return Leader{}, fmt.Errorf("election: leader of %q: %w", store.ShortPath(e.path), err)
 		}
 		cs := recipe.Contenders(kids)
 		if len(cs) == 0 {
@@ -65,7 +65,7 @@ func (e *Election) Leader(ctx context.Context) (Leader, error) {
 			continue // it just left; look again
 		}
 		if err != nil {
-			return Leader{}, fmt.Errorf("election: leader of %q: %w", e.path, err)
+			return Leader{}, fmt.Errorf("election: leader of %q: %w", store.ShortPath(e.path), err)
 		}
 		return Leader{Path: p, Value: n.Data, Token: n.Fence()}, nil
 	}
@@ -93,7 +93,7 @@ func (e *Election) Leader(ctx context.Context) (Leader, error) {
 // needs no campaign: any session can observe.
 func (e *Election) Observe(ctx context.Context) *Observer {
 	if err := e.validate(); err != nil {
-		return &Observer{l: runner.Stopped[Leader](fmt.Errorf("election: observe %q: %w", e.Path(), err))}
+		return &Observer{l: runner.Stopped[Leader](fmt.Errorf("election: observe %q: %w", store.ShortPath(e.Path()), err))}
 	}
 	return &Observer{l: runner.Start(ctx, e.observe)}
 }
@@ -151,7 +151,7 @@ func (e *Election) observe(ctx context.Context, out chan<- Leader) error {
 			}
 			counted = cur
 		},
-		Failed: func(err error) error { return fmt.Errorf("election: observe %q: %w", e.path, err) },
+		Failed: func(err error) error { return fmt.Errorf("election: observe %q: %w", store.ShortPath(e.path), err) },
 	})
 }
 

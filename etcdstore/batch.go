@@ -31,13 +31,13 @@ func (s *Store) CreateBatch(ctx context.Context, parent string, batch []store.Ba
 		seen := make(map[string]bool, len(batch))
 		for _, b := range batch {
 			if seen[b.Name] {
-				return nil, fmt.Errorf("etcdstore: create %q: %w: %q twice in the batch", parent, store.ErrNodeExists, b.Name)
+				return nil, fmt.Errorf("etcdstore: create %q: %w: %q twice in the batch", store.ShortPath(parent), store.ErrNodeExists, b.Name)
 			}
 			seen[b.Name] = true
 		}
 	}
 	if err := s.enter(ctx); err != nil {
-		return nil, fmt.Errorf("etcdstore: create %q: %w", parent, err)
+		return nil, fmt.Errorf("etcdstore: create %q: %w", store.ShortPath(parent), err)
 	}
 	cmps := make([]clientv3.Cmp, 0, len(batch)+2)
 	puts := make([]clientv3.Op, len(batch), len(batch)+1)
@@ -74,7 +74,7 @@ func (s *Store) CreateBatch(ctx context.Context, parent string, batch []store.Ba
 			return nil, s.fail(ctx, "create", parent, err)
 		}
 		if serr := s.sessionErr(); serr != nil {
-			return nil, fmt.Errorf("etcdstore: create %q: %w", parent, serr) // a reply after the session's end proves nothing
+			return nil, fmt.Errorf("etcdstore: create %q: %w", store.ShortPath(parent), serr) // a reply after the session's end proves nothing
 		}
 		if resp.Succeeded && len(puts) > len(batch) {
 			s.ops.learnParent(parent, resp.Responses[len(batch)].GetResponseRange().Kvs)
@@ -94,15 +94,15 @@ func (s *Store) CreateBatch(ctx context.Context, parent string, batch []store.Ba
 		}
 		switch {
 		case why == refusedParentLease:
-			return nil, fmt.Errorf("etcdstore: create %q: %w", parent, store.ErrEphemeralParent)
+			return nil, fmt.Errorf("etcdstore: create %q: %w", store.ShortPath(parent), store.ErrEphemeralParent)
 		case why == refusedNodeExists:
-			return nil, fmt.Errorf("etcdstore: create %q: %w: a node of the batch", parent, store.ErrNodeExists)
+			return nil, fmt.Errorf("etcdstore: create %q: %w: a node of the batch", store.ShortPath(parent), store.ErrNodeExists)
 		case why == refusedNothing:
 			continue // what refused it changed in between: send it again
 		case made:
 			// Made, then deleted by someone else meanwhile: the
 			// batch can wait no longer for it.
-			return nil, fmt.Errorf("etcdstore: create %q: %w: parent deleted while made", parent, store.ErrNoNode)
+			return nil, fmt.Errorf("etcdstore: create %q: %w: parent deleted while made", store.ShortPath(parent), store.ErrNoNode)
 		}
 		made = true
 		err = s.makeParents(ctx, store.Join(parent, batch[0].Name))

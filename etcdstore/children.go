@@ -26,10 +26,10 @@ func (s *Store) ChildrenUpTo(ctx context.Context, p string, seq int64, n int) ([
 		return nil, false, err
 	}
 	if n < 1 {
-		return nil, false, fmt.Errorf("etcdstore: children %q: %w: window of %d", p, store.ErrInvalidArgument, n)
+		return nil, false, fmt.Errorf("etcdstore: children %q: %w: window of %d", store.ShortPath(p), store.ErrInvalidArgument, n)
 	}
 	if err := s.enter(ctx); err != nil {
-		return nil, false, fmt.Errorf("etcdstore: children %q: %w", p, err)
+		return nil, false, fmt.Errorf("etcdstore: children %q: %w", store.ShortPath(p), err)
 	}
 	if seq < 1 {
 		return nil, true, nil
@@ -105,7 +105,7 @@ func (s *Store) Children(ctx context.Context, p string) ([]store.Child, error) {
 		return nil, err
 	}
 	if err := s.enter(ctx); err != nil {
-		return nil, fmt.Errorf("etcdstore: children %q: %w", p, err)
+		return nil, fmt.Errorf("etcdstore: children %q: %w", store.ShortPath(p), err)
 	}
 	key, opts := listRange(p)
 	resp, err := do(s, ctx, func(ctx context.Context) (*clientv3.GetResponse, error) {
@@ -116,7 +116,7 @@ func (s *Store) Children(ctx context.Context, p string) ([]store.Child, error) {
 	}
 	exists, kids := children(p, resp.Kvs)
 	if !exists {
-		return nil, fmt.Errorf("etcdstore: children %q: %w", p, store.ErrNoNode)
+		return nil, fmt.Errorf("etcdstore: children %q: %w", store.ShortPath(p), store.ErrNoNode)
 	}
 	return kids, nil
 }

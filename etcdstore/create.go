@@ -54,7 +54,7 @@ func (s *Store) CreateAndList(ctx context.Context, p string, data []byte, mode s
 // sends does not grow with it.)
 func (s *Store) CreateAndWindow(ctx context.Context, p string, data []byte, mode store.Mode, n int) (store.Node, []store.Child, bool, error) {
 	if n < 1 {
-		return store.Node{}, nil, false, fmt.Errorf("etcdstore: create %q: %w: window of %d", p, store.ErrInvalidArgument, n)
+		return store.Node{}, nil, false, fmt.Errorf("etcdstore: create %q: %w: window of %d", store.ShortPath(p), store.ErrInvalidArgument, n)
 	}
 	node, kids, complete, err := s.create(ctx, p, data, mode, listWindow, n, 0)
 	if err != nil || kids != nil {
@@ -90,7 +90,7 @@ func (s *Store) create(ctx context.Context, p string, data []byte, mode store.Mo
 		return store.Node{}, nil, false, err
 	}
 	if err := s.enter(ctx); err != nil {
-		return store.Node{}, nil, false, fmt.Errorf("etcdstore: create %q: %w", p, err)
+		return store.Node{}, nil, false, fmt.Errorf("etcdstore: create %q: %w", store.ShortPath(p), err)
 	}
 	s.later.Keep(store.Parent(p))
 
@@ -154,7 +154,7 @@ func (s *Store) send(ctx context.Context, r *createReq) (_ store.Node, _ []store
 		if out.err == nil {
 			// A reply after the session's end proves nothing.
 			if serr := s.sessionErr(); serr != nil {
-				return store.Node{}, nil, fmt.Errorf("etcdstore: create %q: %w", r.name, serr)
+				return store.Node{}, nil, fmt.Errorf("etcdstore: create %q: %w", store.ShortPath(r.name), serr)
 			}
 			n, kids, err = s.answer(ctx, r, &out, unknown)
 		}

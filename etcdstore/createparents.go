@@ -62,7 +62,7 @@ func (s *Store) makeParents(ctx context.Context, name string) error {
 		return err
 	}
 	if !resp.Succeeded {
-		return fmt.Errorf("etcdstore: create %q: %w", name, store.ErrEphemeralParent)
+		return fmt.Errorf("etcdstore: create %q: %w", store.ShortPath(name), store.ErrEphemeralParent)
 	}
 	return nil
 }

@@ -271,7 +271,7 @@ func (r *createReq) explain(rs []*pb.ResponseOp, retried bool) (store.Node, []st
 	// reply, with our lease (or none, as we asked), means we made it.
 	ours := retried && r.mode&store.Sequential != 0 && kv.Lease == int64(r.lease) && bytes.Equal(kv.Value, r.data)
 	if !ours {
-		return store.Node{}, nil, fmt.Errorf("etcdstore: create %q: %w", r.name, store.ErrNodeExists)
+		return store.Node{}, nil, fmt.Errorf("etcdstore: create %q: %w", store.ShortPath(r.name), store.ErrNodeExists)
 	}
 	if r.list == listAll {
 		_, kids := children(r.parent, rs[len(rs)-1].GetResponseRange().Kvs)
@@ -299,7 +299,7 @@ func (r *createReq) refused(rs []*pb.ResponseOp) error {
 	case len(p) == 0:
 		return errNoParent
 	case p[0].Lease != 0:
-		return fmt.Errorf("etcdstore: create %q: %w", r.name, store.ErrEphemeralParent)
+		return fmt.Errorf("etcdstore: create %q: %w", store.ShortPath(r.name), store.ErrEphemeralParent)
 	}
 	return errChanged
 }

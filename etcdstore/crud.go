@@ -17,7 +17,7 @@ func (s *Store) Get(ctx context.Context, p string) (store.Node, error) {
 		return store.Node{}, err
 	}
 	if err := s.enter(ctx); err != nil {
-		return store.Node{}, fmt.Errorf("etcdstore: get %q: %w", p, err)
+		return store.Node{}, fmt.Errorf("etcdstore: get %q: %w", store.ShortPath(p), err)
 	}
 	if p == "/" {
 		return store.Node{Path: "/"}, nil
@@ -29,7 +29,7 @@ func (s *Store) Get(ctx context.Context, p string) (store.Node, error) {
 		return store.Node{}, s.fail(ctx, "get", p, err)
 	}
 	if len(resp.Kvs) == 0 {
-		return store.Node{}, fmt.Errorf("etcdstore: get %q: %w", p, store.ErrNoNode)
+		return store.Node{}, fmt.Errorf("etcdstore: get %q: %w", store.ShortPath(p), store.ErrNoNode)
 	}
 	return node(resp.Kvs[0]), nil
 }
@@ -41,16 +41,16 @@ func (s *Store) Set(ctx context.Context, p string, data []byte, version int64) (
 		return store.Node{}, err
 	}
 	if p == "/" {
-		return store.Node{}, fmt.Errorf("etcdstore: set %q: %w: the root holds no data", p, store.ErrInvalidPath)
+		return store.Node{}, fmt.Errorf("etcdstore: set %q: %w: the root holds no data", store.ShortPath(p), store.ErrInvalidPath)
 	}
 	if err := store.ValidateData(data); err != nil {
 		return store.Node{}, err
 	}
 	if version < store.AnyVersion {
-		return store.Node{}, fmt.Errorf("etcdstore: set %q: %w: version %d", p, store.ErrInvalidArgument, version)
+		return store.Node{}, fmt.Errorf("etcdstore: set %q: %w: version %d", store.ShortPath(p), store.ErrInvalidArgument, version)
 	}
 	if err := s.enter(ctx); err != nil {
-		return store.Node{}, fmt.Errorf("etcdstore: set %q: %w", p, err)
+		return store.Node{}, fmt.Errorf("etcdstore: set %q: %w", store.ShortPath(p), err)
 	}
 	cmps := []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(p), ">", 0)}
 	if version != store.AnyVersion {
@@ -67,9 +67,9 @@ func (s *Store) Set(ctx context.Context, p string, data []byte, version int64) (
 	}
 	if !resp.Succeeded {
 		if len(resp.Responses[0].GetResponseRange().Kvs) == 0 {
-			return store.Node{}, fmt.Errorf("etcdstore: set %q: %w", p, store.ErrNoNode)
+			return store.Node{}, fmt.Errorf("etcdstore: set %q: %w", store.ShortPath(p), store.ErrNoNode)
 		}
-		return store.Node{}, fmt.Errorf("etcdstore: set %q: %w", p, store.ErrBadVersion)
+		return store.Node{}, fmt.Errorf("etcdstore: set %q: %w", store.ShortPath(p), store.ErrBadVersion)
 	}
 	return node(resp.Responses[1].GetResponseRange().Kvs[0]), nil
 }
@@ -113,7 +113,7 @@ func (s *Store) FollowsFront(ctx context.Context, p string, seq, prev int64) (bo
 		return false, nil
 	}
 	if err := s.enter(ctx); err != nil {
-		return false, fmt.Errorf("etcdstore: read %q: %w", p, err)
+		return false, fmt.Errorf("etcdstore: read %q: %w", store.ShortPath(p), err)
 	}
 	resp, err := do(s, ctx, func(ctx context.Context) (*clientv3.TxnResponse, error) {
 		return s.txn(ctx, nil, []clientv3.Op{clientv3.OpGet(p, clientv3.WithKeysOnly()), clientv3.OpGet(s.frontKey(p))}, nil)
@@ -149,10 +149,10 @@ func (s *Store) delete(ctx context.Context, p string, seq int64, how int) error 
 		return err
 	}
 	if p == "/" {
-		return fmt.Errorf("etcdstore: delete %q: %w: the root cannot be deleted", p, store.ErrInvalidPath)
+		return fmt.Errorf("etcdstore: delete %q: %w: the root cannot be deleted", store.ShortPath(p), store.ErrInvalidPath)
 	}
 	if err := s.enter(ctx); err != nil {
-		return fmt.Errorf("etcdstore: delete %q: %w", p, err)
+		return fmt.Errorf("etcdstore: delete %q: %w", store.ShortPath(p), err)
 	}
 	bySeq := how != byName
 	// A node this session made ephemeral has its name's operations (see
@@ -237,16 +237,16 @@ func (s *Store) delete(ctx context.Context, p string, seq int64, how int) error 
 		return nil
 	case resp.Succeeded:
 		gone()
-		return fmt.Errorf("etcdstore: delete %q: %w", p, store.ErrNoNode)
+		return fmt.Errorf("etcdstore: delete %q: %w", store.ShortPath(p), store.ErrNoNode)
 	}
 	if kvs := why.Responses[0].GetResponseRange().Kvs; len(kvs) > 0 && (!bySeq || kvs[0].CreateRevision == seq) {
-		return fmt.Errorf("etcdstore: delete %q: %w", p, store.ErrNotEmpty)
+		return fmt.Errorf("etcdstore: delete %q: %w", store.ShortPath(p), store.ErrNotEmpty)
 	}
 	gone()
 	if bySeq {
-		return fmt.Errorf("etcdstore: delete %q: %w: no node with Seq %d", p, store.ErrNoNode, seq)
+		return fmt.Errorf("etcdstore: delete %q: %w: no node with Seq %d", store.ShortPath(p), store.ErrNoNode, seq)
 	}
-	return fmt.Errorf("etcdstore: delete %q: %w", p, store.ErrNoNode)
+	return fmt.Errorf("etcdstore: delete %q: %w", store.ShortPath(p), store.ErrNoNode)
 }
 
 func node(kv *mvccpb.KeyValue) store.Node {

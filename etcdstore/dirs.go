@@ -22,7 +22,7 @@ func (s *Store) ImplicitDirs(ctx context.Context, p string) ([]string, error) {
 		return nil, err
 	}
 	if err := s.enter(ctx); err != nil {
-		return nil, fmt.Errorf("etcdstore: implicit dirs %q: %w", p, err)
+		return nil, fmt.Errorf("etcdstore: implicit dirs %q: %w", store.ShortPath(p), err)
 	}
 	key, opts := listRange(p)
 	resp, err := do(s, ctx, func(ctx context.Context) (*clientv3.GetResponse, error) {

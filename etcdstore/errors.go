@@ -17,19 +17,19 @@ import (
 // the session's end wins, then ctx's own end, then what the backend said.
 func (s *Store) fail(ctx context.Context, op, p string, err error) error {
 	if serr := s.sessionErr(); serr != nil {
-		return fmt.Errorf("etcdstore: %s %q: %w", op, p, serr)
+		return fmt.Errorf("etcdstore: %s %q: %w", op, store.ShortPath(p), serr)
 	}
 	if errors.Is(err, rpctypes.ErrLeaseNotFound) {
 		// The server no longer knows our lease: the session is over,
 		// whatever the keepalive loop has seen so far.
 		s.end(fmt.Errorf("%w: lease not found by %s", store.ErrSessionExpired, op))
-		return fmt.Errorf("etcdstore: %s %q: %w", op, p, store.ErrSessionExpired)
+		return fmt.Errorf("etcdstore: %s %q: %w", op, store.ShortPath(p), store.ErrSessionExpired)
 	}
 	err = classify(ctx, err)
 	if errors.Is(err, store.ErrDisconnected) {
 		s.probe()
 	}
-	return fmt.Errorf("etcdstore: %s %q: %w", op, p, err)
+	return fmt.Errorf("etcdstore: %s %q: %w", op, store.ShortPath(p), err)
 }
 
 // classify wraps the sentinel an etcd client error means, so that every

@@ -43,7 +43,7 @@ func (s *Store) FollowChildren(ctx context.Context, p string) (store.ChildrenFol
 		return nil, nil, err
 	}
 	if err := s.enter(ctx); err != nil {
-		return nil, nil, fmt.Errorf("etcdstore: follow %q: %w", p, err)
+		return nil, nil, fmt.Errorf("etcdstore: follow %q: %w", store.ShortPath(p), err)
 	}
 	key, readOpts := listRange(p)
 	watchOpts := []clientv3.OpOption{clientv3.WithRange(p + "0")}
@@ -60,7 +60,7 @@ func (s *Store) FollowChildren(ctx context.Context, p string) (store.ChildrenFol
 		ready: make(chan struct{}), moved: make(chan struct{}), stopped: make(chan struct{}), ended: make(chan struct{})}
 	if !s.goWatch(f.serve) {
 		w.cancel()
-		return nil, nil, fmt.Errorf("etcdstore: follow %q: %w", p, s.sessionErr())
+		return nil, nil, fmt.Errorf("etcdstore: follow %q: %w", store.ShortPath(p), s.sessionErr())
 	}
 	return f, kids, nil
 }
@@ -92,26 +92,26 @@ func (f *follow) serve() {
 	for {
 		select {
 		case <-f.stopped:
-			f.end(fmt.Errorf("etcdstore: follow %q stopped: %w", f.path, store.ErrClosed))
+			f.end(fmt.Errorf("etcdstore: follow %q stopped: %w", store.ShortPath(f.path), store.ErrClosed))
 			return
 		case <-s.ctx.Done():
-			f.end(fmt.Errorf("etcdstore: follow %q: %w", f.path, s.sessionErr()))
+			f.end(fmt.Errorf("etcdstore: follow %q: %w", store.ShortPath(f.path), s.sessionErr()))
 			return
 		case wr, ok := <-f.w.ch:
 			switch {
 			case !ok && s.ctx.Err() != nil:
-				f.end(fmt.Errorf("etcdstore: follow %q: %w", f.path, s.sessionErr()))
+				f.end(fmt.Errorf("etcdstore: follow %q: %w", store.ShortPath(f.path), s.sessionErr()))
 				return
 			case !ok:
 				s.probe()
-				f.end(fmt.Errorf("etcdstore: follow %q: %w: watch closed", f.path, store.ErrDisconnected))
+				f.end(fmt.Errorf("etcdstore: follow %q: %w: watch closed", store.ShortPath(f.path), store.ErrDisconnected))
 				return
 			case wr.CompactRevision != 0:
-				f.end(fmt.Errorf("etcdstore: follow %q: %w: changes since revision %d were compacted", f.path, store.ErrDisconnected, wr.CompactRevision))
+				f.end(fmt.Errorf("etcdstore: follow %q: %w: changes since revision %d were compacted", store.ShortPath(f.path), store.ErrDisconnected, wr.CompactRevision))
 				return
 			case wr.Err() != nil:
 				s.probe()
-				f.end(fmt.Errorf("etcdstore: follow %q: %w: %w", f.path, store.ErrDisconnected, wr.Err()))
+				f.end(fmt.Errorf("etcdstore: follow %q: %w: %w", store.ShortPath(f.path), store.ErrDisconnected, wr.Err()))
 				return
 			}
 			f.deliver(wr)
@@ -216,7 +216,7 @@ func (s *Store) syncFollow(ctx context.Context, path string, state func() (int64
 	}
 	octx, done, err := s.begin(ctx)
 	if err != nil {
-		return fmt.Errorf("etcdstore: sync %q: %w", path, err)
+		return fmt.Errorf("etcdstore: sync %q: %w", store.ShortPath(path), err)
 	}
 	defer done()
 	resp, err := do(s, octx, func(ctx context.Context) (*clientv3.GetResponse, error) {

@@ -29,7 +29,7 @@ func (s *Store) CreateLeased(ctx context.Context, p string, data []byte, ttl tim
 		return store.Node{}, nil, err
 	}
 	if ttl < time.Millisecond {
-		return store.Node{}, nil, fmt.Errorf("etcdstore: create %q: %w: lease TTL %v", p, store.ErrInvalidArgument, ttl)
+		return store.Node{}, nil, fmt.Errorf("etcdstore: create %q: %w: lease TTL %v", store.ShortPath(p), store.ErrInvalidArgument, ttl)
 	}
 	l, err := s.grant(ctx, p, ttl)
 	if err != nil {
@@ -46,7 +46,7 @@ func (s *Store) CreateLeased(ctx context.Context, p string, data []byte, ttl tim
 // grant grants a lease of ttl for the node at p, as one attempt.
 func (s *Store) grant(ctx context.Context, p string, ttl time.Duration) (*lease, error) {
 	if err := s.enter(ctx); err != nil {
-		return nil, fmt.Errorf("etcdstore: create %q: %w", p, err)
+		return nil, fmt.Errorf("etcdstore: create %q: %w", store.ShortPath(p), err)
 	}
 	secs := int64((ttl + time.Second - 1) / time.Second)
 	sent := time.Now()
@@ -82,7 +82,7 @@ func (l *lease) Deadline() time.Time {
 func (l *lease) Renew(ctx context.Context) error {
 	s := l.s
 	if err := s.enter(ctx); err != nil {
-		return fmt.Errorf("etcdstore: renew lease of %q: %w", l.path, err)
+		return fmt.Errorf("etcdstore: renew lease of %q: %w", store.ShortPath(l.path), err)
 	}
 	sent := time.Now()
 	resp, err := do(s, ctx, func(ctx context.Context) (*clientv3.LeaseKeepAliveResponse, error) {
@@ -90,7 +90,7 @@ func (l *lease) Renew(ctx context.Context) error {
 	})
 	switch {
 	case errors.Is(err, rpctypes.ErrLeaseNotFound):
-		return fmt.Errorf("etcdstore: renew lease of %q: %w (lease %x ended)", l.path, store.ErrNoNode, int64(l.id))
+		return fmt.Errorf("etcdstore: renew lease of %q: %w (lease %x ended)", store.ShortPath(l.path), store.ErrNoNode, int64(l.id))
 	case err != nil:
 		return classifyErr(s, ctx, "renew lease of", l.path, err)
 	}
@@ -106,7 +106,7 @@ func (l *lease) Renew(ctx context.Context) error {
 func (l *lease) Revoke(ctx context.Context) error {
 	s := l.s
 	if err := s.enter(ctx); err != nil {
-		return fmt.Errorf("etcdstore: revoke lease of %q: %w", l.path, err)
+		return fmt.Errorf("etcdstore: revoke lease of %q: %w", store.ShortPath(l.path), err)
 	}
 	_, err := do(s, ctx, func(ctx context.Context) (*clientv3.LeaseRevokeResponse, error) {
 		return s.cli.Revoke(ctx, l.id)
@@ -141,13 +141,13 @@ func (l *lease) revokeSoon(ctx context.Context) {
 // ErrLeaseNotFound (the lease is the node's, not the session's).
 func classifyErr(s *Store, ctx context.Context, op, p string, err error) error {
 	if serr := s.sessionErr(); serr != nil {
-		return fmt.Errorf("etcdstore: %s %q: %w", op, p, serr)
+		return fmt.Errorf("etcdstore: %s %q: %w", op, store.ShortPath(p), serr)
 	}
 	err = classify(ctx, err)
 	if errors.Is(err, store.ErrDisconnected) {
 		s.probe()
 	}
-	return fmt.Errorf("etcdstore: %s %q: %w", op, p, err)
+	return fmt.Errorf("etcdstore: %s %q: %w", op, store.ShortPath(p), err)
 }
 
 // GetDelete deletes the node at p and returns it as it was, in one
@@ -159,10 +159,10 @@ func (s *Store) GetDelete(ctx context.Context, p string) (store.Node, error) {
 		return store.Node{}, err
 	}
 	if p == "/" {
-		return store.Node{}, fmt.Errorf("etcdstore: delete %q: %w: the root cannot be deleted", p, store.ErrInvalidPath)
+		return store.Node{}, fmt.Errorf("etcdstore: delete %q: %w: the root cannot be deleted", store.ShortPath(p), store.ErrInvalidPath)
 	}
 	if err := s.enter(ctx); err != nil {
-		return store.Node{}, fmt.Errorf("etcdstore: delete %q: %w", p, err)
+		return store.Node{}, fmt.Errorf("etcdstore: delete %q: %w", store.ShortPath(p), err)
 	}
 	s.dirs.drop(p)
 	then := []clientv3.Op{clientv3.OpDelete(p, clientv3.WithPrevKV()), clientv3.OpDelete(s.dirKey(p)), clientv3.OpDelete(s.frontOf(p))}
@@ -186,12 +186,12 @@ func (s *Store) GetDelete(ctx context.Context, p string) (store.Node, error) {
 	if resp.Succeeded {
 		dr := resp.Responses[0].GetResponseDeleteRange()
 		if dr.Deleted == 0 || len(dr.PrevKvs) == 0 {
-			return store.Node{}, fmt.Errorf("etcdstore: delete %q: %w", p, store.ErrNoNode)
+			return store.Node{}, fmt.Errorf("etcdstore: delete %q: %w", store.ShortPath(p), store.ErrNoNode)
 		}
 		return node(dr.PrevKvs[0]), nil
 	}
 	if resp.Responses[0].GetResponseRange().Count == 0 {
-		return store.Node{}, fmt.Errorf("etcdstore: delete %q: %w", p, store.ErrNoNode)
+		return store.Node{}, fmt.Errorf("etcdstore: delete %q: %w", store.ShortPath(p), store.ErrNoNode)
 	}
-	return store.Node{}, fmt.Errorf("etcdstore: delete %q: %w", p, store.ErrNotEmpty)
+	return store.Node{}, fmt.Errorf("etcdstore: delete %q: %w", store.ShortPath(p), store.ErrNotEmpty)
 }

@@ -64,11 +64,11 @@ func (s *Store) ExistsW(ctx context.Context, p string) (bool, store.Stat, <-chan
 	}
 	if p == "/" {
 		if err := s.sessionErr(); err != nil {
-			return false, store.Stat{}, nil, fmt.Errorf("etcdstore: exists %q: %w", p, err)
+			return false, store.Stat{}, nil, fmt.Errorf("etcdstore: exists %q: %w", store.ShortPath(p), err)
 		}
 		out := make(chan store.Event, 1)
 		if !s.goWatch(func() { s.idle(ctx, "exists", p, out) }) {
-			return false, store.Stat{}, nil, fmt.Errorf("etcdstore: exists %q: %w", p, s.sessionErr())
+			return false, store.Stat{}, nil, fmt.Errorf("etcdstore: exists %q: %w", store.ShortPath(p), s.sessionErr())
 		}
 		return true, store.Stat{}, out, nil
 	}
@@ -300,7 +300,7 @@ func (s *Store) open(ctx context.Context, spec *watchSpec) (watcher, *clientv3.G
 // Store. It returns the read, the event channel, or an error and no watch.
 func (s *Store) watch(ctx context.Context, spec *watchSpec) ([]*mvccpb.KeyValue, <-chan store.Event, error) {
 	if err := s.enter(ctx); err != nil {
-		return nil, nil, fmt.Errorf("etcdstore: %s %q: %w", spec.op, spec.path, err)
+		return nil, nil, fmt.Errorf("etcdstore: %s %q: %w", spec.op, store.ShortPath(spec.path), err)
 	}
 	w, resp, err := s.open(ctx, spec)
 	if err != nil {
@@ -308,12 +308,12 @@ func (s *Store) watch(ctx context.Context, spec *watchSpec) ([]*mvccpb.KeyValue,
 	}
 	if spec.exists != nil && !spec.exists(resp.Kvs) {
 		w.cancel()
-		return nil, nil, fmt.Errorf("etcdstore: %s %q: %w", spec.op, spec.path, store.ErrNoNode)
+		return nil, nil, fmt.Errorf("etcdstore: %s %q: %w", spec.op, store.ShortPath(spec.path), store.ErrNoNode)
 	}
 	out := make(chan store.Event, 1)
 	if !s.goWatch(func() { s.serve(ctx, spec, w, resp, out) }) {
 		w.cancel()
-		return nil, nil, fmt.Errorf("etcdstore: %s %q: %w", spec.op, spec.path, s.sessionErr())
+		return nil, nil, fmt.Errorf("etcdstore: %s %q: %w", spec.op, store.ShortPath(spec.path), s.sessionErr())
 	}
 	return resp.Kvs, out, nil
 }
@@ -341,7 +341,7 @@ func (s *Store) serve(ctx context.Context, spec *watchSpec, w watcher, last *cli
 		}
 		ev := store.Event{Type: t, Path: spec.path}
 		if err != nil {
-			ev = store.Event{Path: spec.path, Err: fmt.Errorf("etcdstore: %s %q: %w", spec.op, spec.path, err)}
+			ev = store.Event{Path: spec.path, Err: fmt.Errorf("etcdstore: %s %q: %w", spec.op, store.ShortPath(spec.path), err)}
 		}
 		out <- ev
 		close(out)
@@ -422,7 +422,7 @@ func (s *Store) idle(ctx context.Context, op, p string, out chan<- store.Event) 
 	case <-ctx.Done():
 		err = ctx.Err()
 	}
-	out <- store.Event{Path: p, Err: fmt.Errorf("etcdstore: %s %q: %w", op, p, err)}
+	out <- store.Event{Path: p, Err: fmt.Errorf("etcdstore: %s %q: %w", op, store.ShortPath(p), err)}
 	close(out)
 }
 

@@ -32,7 +32,7 @@ func (s *Store) WriteIf(ctx context.Context, guards []store.Guard, ops []store.O
 		path = ops[0].Path
 	}
 	if err := s.enter(ctx); err != nil {
-		return nil, fmt.Errorf("etcdstore: write %q: %w", path, err)
+		return nil, fmt.Errorf("etcdstore: write %q: %w", store.ShortPath(path), err)
 	}
 	w := s.writeTxn(guards, ops)
 	resp, err := do(s, ctx, func(ctx context.Context) (*clientv3.TxnResponse, error) {
@@ -49,7 +49,7 @@ func (s *Store) WriteIf(ctx context.Context, guards []store.Guard, ops []store.O
 		return nil, s.fail(ctx, "write", path, err)
 	}
 	if !resp.Succeeded {
-		return nil, fmt.Errorf("etcdstore: write %q: %w", path, refusedWrite(guards, ops, resp.Responses))
+		return nil, fmt.Errorf("etcdstore: write %q: %w", store.ShortPath(path), refusedWrite(guards, ops, resp.Responses))
 	}
 	return s.written(ops, w.results, resp), nil
 }

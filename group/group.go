@@ -8,10 +8,12 @@
 // lock's or a leadership's, whose Context is cancelled with a cause the
 // moment the membership ends (left, session ended, node deleted, connection
 // lost under the [DisconnectPolicy]) and whose Token, the node's fencing
-// token, grows with every member that joins. [Watch] returns a [*Watcher] whose channel
-// delivers the members now and then after every change, in the order they
-// joined, with the never-hang, coalescing rules of election.Observe: a list
-// not yet received when a newer one is known is replaced by it.
+// token, grows with every member that joins; a member may change its value
+// while it is one ([Membership.SetValue]). [Watch] returns a [*Watcher]
+// whose channel delivers the members now and then after every change (a
+// member joined, went, or changed its value), in the order they joined,
+// with the never-hang, coalescing rules of election.Observe: a list not
+// yet received when a newer one is known is replaced by it.
 //
 // # What stays in the store
 //
@@ -22,20 +24,34 @@
 //
 // # Interoperability
 //
-// Member nodes are named "group-" followed by the store's unique suffix (on
-// ZooKeeper, with the protected "_c_<uuid>-" prefix zkstore adds). A Watcher
-// lists every child of the group's path that is a session's (ephemeral)
-// node and not another recipe's (a directory below the group is no
-// member), so it also sees the members of Curator's GroupMember (an
-// ephemeral node named by the member's id) and of kazoo's Party (an
-// ephemeral node named by a UUID, or "<uuid>-<identifier>" for a
-// ShallowParty), with their data as the value, and those clients see
-// corral's members in their listings, under corral's node names. Two things do not carry over: Curator and kazoo name
-// members by id, not by sequence, so on ZooKeeper their members have no
-// order of creation (store Seq 0) and are listed first, and their ids are
-// node names where corral's identity is the value; a corral member is a
-// GroupMember id only in the sense that its node name is one. On etcd
-// neither client exists; corral members are ordered by CreateRevision.
+// On ZooKeeper a group shares its path with Curator's GroupMember and
+// kazoo's Party and ShallowParty (tested against the real clients):
+//
+//   - A Watcher lists every child of the group's path that is a session's
+//     (ephemeral) node and not another recipe's (a directory below the
+//     group is no member), with its data as the value: Curator's members
+//     (an ephemeral node named by the member's id, its payload as data)
+//     and kazoo's (a node named "<uuid>__party__" or, for a ShallowParty,
+//     "<uuid>-<identifier>", its identifier as data). A change of their
+//     value (Curator's setThisData) reaches the Watcher as corral's own
+//     do. Their nodes have no order of creation (their names carry no
+//     sequence number): they have Token 0 and are listed first, by node
+//     name, then corral's members in the order they joined.
+//   - Curator's GroupMember lists corral's members, under their node
+//     names as ids, with their values, and sees SetValue.
+//   - kazoo's Party lists corral's members with their values: a member's
+//     node is named "__party__group-" followed by the store's unique
+//     suffix (behind the protected "_c_<uuid>-" prefix zkstore adds), and
+//     a Party lists the children whose name holds "__party__". kazoo
+//     decodes values as UTF-8: a member whose value is not fails a
+//     Party's listing. A ShallowParty, whose ids are node names, lists
+//     corral's members under a part of their node's name, not their value.
+//
+// Corral's identity is the value, where Curator's and kazoo's ids are node
+// names; a corral member is a GroupMember id only in the sense that its
+// node name is one. On etcd neither client exists; members there are
+// ordered by CreateRevision. Members of earlier corral versions, named
+// "group-" and the suffix, are members all the same.
 //
 // # Identity, metrics and logs
 //

@@ -393,3 +393,73 @@ func TestWatchSkipsDirectories(t *testing.T) {
 		}
 	})
 }
+
+// TestSetValue: a member changes its value while it is a member, and every
+// watcher sends the list with the new one, also for a value another
+// client writes into its member's node (Curator's setThisData); once the
+// membership has ended, SetValue fails with its cause.
+func TestSetValue(t *testing.T) {
+	backends.Run(t, func(t *testing.T, b storetest.Backend) {
+		sts := backends.Open(t, b, 3)
+		ctx, path := ctxFor(t), dir(t)
+		w := group.Watch(ctx, sts[2], path)
+		defer w.Close()
+		a := join(t, sts[0], path, "a")
+		bm := join(t, sts[1], path, "b")
+		before := until(t, w, "a", "b")
+		for _, v := range []string{"a2", "a3"} {
+			if err := a.SetValue(ctx, []byte(v)); err != nil {
+				t.Fatalf("SetValue(%q) = %v; want nil", v, err)
+			}
+			ms := until(t, w, v, "b")
+			if ms[0].Path != before[0].Path || ms[0].Token != before[0].Token {
+				t.Errorf("member after SetValue = %v; want the same node %s, token %d", ms[0], before[0].Path, before[0].Token)
+			}
+			if got := string(a.Value()); got != v {
+				t.Errorf("Value() = %q; want %q", got, v)
+			}
+		}
+		// Another client's member node, written by that client.
+		if _, err := sts[1].Set(ctx, bm.Path(), []byte("b2"), store.AnyVersion); err != nil {
+			t.Fatal(err)
+		}
+		until(t, w, "a3", "b2")
+		// A watcher that starts now reads the values as they are.
+		w2 := group.Watch(ctx, sts[0], path)
+		defer w2.Close()
+		until(t, w2, "a3", "b2")
+
+		if err := a.SetValue(ctx, make([]byte, store.MaxDataSize+1)); !errors.Is(err, store.ErrTooLarge) {
+			t.Errorf("SetValue(too large) = %v; want %v", err, store.ErrTooLarge)
+		}
+		ended, end := context.WithCancel(ctx)
+		end()
+		if err := a.SetValue(ended, []byte("x")); !errors.Is(err, context.Canceled) {
+			t.Errorf("SetValue(ended ctx) = %v; want %v", err, context.Canceled)
+		}
+		for _, m := range []*group.Membership{nil, new(group.Membership)} {
+			if err := m.SetValue(ctx, []byte("x")); !errors.Is(err, store.ErrInvalidArgument) {
+				t.Errorf("SetValue on %#v = %v; want %v", m, err, store.ErrInvalidArgument)
+			}
+		}
+		if err := a.Leave(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := a.SetValue(ctx, []byte("x")); !errors.Is(err, group.ErrLeft) {
+			t.Errorf("SetValue after Leave = %v; want %v", err, group.ErrLeft)
+		}
+		until(t, w, "b2")
+		// A node deleted by someone else.
+		if err := sts[2].Delete(ctx, bm.Path()); err != nil {
+			t.Fatal(err)
+		}
+		if err := bm.SetValue(ctx, []byte("x")); !errors.Is(err, group.ErrNodeDeleted) {
+			t.Errorf("SetValue of a deleted member = %v; want %v", err, group.ErrNodeDeleted)
+		}
+		c := join(t, sts[0], path, "c")
+		sts[0].Close()
+		if err := c.SetValue(ctx, []byte("x")); !errors.Is(err, store.ErrClosed) {
+			t.Errorf("SetValue after the session closed = %v; want %v", err, store.ErrClosed)
+		}
+	})
+}

@@ -1,9 +1,11 @@
 package group
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	gosync "sync"
 	"time"
 
 	"github.com/corral-go/corral/internal/holderr"
@@ -37,7 +39,7 @@ func Join(ctx context.Context, st store.Store, path string, value []byte, opts .
 		return nil, joinErr(ctx, path, err)
 	}
 	spec := &recipe.Spec{
-		Dir: path, Prefix: names.Group, Order: recipe.Unordered,
+		Dir: path, Prefix: names.GroupMember, Order: recipe.Unordered,
 		Data: func(time.Time) []byte { return value },
 		Rec:  telemetry.New(o.tel, telemetry.KindGroup, path, ErrNodeDeleted),
 		Hold: recipe.HoldOptions{Deleted: ErrNodeDeleted},
@@ -49,11 +51,11 @@ func Join(ctx context.Context, st store.Store, path string, value []byte, opts .
 	if err != nil {
 		return nil, joinErr(ctx, path, recipe.SessionErr(st, err))
 	}
-	return &Membership{hold: h}, nil
+	return &Membership{hold: h, st: st, value: bytes.Clone(value)}, nil
 }
 
 func joinErr(ctx context.Context, path string, err error) error {
-	return fmt.Errorf("group: join %q: %w", path, recipe.CtxErr(ctx, err))
+	return fmt.Errorf("group: join %q: %w", store.ShortPath(path), recipe.CtxErr(ctx, err))
 }
 
 // Membership is one member of a group, from Join to its end. It ends when it
@@ -78,6 +80,10 @@ func joinErr(ctx context.Context, path string, err error) error {
 // and its Leave fails with store.ErrInvalidArgument.
 type Membership struct {
 	hold *recipe.Hold
+	st   store.Store
+
+	mu    gosync.Mutex // guards value
+	value []byte       // the node's data, as this member last wrote it
 }
 
 // notMember is the Context of the zero Membership.
@@ -129,12 +135,62 @@ func (m *Membership) Path() string {
 	return m.hold.Node().Path
 }
 
-// Value returns the value the member joined with.
+// Value returns the member's value: the one it joined with, or the last
+// one SetValue set.
 func (m *Membership) Value() []byte {
 	if m == nil || m.hold == nil {
 		return nil
 	}
-	return append([]byte(nil), m.hold.Node().Data...)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return bytes.Clone(m.value)
+}
+
+// SetValue changes the member's value to value, as Curator's GroupMember
+// setThisData does: every Watcher of the group then sends a member list
+// with the new value. The write is guarded by the member's node (see
+// Guard): it is applied only while that node exists. It blocks for one
+// request and does not retry: a lost connection fails it with an error
+// wrapping store.ErrDisconnected, and the value may then have been set or
+// not (call it again). SetValues of one Membership are applied in turn.
+//
+// It fails with an error wrapping store.ErrInvalidArgument for the zero
+// Membership, store.ErrTooLarge for a value over store.MaxDataSize,
+// ctx's error when ctx ends first, and, once the membership has ended,
+// the cause of its end (ErrLeft, ErrNodeDeleted, ErrDisconnected,
+// store.ErrSessionExpired or store.ErrClosed; see Context). A node
+// deleted by someone else fails it with ErrNodeDeleted before the
+// membership's watch reports it. It is safe for concurrent use.
+func (m *Membership) SetValue(ctx context.Context, value []byte) error {
+	if m == nil || m.hold == nil {
+		return fmt.Errorf("group: set value: %w: membership not made by Join", store.ErrInvalidArgument)
+	}
+	path := m.Path()
+	if err := store.ValidateData(value); err != nil {
+		return fmt.Errorf("group: set value %q: %w", store.ShortPath(path), err)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if hctx := m.hold.Context(); hctx.Err() != nil {
+		return fmt.Errorf("group: set value %q: %w", store.ShortPath(path), context.Cause(hctx))
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("group: set value %q: %w", store.ShortPath(path), recipe.CtxErr(ctx, err))
+	}
+	// Guarded by the member's own node: a node made at the same name
+	// since (etcd names a session's nodes again) is not written.
+	_, err := store.Write(ctx, m.st, []store.Guard{m.hold.Guard()}, []store.Op{store.SetOp(path, value, store.AnyVersion)})
+	switch {
+	case err == nil:
+		m.value = bytes.Clone(value)
+		return nil
+	case errors.Is(err, store.ErrGuardFailed), errors.Is(err, store.ErrNoNode):
+		err = ErrNodeDeleted
+	}
+	if hctx := m.hold.Context(); hctx.Err() != nil {
+		err = context.Cause(hctx) // the session's end, say: the hold knows why
+	}
+	return fmt.Errorf("group: set value %q: %w", store.ShortPath(path), recipe.CtxErr(ctx, err))
 }
 
 // Leave ends the membership with cause ErrLeft, if it has not ended already,
@@ -151,7 +207,7 @@ func (m *Membership) Leave(ctx context.Context) error {
 		return fmt.Errorf("group: leave: %w: membership not made by Join", store.ErrInvalidArgument)
 	}
 	if _, err := m.hold.Release(ctx, ErrLeft); err != nil && !errors.Is(err, holderr.ErrReleased) {
-		return fmt.Errorf("group: leave %q: %w", m.Path(), err)
+		return fmt.Errorf("group: leave %q: %w", store.ShortPath(m.Path()), err)
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package group
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -23,8 +24,9 @@ type Member struct {
 	// Token is its node's fencing token (store.Node.Fence: the Seq, on
 	// ZooKeeper plus the directory's creation zxid), the same as its
 	// Membership's: members are listed by Token, the order they joined
-	// in (on ZooKeeper, another client's member that is not sequential
-	// has Token 0).
+	// in. On ZooKeeper another client's member whose node is not
+	// sequential (Curator's GroupMember, kazoo's Party) has no order of
+	// creation and Token 0: such members are listed first, by node name.
 	Token int64
 }
 
@@ -41,11 +43,14 @@ func equal(a, b []Member) bool {
 // Watch reports the members of the group at path as they change, on the
 // Watcher's Members channel. The first list sent is the members now (empty
 // when there are none, or no group at path yet); then a new list is sent
-// after every change: a member joined or went. A list not yet received when
-// the watcher learns it is out of date is replaced by the newer one, so a
-// slow receiver never sees a member already known to be gone, and changes
-// faster than a round trip may be merged. A member's value is read once,
-// when it is first listed.
+// after every change: a member joined or went, or changed its value
+// ([Membership.SetValue], Curator's setThisData). A list not yet received
+// when the watcher learns it is out of date is replaced by the newer one,
+// so a slow receiver never sees a member already known to be gone, and
+// changes faster than a round trip may be merged. The watcher watches the
+// group's directory and each member's node (one watch each, set again
+// only after it fired), and reads a member's value when it first lists it
+// and after each change.
 //
 // Watch returns at once. The watcher runs in a goroutine of its own until
 // ctx ends, the session ends, Close is called, or a read fails for a reason
@@ -59,7 +64,7 @@ func equal(a, b []Member) bool {
 func Watch(ctx context.Context, st store.Store, path string, opts ...Option) *Watcher {
 	o := newOptions(opts)
 	if err := o.check(st, path); err != nil {
-		return &Watcher{l: runner.Stopped[[]Member](fmt.Errorf("group: watch %q: %w", path, err))}
+		return &Watcher{l: runner.Stopped[[]Member](fmt.Errorf("group: watch %q: %w", store.ShortPath(path), err))}
 	}
 	g := &watch{path: path, log: o.tel.Logger, rec: telemetry.New(o.tel, telemetry.KindGroup, path, ErrNodeDeleted),
 		members: recipe.NewMembers(st, path, names.Groups, names.Partitions), st: st}
@@ -112,11 +117,9 @@ type watch struct {
 // run sends the members on out as they change, until ctx or the session
 // ends or a read fails for good, and returns why.
 func (g *watch) run(ctx context.Context, out chan<- []Member) error {
+	g.members.FollowValues(ctx)
 	return recipe.Follow(ctx, g.st, out, recipe.Follower[[]Member]{
-		Read: func(ctx context.Context) ([]Member, []<-chan store.Event, error) {
-			ms, ch, err := g.current(ctx)
-			return ms, []<-chan store.Event{ch}, err
-		},
+		Read:  g.current,
 		Equal: equal,
 		Copy:  clone,
 		Changed: func(ctx context.Context, cur []Member, first bool) {
@@ -126,8 +129,16 @@ func (g *watch) run(ctx context.Context, out chan<- []Member) error {
 					slog.String("path", g.path), slog.Int("members", len(cur)))
 			}
 		},
-		Failed: func(err error) error { return fmt.Errorf("group: watch %q: %w", g.path, err) },
+		Failed: func(err error) error { return fmt.Errorf("group: watch %q: %w", store.ShortPath(g.path), err) },
 	})
+}
+
+// ordered is 0 for a member with no order of creation, 1 for the others.
+func ordered(m Member) int {
+	if m.Token == 0 {
+		return 0
+	}
+	return 1
 }
 
 // clone returns a copy of ms that shares nothing with it.
@@ -139,10 +150,10 @@ func clone(ms []Member) []Member {
 	return c
 }
 
-// current returns the members now and a watch, set on ctx, that fires when
-// they may have changed.
-func (g *watch) current(ctx context.Context) ([]Member, <-chan store.Event, error) {
-	read, ch, err := g.members.Read(ctx)
+// current returns the members now and the watches that fire when they may
+// have changed: a member joined or went, or a member's value changed.
+func (g *watch) current(ctx context.Context) ([]Member, []<-chan store.Event, error) {
+	read, stale, err := g.members.ReadAll(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -150,5 +161,11 @@ func (g *watch) current(ctx context.Context) ([]Member, <-chan store.Event, erro
 	for i, m := range read {
 		ms[i] = Member{Path: m.Path, Value: m.Value, Token: m.Token}
 	}
-	return ms, ch, nil
+	// The members with no order of creation (Token 0) first, by name as
+	// the store lists them: it lists them among those with Seq 0, which
+	// on ZooKeeper is also a directory's first sequential node.
+	slices.SortStableFunc(ms, func(a, b Member) int {
+		return cmp.Compare(ordered(a), ordered(b))
+	})
+	return ms, stale, nil
 }

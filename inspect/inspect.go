@@ -38,9 +38,10 @@
 // node holds one, else the node's creation where the store keeps it
 // (ZooKeeper; etcd does not), else unknown (the zero Time). For a holder it
 // therefore counts its wait too; how long it has held is known only to a
-// [Watch] that saw it granted (Contender.Granted). The record's start is on the contender's
-// clock and a creation time on the server's, so clock skew shows in the
-// durations.
+// [Watch] that saw it granted (Contender.Granted), or from the record of a
+// holder that records its grant (a partition's shard owner). The record's
+// times are on the contender's clock and a creation time on the server's,
+// so clock skew shows in the durations.
 //
 // # JSON
 //
@@ -202,11 +203,13 @@ type Contender struct {
 	// Since is when the contender began its attempt, the zero Time when
 	// unknown (see Time in the package doc).
 	Since time.Time `json:"since,omitzero"`
-	// Granted is when a holder was seen to become one, the zero Time when
-	// unknown: no store records when a hold began, only when its attempt
-	// did, so only a Watcher that saw the grant (the contender waiting, or
-	// absent, in its previous snapshot) fills it in, at most one snapshot
-	// late (see Watch). Read and Walk leave it zero.
+	// Granted is when a holder became one, the zero Time when unknown:
+	// no store records when a hold began, only when its attempt did. A
+	// holder that records its grant in its identity record (a partition's
+	// shard owner) has it from there, on its own clock; for the others,
+	// only a Watcher that saw the grant (the contender waiting, or absent,
+	// in its previous snapshot) fills it in, at most one snapshot late
+	// (see Watch), and Read and Walk leave it zero.
 	Granted time.Time `json:"granted,omitzero"`
 }
 
@@ -287,11 +290,11 @@ func Read(ctx context.Context, st store.Store, path string) (Report, error) {
 	r := &reader{st: st}
 	kids, err := r.children(ctx, path)
 	if err != nil {
-		return Report{}, fmt.Errorf("inspect: read %q: %w", path, err)
+		return Report{}, fmt.Errorf("inspect: read %q: %w", store.ShortPath(path), err)
 	}
 	rep, err := r.report(ctx, path, kids)
 	if err != nil {
-		return Report{}, fmt.Errorf("inspect: read %q: %w", path, err)
+		return Report{}, fmt.Errorf("inspect: read %q: %w", store.ShortPath(path), err)
 	}
 	return rep, nil
 }
@@ -308,7 +311,7 @@ func Walk(ctx context.Context, st store.Store, root string, fn func(Report) erro
 		return err
 	}
 	if fn == nil {
-		return fmt.Errorf("inspect: walk %q: %w: nil func", root, store.ErrInvalidArgument)
+		return fmt.Errorf("inspect: walk %q: %w: nil func", store.ShortPath(root), store.ErrInvalidArgument)
 	}
 	return (&reader{st: st}).walk(ctx, root, fn)
 }
@@ -317,7 +320,7 @@ func Walk(ctx context.Context, st store.Store, root string, fn func(Report) erro
 // the recipes' packages refuse it), an invalid path.
 func check(st store.Store, path string) error {
 	if st == nil {
-		return fmt.Errorf("inspect: %q: %w: nil store", path, store.ErrInvalidArgument)
+		return fmt.Errorf("inspect: %q: %w: nil store", store.ShortPath(path), store.ErrInvalidArgument)
 	}
 	if err := store.ValidatePath(path); err != nil {
 		return fmt.Errorf("inspect: %w", err)
@@ -365,10 +368,10 @@ func (r *reader) get(ctx context.Context, p string, watch bool) (store.Node, err
 func (r *reader) walk(ctx context.Context, root string, fn func(Report) error) error {
 	kids, err := r.children(ctx, root)
 	if err != nil {
-		return fmt.Errorf("inspect: walk %q: %w", root, err)
+		return fmt.Errorf("inspect: walk %q: %w", store.ShortPath(root), err)
 	}
 	if r.implicit, err = ImplicitDirs(ctx, r.st, root); err != nil {
-		return fmt.Errorf("inspect: walk %q: %w", root, err)
+		return fmt.Errorf("inspect: walk %q: %w", store.ShortPath(root), err)
 	}
 	return r.visit(ctx, root, kids, fn)
 }
@@ -397,7 +400,7 @@ func ImplicitDirs(ctx context.Context, st store.Store, root string) (map[string]
 func (r *reader) visit(ctx context.Context, p string, kids []store.Child, fn func(Report) error) error {
 	rep, err := r.report(ctx, p, kids)
 	if err != nil {
-		return fmt.Errorf("inspect: walk %q: %w", p, err)
+		return fmt.Errorf("inspect: walk %q: %w", store.ShortPath(p), err)
 	}
 	if rep.Kind != None {
 		if err := fn(rep); err != nil {
@@ -423,7 +426,7 @@ func (r *reader) visit(ctx context.Context, p string, kids []store.Child, fn fun
 			continue // deleted since the listing
 		}
 		if err != nil {
-			return fmt.Errorf("inspect: walk %q: %w", c, err)
+			return fmt.Errorf("inspect: walk %q: %w", store.ShortPath(c), err)
 		}
 		if err := r.visit(ctx, c, ckids, fn); err != nil {
 			return err
@@ -557,22 +560,24 @@ func (rep *Report) add(c Contender, holds bool) {
 
 func contender(n store.Node, mode Mode) Contender {
 	c := Contender{Name: n.Name(), Seq: n.Fence(), Mode: mode, Session: n.Owner, Since: n.Created}
-	c.Identity, c.Data = identify(n.Data)
+	var granted time.Time
+	c.Identity, granted, c.Data = identify(n.Data)
 	if c.Identity != nil {
-		c.Since = c.Identity.Start
+		c.Since, c.Granted = c.Identity.Start, granted
 	}
 	return c
 }
 
-// identify splits data into an identity record, or the data as it is.
-func identify(data []byte) (*Identity, []byte) {
-	if id, ok := ParseIdentity(data); ok {
-		return &id, nil
+// identify splits data into an identity record, with the grant it records
+// (the zero Time for none), or the data as it is.
+func identify(data []byte) (*Identity, time.Time, []byte) {
+	if r, ok := identity.Parse(data); ok {
+		return &Identity{Host: r.Host, PID: r.PID, Start: r.Start, Label: r.Label}, r.Granted, nil
 	}
 	if len(data) == 0 {
-		return nil, nil
+		return nil, time.Time{}, nil
 	}
-	return nil, data
+	return nil, time.Time{}, data
 }
 
 // limit returns the limit the nodes of kids with marker record in their

@@ -152,6 +152,14 @@ func kazooMaker(marker string) maker {
 	}
 }
 
+// partyMaker makes the node kazoo's Party makes (an ephemeral node named by
+// a uuid and the mark, its identifier as data).
+func partyMaker(ctx context.Context, t *testing.T, st store.Store, p string) string {
+	_, err := st.Create(ctx, p+"/8c1f0e2d3b4a59687766554433221100"+names.KazooParty, []byte("k"), store.Ephemeral)
+	must(t, "Create", err)
+	return p
+}
+
 // TestNamesAgree: inspect reads the layout the recipes write. For every
 // mark of internal/names, a primitive (kazoo's marks: the node as kazoo
 // names it) makes a node that carries the mark, and inspect reads the
@@ -159,20 +167,22 @@ func kazooMaker(marker string) maker {
 // the test, so a new name comes with its check here.
 func TestNamesAgree(t *testing.T) {
 	makers := map[string]maker{
-		names.Lock:       mutexMaker,
-		names.Read:       readerMaker,
-		names.Write:      writerMaker,
-		names.Latch:      candidateMaker,
-		names.KazooLock:  kazooMaker(names.KazooLock),
-		names.KazooRead:  kazooMaker(names.KazooRead),
-		names.Lease:      leaseMaker,
-		names.Member:     barrierMaker,
-		names.Ready:      barrierMaker,
-		names.Group:      memberMaker,
-		names.Items:      queueMaker,
-		names.Claims:     queueMaker,
-		names.Deliveries: queueMaker,
-		names.Config:     queueMaker,
+		names.Lock:        mutexMaker,
+		names.Read:        readerMaker,
+		names.Write:       writerMaker,
+		names.Latch:       candidateMaker,
+		names.KazooLock:   kazooMaker(names.KazooLock),
+		names.KazooRead:   kazooMaker(names.KazooRead),
+		names.Lease:       leaseMaker,
+		names.Member:      barrierMaker,
+		names.Ready:       barrierMaker,
+		names.Group:       memberMaker,
+		names.GroupMember: memberMaker,
+		names.KazooParty:  partyMaker,
+		names.Items:       queueMaker,
+		names.Claims:      queueMaker,
+		names.Deliveries:  queueMaker,
+		names.Config:      queueMaker,
 		// A partition's path holds its members' and shards' directories.
 		names.PartitionMembers: partitionMaker(""),
 		names.PartitionShards:  partitionMaker(""),

@@ -91,7 +91,7 @@ func (r *reader) queue(ctx context.Context, rep *Report) error {
 			return err
 		}
 		c := Claim{Item: it.name, Priority: it.prio, Session: n.Owner, Since: n.Created}
-		c.Identity, c.Data = identify(n.Data)
+		c.Identity, _, c.Data = identify(n.Data)
 		if c.Identity != nil {
 			c.Since = c.Identity.Start
 		}

@@ -152,6 +152,9 @@ func (g *grants) mark(reps []Report) {
 			c := &r.Holders[j]
 			k := contenderKey{r.Path, c.Name, c.Seq}
 			holding[k] = true
+			if !c.Granted.IsZero() {
+				continue // its own record says when
+			}
 			t, ok := g.at[k]
 			if !ok && (!g.first || g.holding[k]) {
 				continue // holding when first seen: since when, nobody knows

@@ -10,7 +10,7 @@ import (
 // GetDelete implements store.GetDeleter.
 func (st *Store) GetDelete(ctx context.Context, p string) (store.Node, error) {
 	if p == "/" {
-		return store.Node{}, fmt.Errorf("%w %q: the root cannot be deleted", store.ErrInvalidPath, p)
+		return store.Node{}, fmt.Errorf("%w %q: the root cannot be deleted", store.ErrInvalidPath, store.ShortPath(p))
 	}
 	if err := st.begin(ctx, "delete", p); err != nil {
 		return store.Node{}, err
@@ -18,7 +18,7 @@ func (st *Store) GetDelete(ctx context.Context, p string) (store.Node, error) {
 	defer st.srv.mu.Unlock()
 	n := st.srv.lookup(p)
 	if n == nil {
-		return store.Node{}, fmt.Errorf("memstore: delete: %w: %q", store.ErrNoNode, p)
+		return store.Node{}, fmt.Errorf("memstore: delete: %w: %q", store.ErrNoNode, store.ShortPath(p))
 	}
 	was := n.public(p)
 	if err := st.srv.delete(p); err != nil {
@@ -45,7 +45,7 @@ func (st *Store) counted(ctx context.Context, p string, list bool) ([]store.Chil
 	defer st.srv.mu.Unlock()
 	n := st.srv.lookup(p)
 	if n == nil {
-		return nil, store.ChildCounts{}, fmt.Errorf("memstore: children: %w: %q", store.ErrNoNode, p)
+		return nil, store.ChildCounts{}, fmt.Errorf("memstore: children: %w: %q", store.ErrNoNode, store.ShortPath(p))
 	}
 	c := store.ChildCounts{Children: int64(len(n.children)), Changes: n.changes, Made: n.seq}
 	if !list {
@@ -139,7 +139,7 @@ func (f *follow) Changes() ([]store.ChildChange, <-chan struct{}, error) {
 
 func (f *follow) Sync(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("memstore: sync %q: %w", f.path, err)
+		return fmt.Errorf("memstore: sync %q: %w", store.ShortPath(f.path), err)
 	}
 	f.srv.mu.Lock()
 	defer f.srv.mu.Unlock()
@@ -149,7 +149,7 @@ func (f *follow) Sync(ctx context.Context) error {
 func (f *follow) Stop() {
 	f.srv.mu.Lock()
 	defer f.srv.mu.Unlock()
-	f.srv.endFollow(f, fmt.Errorf("memstore: follow %q stopped: %w", f.path, store.ErrClosed))
+	f.srv.endFollow(f, fmt.Errorf("memstore: follow %q stopped: %w", store.ShortPath(f.path), store.ErrClosed))
 }
 
 // CreateIf implements store.GuardedCreator.
@@ -158,7 +158,7 @@ func (st *Store) CreateIf(ctx context.Context, p string, data []byte, mode store
 		return store.Node{}, err
 	}
 	if mode&store.Sequential != 0 {
-		return store.Node{}, fmt.Errorf("memstore: create %q: %w: a guarded create cannot be sequential", p, store.ErrInvalidArgument)
+		return store.Node{}, fmt.Errorf("memstore: create %q: %w: a guarded create cannot be sequential", store.ShortPath(p), store.ErrInvalidArgument)
 	}
 	if err := store.ValidatePath(guard); err != nil {
 		return store.Node{}, err
@@ -168,7 +168,7 @@ func (st *Store) CreateIf(ctx context.Context, p string, data []byte, mode store
 	}
 	defer st.srv.mu.Unlock()
 	if st.srv.lookup(guard) == nil {
-		return store.Node{}, fmt.Errorf("memstore: create %q: guard %q: %w", p, guard, store.ErrNoNode)
+		return store.Node{}, fmt.Errorf("memstore: create %q: guard %q: %w", store.ShortPath(p), store.ShortPath(guard), store.ErrNoNode)
 	}
 	n, err := st.srv.create(p, data, mode, st.id)
 	if err != nil {
@@ -191,13 +191,13 @@ func (st *Store) CreateBatch(ctx context.Context, parent string, batch []store.B
 	defer st.srv.mu.Unlock()
 	dir, err := st.srv.mkdirs(parent)
 	if err == nil && dir.owner != 0 {
-		err = fmt.Errorf("%w: parent %q", store.ErrEphemeralParent, parent)
+		err = fmt.Errorf("%w: parent %q", store.ErrEphemeralParent, store.ShortPath(parent))
 	}
 	if err == nil && mode == store.Persistent {
 		seen := map[string]bool{}
 		for _, b := range batch {
 			if _, ok := dir.children[b.Name]; ok || seen[b.Name] {
-				err = fmt.Errorf("%w: %q", store.ErrNodeExists, store.Join(parent, b.Name))
+				err = fmt.Errorf("%w: %q", store.ErrNodeExists, store.ShortPath(store.Join(parent, b.Name)))
 				break
 			}
 			seen[b.Name] = true
@@ -216,7 +216,7 @@ func (st *Store) CreateBatch(ctx context.Context, parent string, batch []store.B
 	if st.loseReply {
 		st.loseReply = false
 		st.blip()
-		return nil, fmt.Errorf("memstore: create batch %q: reply lost: %w", parent, store.ErrDisconnected)
+		return nil, fmt.Errorf("memstore: create batch %q: reply lost: %w", store.ShortPath(parent), store.ErrDisconnected)
 	}
 	return nodes, nil
 }

@@ -253,7 +253,7 @@ func (st *Store) awaitThaw(ctx context.Context, op, p string) error {
 		select {
 		case <-thawed:
 		case <-ctx.Done():
-			err = fmt.Errorf("memstore: %s %q: %w", op, p, ctx.Err())
+			err = fmt.Errorf("memstore: %s %q: %w", op, store.ShortPath(p), ctx.Err())
 		}
 		st.srv.mu.Lock()
 		if err != nil {

@@ -143,7 +143,7 @@ func (s *Server) create(p string, data []byte, mode store.Mode, owner int64) (st
 		return store.Node{}, err
 	}
 	if parent.owner != 0 {
-		return store.Node{}, fmt.Errorf("%w: parent %q of %q", store.ErrEphemeralParent, parentPath, p)
+		return store.Node{}, fmt.Errorf("%w: parent %q of %q", store.ErrEphemeralParent, store.ShortPath(parentPath), store.ShortPath(p))
 	}
 	s.seq++
 	name := store.Base(p)
@@ -151,7 +151,7 @@ func (s *Server) create(p string, data []byte, mode store.Mode, owner int64) (st
 		name += store.FormatSeq(s.seq)
 	}
 	if _, ok := parent.children[name]; ok {
-		return store.Node{}, fmt.Errorf("%w: %q", store.ErrNodeExists, p)
+		return store.Node{}, fmt.Errorf("%w: %q", store.ErrNodeExists, store.ShortPath(p))
 	}
 	n := &node{name: name, data: slices.Clone(data), seq: s.seq, created: time.Now(), parent: parent, children: map[string]*node{}}
 	if mode&store.Ephemeral != 0 {
@@ -211,10 +211,10 @@ func (s *Server) reclaim(p string) {
 func (s *Server) remove(p string) error {
 	n := s.lookup(p)
 	if n == nil {
-		return fmt.Errorf("%w: %q", store.ErrNoNode, p)
+		return fmt.Errorf("%w: %q", store.ErrNoNode, store.ShortPath(p))
 	}
 	if len(n.children) > 0 {
-		return fmt.Errorf("%w: %q", store.ErrNotEmpty, p)
+		return fmt.Errorf("%w: %q", store.ErrNotEmpty, store.ShortPath(p))
 	}
 	delete(n.parent.children, n.name)
 	n.parent.changes++
@@ -260,7 +260,7 @@ func (s *Server) addWatch(ctx context.Context, st *Store, set map[string]map[*wa
 	w.stop = context.AfterFunc(ctx, func() {
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		s.deliver(w, store.Event{Path: p, Err: fmt.Errorf("memstore: watch on %q: %w", p, ctx.Err())})
+		s.deliver(w, store.Event{Path: p, Err: fmt.Errorf("memstore: watch on %q: %w", store.ShortPath(p), ctx.Err())})
 	})
 	return w.ch
 }

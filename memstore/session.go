@@ -76,16 +76,16 @@ func (st *Store) begin(ctx context.Context, op, p string) (err error) {
 	}()
 	if st.ended != nil {
 		// The session's end wins over ctx's: it is for good.
-		return fmt.Errorf("memstore: %s %q: %w", op, p, st.ended)
+		return fmt.Errorf("memstore: %s %q: %w", op, store.ShortPath(p), st.ended)
 	}
 	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("memstore: %s %q: %w", op, p, err)
+		return fmt.Errorf("memstore: %s %q: %w", op, store.ShortPath(p), err)
 	}
 	if err := st.awaitThaw(ctx, op, p); err != nil {
 		return err
 	}
 	if err := st.liveErr(); err != nil {
-		return fmt.Errorf("memstore: %s %q: %w", op, p, err)
+		return fmt.Errorf("memstore: %s %q: %w", op, store.ShortPath(p), err)
 	}
 	held = true
 	return nil
@@ -131,7 +131,7 @@ func (st *Store) create(ctx context.Context, p string, data []byte, mode store.M
 		st.loseReply = false
 		st.blip()
 		if mode != store.EphemeralSequential {
-			return store.Node{}, nil, fmt.Errorf("memstore: create %q: reply lost: %w", p, store.ErrDisconnected)
+			return store.Node{}, nil, fmt.Errorf("memstore: create %q: reply lost: %w", store.ShortPath(p), store.ErrDisconnected)
 		}
 	}
 	var kids []store.Child
@@ -149,7 +149,7 @@ func (st *Store) Get(ctx context.Context, p string) (store.Node, error) {
 	defer st.srv.mu.Unlock()
 	n := st.srv.lookup(p)
 	if n == nil {
-		return store.Node{}, fmt.Errorf("memstore: get: %w: %q", store.ErrNoNode, p)
+		return store.Node{}, fmt.Errorf("memstore: get: %w: %q", store.ErrNoNode, store.ShortPath(p))
 	}
 	return n.public(p), nil
 }
@@ -162,13 +162,13 @@ func (st *Store) Set(ctx context.Context, p string, data []byte, version int64) 
 		return store.Node{}, err
 	}
 	if p == "/" {
-		return store.Node{}, fmt.Errorf("memstore: set %q: %w: the root holds no data", p, store.ErrInvalidPath)
+		return store.Node{}, fmt.Errorf("memstore: set %q: %w: the root holds no data", store.ShortPath(p), store.ErrInvalidPath)
 	}
 	if err := store.ValidateData(data); err != nil {
 		return store.Node{}, err
 	}
 	if version < store.AnyVersion {
-		return store.Node{}, fmt.Errorf("memstore: set %q: %w: version %d", p, store.ErrInvalidArgument, version)
+		return store.Node{}, fmt.Errorf("memstore: set %q: %w: version %d", store.ShortPath(p), store.ErrInvalidArgument, version)
 	}
 	if err := st.begin(ctx, "set", p); err != nil {
 		return store.Node{}, err
@@ -176,10 +176,10 @@ func (st *Store) Set(ctx context.Context, p string, data []byte, version int64) 
 	defer st.srv.mu.Unlock()
 	n := st.srv.lookup(p)
 	if n == nil {
-		return store.Node{}, fmt.Errorf("memstore: set: %w: %q", store.ErrNoNode, p)
+		return store.Node{}, fmt.Errorf("memstore: set: %w: %q", store.ErrNoNode, store.ShortPath(p))
 	}
 	if version != store.AnyVersion && version != n.version {
-		return store.Node{}, fmt.Errorf("memstore: set %q: %w: have %d, want %d", p, store.ErrBadVersion, n.version, version)
+		return store.Node{}, fmt.Errorf("memstore: set %q: %w: have %d, want %d", store.ShortPath(p), store.ErrBadVersion, n.version, version)
 	}
 	n.data = append([]byte(nil), data...)
 	n.version++
@@ -196,7 +196,7 @@ func (st *Store) Children(ctx context.Context, p string) ([]store.Child, error) 
 	defer st.srv.mu.Unlock()
 	n := st.srv.lookup(p)
 	if n == nil {
-		return nil, fmt.Errorf("memstore: children: %w: %q", store.ErrNoNode, p)
+		return nil, fmt.Errorf("memstore: children: %w: %q", store.ErrNoNode, store.ShortPath(p))
 	}
 	return children(n), nil
 }
@@ -233,7 +233,7 @@ func (st *Store) NodeW(ctx context.Context, p string) (store.Stat, <-chan store.
 	defer st.srv.mu.Unlock()
 	n := st.srv.lookup(p)
 	if n == nil {
-		return store.Stat{}, nil, fmt.Errorf("memstore: watch: %w: %q", store.ErrNoNode, p)
+		return store.Stat{}, nil, fmt.Errorf("memstore: watch: %w: %q", store.ErrNoNode, store.ShortPath(p))
 	}
 	// The node exists, so an exists-watch can only see it change or go.
 	return n.public(p).Stat(), st.srv.addWatch(ctx, st, st.srv.existsW, p), nil
@@ -247,7 +247,7 @@ func (st *Store) ChildrenW(ctx context.Context, p string) ([]store.Child, <-chan
 	defer st.srv.mu.Unlock()
 	n := st.srv.lookup(p)
 	if n == nil {
-		return nil, nil, fmt.Errorf("memstore: children: %w: %q", store.ErrNoNode, p)
+		return nil, nil, fmt.Errorf("memstore: children: %w: %q", store.ErrNoNode, store.ShortPath(p))
 	}
 	return children(n), st.srv.addWatch(ctx, st, st.srv.childW, p), nil
 }
@@ -255,7 +255,7 @@ func (st *Store) ChildrenW(ctx context.Context, p string) ([]store.Child, <-chan
 // Delete implements store.Store.
 func (st *Store) Delete(ctx context.Context, p string) error {
 	if p == "/" {
-		return fmt.Errorf("%w %q: the root cannot be deleted", store.ErrInvalidPath, p)
+		return fmt.Errorf("%w %q: the root cannot be deleted", store.ErrInvalidPath, store.ShortPath(p))
 	}
 	if err := st.begin(ctx, "delete", p); err != nil {
 		return err
@@ -270,7 +270,7 @@ func (st *Store) Delete(ctx context.Context, p string) error {
 // ChildrenUpTo implements store.WindowLister.
 func (st *Store) ChildrenUpTo(ctx context.Context, p string, seq int64, n int) ([]store.Child, bool, error) {
 	if n < 1 {
-		return nil, false, fmt.Errorf("memstore: children %q: %w: window of %d", p, store.ErrInvalidArgument, n)
+		return nil, false, fmt.Errorf("memstore: children %q: %w: window of %d", store.ShortPath(p), store.ErrInvalidArgument, n)
 	}
 	if err := st.begin(ctx, "children", p); err != nil {
 		return nil, false, err
@@ -287,7 +287,7 @@ func (st *Store) ChildrenUpTo(ctx context.Context, p string, seq int64, n int) (
 // CreateAndWindow implements store.WindowLister.
 func (st *Store) CreateAndWindow(ctx context.Context, p string, data []byte, mode store.Mode, n int) (store.Node, []store.Child, bool, error) {
 	if n < 1 {
-		return store.Node{}, nil, false, fmt.Errorf("memstore: create %q: %w: window of %d", p, store.ErrInvalidArgument, n)
+		return store.Node{}, nil, false, fmt.Errorf("memstore: create %q: %w: window of %d", store.ShortPath(p), store.ErrInvalidArgument, n)
 	}
 	node, kids, err := st.create(ctx, p, data, mode, true)
 	if err != nil {
@@ -310,7 +310,7 @@ func (st *Store) DeleteFront(ctx context.Context, p string, seq int64) error {
 
 func (st *Store) deleteSeq(ctx context.Context, p string, seq int64, front bool) error {
 	if p == "/" {
-		return fmt.Errorf("%w %q: the root cannot be deleted", store.ErrInvalidPath, p)
+		return fmt.Errorf("%w %q: the root cannot be deleted", store.ErrInvalidPath, store.ShortPath(p))
 	}
 	if err := st.begin(ctx, "delete", p); err != nil {
 		return err
@@ -318,7 +318,7 @@ func (st *Store) deleteSeq(ctx context.Context, p string, seq int64, front bool)
 	defer st.srv.mu.Unlock()
 	n := st.srv.lookup(p)
 	if n != nil && n.seq != seq {
-		return fmt.Errorf("memstore: delete: %w: %q has Seq %d, not %d", store.ErrNoNode, p, n.seq, seq)
+		return fmt.Errorf("memstore: delete: %w: %q has Seq %d, not %d", store.ErrNoNode, store.ShortPath(p), n.seq, seq)
 	}
 	if err := st.srv.delete(p); err != nil {
 		return fmt.Errorf("memstore: delete: %w", err)

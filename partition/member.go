@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/corral-go/corral/internal/holderr"
+	"github.com/corral-go/corral/internal/identity"
 	"github.com/corral-go/corral/internal/names"
 	"github.com/corral-go/corral/internal/recipe"
 	"github.com/corral-go/corral/internal/runner"
@@ -103,7 +104,7 @@ func Join(ctx context.Context, st store.Store, path string, shards int, id strin
 }
 
 func joinErr(path string, err error) error {
-	return fmt.Errorf("partition: join %q: %w", path, err)
+	return fmt.Errorf("partition: join %q: %w", store.ShortPath(path), err)
 }
 
 // checkPath refuses a path that holds another recipe's nodes: a partition
@@ -140,7 +141,7 @@ func unique(ctx context.Context, st store.Store, own store.Node, id string) erro
 			return err
 		}
 		if string(n.Data) == id {
-			return fmt.Errorf("%w: %q is a member already (%q)", ErrDuplicateID, id, n.Path)
+			return fmt.Errorf("%w: %q is a member already (%q)", ErrDuplicateID, id, store.ShortPath(n.Path))
 		}
 	}
 	return nil
@@ -236,7 +237,7 @@ func (m *Member) Run(ctx context.Context, fn func(ctx context.Context, s *Shard)
 		return fmt.Errorf("partition: run: %w", errZeroMember)
 	}
 	if fn == nil {
-		return fmt.Errorf("partition: run %q: %w: nil function", m.path, store.ErrInvalidArgument)
+		return fmt.Errorf("partition: run %q: %w: nil function", store.ShortPath(m.path), store.ErrInvalidArgument)
 	}
 	select {
 	case <-m.done:
@@ -248,7 +249,7 @@ func (m *Member) Run(ctx context.Context, fn func(ctx context.Context, s *Shard)
 	m.running = true
 	m.mu.Unlock()
 	if running {
-		return fmt.Errorf("partition: run %q: %w: the member runs already", m.path, store.ErrInvalidArgument)
+		return fmt.Errorf("partition: run %q: %w: the member runs already", store.ShortPath(m.path), store.ErrInvalidArgument)
 	}
 	if !m.lost() {
 		<-m.done // stopped before Run
@@ -292,7 +293,7 @@ func (m *Member) Leave(ctx context.Context) error {
 		<-m.done
 	}
 	if _, err := m.ms.Release(ctx, ErrLeft); err != nil && !errors.Is(err, holderr.ErrReleased) {
-		return fmt.Errorf("partition: leave %q: %w", m.path, err)
+		return fmt.Errorf("partition: leave %q: %w", store.ShortPath(m.path), err)
 	}
 	return nil
 }
@@ -428,9 +429,21 @@ func (r *run) reconcile(ctx context.Context, ids []string) {
 // the shard is released.
 func (r *run) work(ctx context.Context, i int) {
 	m := r.m
+	// The owner's node records who it is (the id as the identity
+	// record's label) and, once granted, when: what "corral shards"
+	// counts a shard's age from.
+	// Data and Granted run in this goroutine, which Acquire runs in.
+	rec, start := identity.NewEncoder(m.id), time.Time{}
+	order := recipe.Predecessor
+	order.Granted = func(ctx context.Context, st store.Store, own store.Node, _ int) error {
+		ctx, cancel := context.WithTimeout(ctx, recipe.CleanupGrace)
+		defer cancel()
+		_, _ = st.Set(ctx, own.Path, rec.EncodeGranted(start, time.Now()), own.Version) // for display only: best effort
+		return nil
+	}
 	spec := &recipe.Spec{
-		Dir: shardDir(m.path, i), Prefix: names.Lock, Order: recipe.Predecessor, Rec: m.rec,
-		Data: func(time.Time) []byte { return []byte(m.id) },
+		Dir: shardDir(m.path, i), Prefix: names.Lock, Order: order, Rec: m.rec,
+		Data: func(t time.Time) []byte { start = t; return rec.Encode(t) },
 		Hold: recipe.HoldOptions{Deleted: ErrNodeDeleted, Disconnected: ErrDisconnected},
 	}
 	for attempt := 0; ctx.Err() == nil; {
@@ -571,7 +584,7 @@ func followIDs(ctx context.Context, st store.Store, dir string, k int, out chan<
 			return ids, []<-chan store.Event{ch}, nil
 		},
 		Equal:  slices.Equal[[]string],
-		Failed: func(err error) error { return fmt.Errorf("partition: members of %q: %w", dir, err) },
+		Failed: func(err error) error { return fmt.Errorf("partition: members of %q: %w", store.ShortPath(dir), err) },
 	})
 }
 

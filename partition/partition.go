@@ -68,7 +68,10 @@
 // ("partition-k<K>-…", ephemeral and sequential, holding the member's id,
 // with the number of shards K in the name), and "shards/<i>" for i in
 // [0, K), each a lock directory whose contender nodes ("lock-…", the
-// sync.Mutex layout) hold the id of the member that contends. A shard costs
+// sync.Mutex layout) hold an identity record (see package inspect) whose
+// label is the id of the member that contends; the owner adds the time of
+// its grant to it once granted, for "corral shards" (earlier versions
+// wrote the id alone). A shard costs
 // one directory, and one ephemeral node while it is owned (two during a
 // hand-over: the owner's and the next owner's); a member costs its node.
 // When all members have left and released their shards, nothing stays:

@@ -76,7 +76,7 @@ var misuseFuncs = map[string][]string{
 	"inspect.Read":                  {"inspect.Read"},
 	"inspect.Walk":                  {"inspect.Walk"},
 	"inspect.Watch":                 {"inspect.Watch", "inspect.Watch(cancelled)"},
-	"group.Join":                    {"group.Join", "group.Join(cancelled)", "Membership.Leave"},
+	"group.Join":                    {"group.Join", "group.Join(cancelled)", "Membership.SetValue", "Membership.Leave"},
 	"group.Watch":                   {"group.Watch", "group.Watch(cancelled)"},
 	"group.WithDisconnectPolicy":    {"group.Join", "group options(zero)"}, // drawGroupOptions: good, unknown, nil
 	"group.WithLogger":              {"group options(zero)"},
@@ -205,6 +205,7 @@ var misuseElsewhere = map[string]string{
 	"store.ValidateTree":           "TestFollowTreeMisuse",
 	"store.FollowTree":             "TestFollowTreeMisuse",
 	"store.Depth":                  "TestDepth",
+	"store.ShortPath":              "TestShortPath",
 	"memstore.NewServer":           "TestPanicLeavesTreeUnlocked",
 	"memstore.New":                 "TestPanicLeavesTreeUnlocked",
 	"memstore.WithExpiryMargin":    "TestLifecycleMisuse",

@@ -48,6 +48,13 @@ func groupCalls(t *rapid.T, p string, data []byte) []misuseCall {
 			}
 			return m.Leave(ctx)
 		}},
+		{"Membership.SetValue", func(ctx context.Context, s *misuseSession, _ store.Store) error {
+			m := new(group.Membership)
+			if len(s.memberships) > 0 {
+				m = s.memberships[0]
+			}
+			return m.SetValue(ctx, data)
+		}},
 		{"group.Watch", func(ctx context.Context, _ *misuseSession, st store.Store) error {
 			return watchGroup(ctx, st, p, watchOptions(gopts))
 		}},

@@ -356,6 +356,84 @@ func TestSettingsStoredOnFirstUse(t *testing.T) {
 	})
 }
 
+// TestProducerFixesOnlyItsOptions: a producer given no option stores no
+// settings, so the at-least-once consumers that come after it are not
+// refused; one given some options fixes those only, and the consumers fix
+// the rest; a consumer fixes every setting it takes by, its defaults too.
+func TestProducerFixesOnlyItsOptions(t *testing.T) {
+	backends.Run(t, func(t *testing.T, b storetest.Backend) {
+		s1, s2 := b.Open(t), b.Open(t)
+		ctx := ctxT(t)
+
+		path := qpath(t)
+		producer := newQueueOpts(t, s1, path)
+		put(t, ctx, producer, "a", 0)
+		if n, err := s1.Get(ctx, path+"/config"); !errors.Is(err, store.ErrNoNode) {
+			t.Fatalf("Get(config) after a Put with no option = %q, %v; want %v: nothing was set", n.Data, err, store.ErrNoNode)
+		}
+		consumer := newQueueOpts(t, s2, path, queue.WithDelivery(queue.AtLeastOnce))
+		it := mustTake(t, ctx, consumer)
+		if err := it.Nack(ctx); err != nil {
+			t.Fatalf("Nack() = %v; want nil: the item is claimed, at-least-once", err)
+		}
+		it = mustTake(t, ctx, consumer)
+		if string(it.Data) != "a" || it.Deliveries != 2 {
+			t.Errorf("Take() after Nack = %q, delivered %d; want a, delivered 2", it.Data, it.Deliveries)
+		}
+		if err := it.Ack(ctx); err != nil {
+			t.Fatal(err)
+		}
+		put(t, ctx, producer, "b", 0) // still agrees: it set nothing
+		got, err := producer.Settings(ctx)
+		if err != nil || got.Delivery != queue.AtLeastOnce || producer.Delivery() != queue.AtLeastOnce {
+			t.Errorf("producer's Settings(), Delivery() = %+v, %v, %v; want at-least-once, agreeing", got, err, producer.Delivery())
+		}
+		// A consumer with no option adopts at-least-once: it claims.
+		plain := newQueueOpts(t, s1, path)
+		it = mustTake(t, ctx, plain)
+		if err := it.Extend(ctx); err != nil {
+			t.Errorf("Extend() of an item a consumer with no option took = %v; want nil: it adopted at-least-once", err)
+		}
+		if err := it.Ack(ctx); err != nil {
+			t.Fatal(err)
+		}
+
+		// A producer given the delivery alone fixes it alone: consumers
+		// with a visibility timeout fix theirs.
+		path = qpath(t)
+		producer = newQueueOpts(t, s1, path, queue.WithDelivery(queue.AtLeastOnce))
+		put(t, ctx, producer, "c", 0)
+		consumer = newQueueOpts(t, s2, path, queue.WithDelivery(queue.AtLeastOnce), queue.WithVisibilityTimeout(time.Minute))
+		if err := mustTake(t, ctx, consumer).Ack(ctx); err != nil {
+			t.Fatal(err)
+		}
+		got, err = newQueueOpts(t, s1, path).Settings(ctx)
+		want := queue.Settings{Delivery: queue.AtLeastOnce, VisibilityTimeout: time.Minute}
+		if err != nil || got != want {
+			t.Errorf("Settings() after the consumer's take = %+v, %v; want %+v", got, err, want)
+		}
+		other := newQueueOpts(t, s1, path, queue.WithDelivery(queue.AtLeastOnce), queue.WithVisibilityTimeout(time.Second))
+		if _, _, err := other.TryTake(ctx); !errors.Is(err, queue.ErrMismatch) {
+			t.Errorf("TryTake() with another visibility timeout = %v; want %v", err, queue.ErrMismatch)
+		}
+
+		// A consumer with no option that takes first fixes at-most-once:
+		// it takes by it.
+		path = qpath(t)
+		put(t, ctx, newQueueOpts(t, s1, path), "d", 0)
+		if got := mustTake(t, ctx, newQueueOpts(t, s1, path)); string(got.Data) != "d" {
+			t.Errorf("Take() = %q; want d", got.Data)
+		}
+		alo := newQueueOpts(t, s2, path, queue.WithDelivery(queue.AtLeastOnce))
+		if _, _, err := alo.TryTake(ctx); !errors.Is(err, queue.ErrMismatch) {
+			t.Errorf("at-least-once TryTake() after an at-most-once take = %v; want %v", err, queue.ErrMismatch)
+		}
+		if err := alo.Put(ctx, []byte("e")); !errors.Is(err, queue.ErrMismatch) {
+			t.Errorf("at-least-once Put() after an at-most-once take = %v; want %v", err, queue.ErrMismatch)
+		}
+	})
+}
+
 // A Queue whose options differ from the settings stored with the queue is
 // refused; one given no options adopts them. A path holding another
 // recipe's nodes is refused.

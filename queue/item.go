@@ -156,7 +156,7 @@ func (c *claim) extend(ctx context.Context) error {
 	start := time.Now()
 	n, err := c.q.st.Get(ctx, c.path)
 	if errors.Is(err, store.ErrNoNode) || err == nil && n.Owner != c.owner {
-		return fmt.Errorf("%w: claim %q deleted", ErrClaimLost, c.path)
+		return fmt.Errorf("%w: claim %q deleted", ErrClaimLost, store.ShortPath(c.path))
 	}
 	if err != nil {
 		return err
@@ -355,7 +355,7 @@ func (it *Item) Nack(ctx context.Context) error {
 		return nil
 	}
 	q := it.q
-	cfg, err := q.settings(ctx, false)
+	cfg, err := q.settings(ctx, useRead)
 	if err == nil {
 		if cfg.deadLetter != "" && it.Deliveries >= cfg.maxDeliveries {
 			err = q.deadLetter(ctx, cfg, it.e, it.Data)
@@ -455,7 +455,7 @@ func (it *Item) watchClaim() {
 			attempt++
 			continue
 		case errors.Is(err, store.ErrNoNode), err == nil && stat.Owner != c.owner:
-			it.lose(fmt.Errorf("%w: claim %q deleted", ErrClaimLost, c.path))
+			it.lose(fmt.Errorf("%w: claim %q deleted", ErrClaimLost, store.ShortPath(c.path)))
 			return
 		case err != nil:
 			return // the session ended: the item's Context ends with it

@@ -5,6 +5,7 @@ import (
 	"slices"
 	gosync "sync"
 	"testing"
+	"time"
 
 	"github.com/corral-go/corral/internal/names"
 	"github.com/corral-go/corral/store"
@@ -118,5 +119,28 @@ func TestIDSource(t *testing.T) {
 				seen[st+i] = true
 			}
 		}
+	}
+}
+
+// TestConfigFixed: a config node fixes what it names, "unset" marks what
+// it does not fix yet, and a node of an earlier version (no "unset" line)
+// fixes every setting.
+func TestConfigFixed(t *testing.T) {
+	for _, c := range []config{
+		{fixed: 0},
+		{delivery: AtLeastOnce, fixed: fieldDelivery},
+		{delivery: AtLeastOnce, visibility: time.Minute, fixed: fieldDelivery | fieldVisibility},
+		{deadLetter: "/dlq", maxDeliveries: 3, fixed: fieldDeadLetter},
+		{delivery: AtLeastOnce, visibility: time.Second, deadLetter: "/dlq", maxDeliveries: 2, fixed: allFields},
+		{fixed: allFields},
+	} {
+		got, err := parseConfig(c.encode())
+		if err != nil || got != c {
+			t.Errorf("parseConfig(%q) = %+v, %v; want %+v", c.encode(), got, err, c)
+		}
+	}
+	old := []byte(configHeader + "\ndelivery: at-least-once\n")
+	if got, err := parseConfig(old); err != nil || got.fixed != allFields || got.delivery != AtLeastOnce {
+		t.Errorf("parseConfig(%q) = %+v, %v; want at-least-once, every setting fixed", old, got, err)
 	}
 }

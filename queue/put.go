@@ -221,7 +221,7 @@ func (q *Queue) sendGroup(bc store.BatchCreator, g *putGroup) {
 func (q *Queue) settle(g *putGroup, err error) {
 	g.err = err
 	if err != nil {
-		g.public = fmt.Errorf("queue: put %q: %w", q.path, recipe.CtxErr(g.ctx, err))
+		g.public = fmt.Errorf("queue: put %q: %w", store.ShortPath(q.path), recipe.CtxErr(g.ctx, err))
 	} else {
 		for range g.async {
 			q.rec.Put(g.ctx)

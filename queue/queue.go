@@ -7,8 +7,8 @@
 // A Queue at path p keeps:
 //
 //   - p/config: the queue's settings (delivery, visibility timeout, dead
-//     letters), written by the first Queue that puts to it or takes from
-//     it; see Settings.
+//     letters), written by the first Queue that takes from it or puts to
+//     it with options; see Settings.
 //   - p/items: the items, persistent sequential nodes. An item's name
 //     carries its priority in an order-preserving fixed-width encoding and
 //     its id, a 64-bit name for the item's whole life, unique to it (a
@@ -37,17 +37,21 @@
 // # Settings
 //
 // A queue's delivery guarantee and, at-least-once, its visibility timeout
-// and dead-letter queue are stored with it, in p/config, by the first
-// Queue that uses it, a Put or a take (Take, TryTake, Consume), with its
-// options or the defaults; [Queue.Settings], Len and Peek only read them. So
-// give a producer the same options as the consumers: a producer with no
-// option that puts first makes the queue at-most-once. Every other
-// Queue on p adopts the stored settings it was given no option for and
-// refuses the queue, with [ErrMismatch], where an option it was given
-// differs: an at-most-once consumer on an at-least-once queue would take
-// items other consumers hold claimed, delivering them twice. To change the
-// settings, drain the queue and delete p/config. A path that holds another
-// recipe's nodes (a lock's, a barrier's) is refused with [ErrKindMismatch].
+// and dead-letter queue are stored with it, in p/config. A setting is fixed
+// by the first Queue that acts on it: a take (Take, TryTake, Consume) fixes
+// every setting, with its options or, for those it was given none for, the
+// defaults, since it takes by them; a Put fixes only the settings its Queue
+// was given an option for, and a producer given none stores nothing, so
+// at-least-once consumers that come after it are not refused.
+// [Queue.Settings], Len and Peek only read them. Every Queue on p adopts the
+// stored settings it was given no option for and refuses the queue, with
+// [ErrMismatch], where an option it was given differs from a stored one:
+// an at-most-once consumer on an at-least-once queue would take items other
+// consumers hold claimed, delivering them twice. To change the settings,
+// drain the queue and delete p/config. A config node that does not fix
+// every setting yet marks the others "unset", and a corral that predates
+// the mark refuses it (ErrKindMismatch) until a take has fixed them all.
+// A path that holds another recipe's nodes (a lock's, a barrier's) is refused with [ErrKindMismatch].
 // A visibility timeout is refused (every call of the Queue fails) unless
 // WithDelivery(AtLeastOnce) is given too: it never makes a queue
 // at-least-once by itself.
@@ -418,7 +422,7 @@ func (q *Queue) usable(op string) error {
 	case q == nil || q.st == nil && q.bad == nil:
 		return fmt.Errorf("queue: %s: %w: queue not made by New", op, store.ErrInvalidArgument)
 	case q.bad != nil:
-		return fmt.Errorf("queue: %s %q: %w", op, q.path, q.bad)
+		return fmt.Errorf("queue: %s %q: %w", op, store.ShortPath(q.path), q.bad)
 	}
 	return nil
 }
@@ -468,15 +472,15 @@ func (q *Queue) PutPriority(ctx context.Context, data []byte, priority int) erro
 		return err
 	}
 	if err := store.ValidateData(data); err != nil {
-		return fmt.Errorf("queue: put %q: %w", q.path, err)
+		return fmt.Errorf("queue: put %q: %w", store.ShortPath(q.path), err)
 	}
-	// The first use stores the settings, a Put as a take: a put-only
-	// producer's options are the queue's as much as a consumer's.
-	if _, err := q.settings(ctx, true); err != nil {
-		return fmt.Errorf("queue: put %q: %w", q.path, recipe.CtxErr(ctx, err))
+	// The first Put fixes the settings the producer was given options
+	// for, and leaves the others to the consumers.
+	if _, err := q.settings(ctx, usePut); err != nil {
+		return fmt.Errorf("queue: put %q: %w", store.ShortPath(q.path), recipe.CtxErr(ctx, err))
 	}
 	if err := q.put(ctx, data, int64(priority)); err != nil {
-		return fmt.Errorf("queue: put %q: %w", q.path, recipe.CtxErr(ctx, err))
+		return fmt.Errorf("queue: put %q: %w", store.ShortPath(q.path), recipe.CtxErr(ctx, err))
 	}
 	q.rec.Put(ctx)
 	return nil
@@ -524,14 +528,14 @@ func (q *Queue) PutAsync(ctx context.Context, data []byte, priority int) *Pendin
 		return failed(err)
 	}
 	if err := store.ValidateData(data); err != nil {
-		return failed(fmt.Errorf("queue: put %q: %w", q.path, err))
+		return failed(fmt.Errorf("queue: put %q: %w", store.ShortPath(q.path), err))
 	}
-	if _, err := q.settings(ctx, true); err != nil {
-		return failed(fmt.Errorf("queue: put %q: %w", q.path, recipe.CtxErr(ctx, err)))
+	if _, err := q.settings(ctx, usePut); err != nil {
+		return failed(fmt.Errorf("queue: put %q: %w", store.ShortPath(q.path), recipe.CtxErr(ctx, err)))
 	}
 	g, err := q.putAsync(ctx, data, int64(priority))
 	if err != nil {
-		return failed(fmt.Errorf("queue: put %q: %w", q.path, recipe.CtxErr(ctx, err)))
+		return failed(fmt.Errorf("queue: put %q: %w", store.ShortPath(q.path), recipe.CtxErr(ctx, err)))
 	}
 	return &Pending{g: g}
 }
@@ -558,7 +562,7 @@ func (q *Queue) PutBatch(ctx context.Context, items [][]byte) error {
 	}
 	bc, ok := store.Find[store.BatchCreator](q.st)
 	if !ok {
-		return fmt.Errorf("queue: put batch %q: %w", q.path, ErrNoBatch)
+		return fmt.Errorf("queue: put batch %q: %w", store.ShortPath(q.path), ErrNoBatch)
 	}
 	ids := newIDs(len(items))
 	batch := make([]store.BatchNode, len(items))
@@ -566,10 +570,10 @@ func (q *Queue) PutBatch(ctx context.Context, items [][]byte) error {
 		batch[i] = store.BatchNode{Name: names.ItemName(0, ids[i]), Data: data}
 	}
 	if err := store.ValidateBatch(q.items, batch, store.Sequential); err != nil {
-		return fmt.Errorf("queue: put batch %q: %w", q.path, err)
+		return fmt.Errorf("queue: put batch %q: %w", store.ShortPath(q.path), err)
 	}
-	if _, err := q.settings(ctx, true); err != nil {
-		return fmt.Errorf("queue: put batch %q: %w", q.path, recipe.CtxErr(ctx, err))
+	if _, err := q.settings(ctx, usePut); err != nil {
+		return fmt.Errorf("queue: put batch %q: %w", store.ShortPath(q.path), recipe.CtxErr(ctx, err))
 	}
 	// All or none: finding the first item after a lost reply finds them all.
 	err := q.retryCreate(ctx, q.items, batch[0].Name, ids[0], func() error {
@@ -577,7 +581,7 @@ func (q *Queue) PutBatch(ctx context.Context, items [][]byte) error {
 		return err
 	})
 	if err != nil {
-		return fmt.Errorf("queue: put batch %q: %w", q.path, recipe.CtxErr(ctx, err))
+		return fmt.Errorf("queue: put batch %q: %w", store.ShortPath(q.path), recipe.CtxErr(ctx, err))
 	}
 	for range items {
 		q.rec.Put(ctx)
@@ -604,7 +608,7 @@ func (q *Queue) Take(ctx context.Context) (*Item, error) {
 	}
 	it, err := q.take(ctx, true)
 	if err != nil {
-		return nil, fmt.Errorf("queue: take %q: %w", q.path, recipe.CtxErr(ctx, err))
+		return nil, fmt.Errorf("queue: take %q: %w", store.ShortPath(q.path), recipe.CtxErr(ctx, err))
 	}
 	q.delivered(ctx, it)
 	return it, nil
@@ -628,7 +632,7 @@ func (q *Queue) TryTake(ctx context.Context) (*Item, bool, error) {
 	}
 	it, err := q.take(ctx, false)
 	if err != nil {
-		return nil, false, fmt.Errorf("queue: take %q: %w", q.path, recipe.CtxErr(ctx, err))
+		return nil, false, fmt.Errorf("queue: take %q: %w", store.ShortPath(q.path), recipe.CtxErr(ctx, err))
 	}
 	if it != nil {
 		q.delivered(ctx, it)
@@ -645,13 +649,13 @@ func (q *Queue) Len(ctx context.Context) (int, error) {
 	if err := q.usable("len"); err != nil {
 		return 0, err
 	}
-	cfg, err := q.settings(ctx, false)
+	cfg, err := q.settings(ctx, useRead)
 	if err != nil {
-		return 0, fmt.Errorf("queue: len %q: %w", q.path, recipe.CtxErr(ctx, err))
+		return 0, fmt.Errorf("queue: len %q: %w", store.ShortPath(q.path), recipe.CtxErr(ctx, err))
 	}
 	n, err := q.view(cfg.delivery == AtLeastOnce).size(ctx)
 	if err != nil {
-		return 0, fmt.Errorf("queue: len %q: %w", q.path, recipe.CtxErr(ctx, err))
+		return 0, fmt.Errorf("queue: len %q: %w", store.ShortPath(q.path), recipe.CtxErr(ctx, err))
 	}
 	return n, nil
 }
@@ -667,25 +671,25 @@ func (q *Queue) Peek(ctx context.Context) (*Item, bool, error) {
 	}
 	it, err := q.peek(ctx)
 	if err != nil {
-		return nil, false, fmt.Errorf("queue: peek %q: %w", q.path, recipe.CtxErr(ctx, err))
+		return nil, false, fmt.Errorf("queue: peek %q: %w", store.ShortPath(q.path), recipe.CtxErr(ctx, err))
 	}
 	return it, it != nil, nil
 }
 
-// Settings returns the settings stored with the queue or, while it has none
-// yet, the ones this Queue would store at its first Put or take (its
+// Settings returns the settings stored with the queue and, for those not
+// stored yet, the ones this Queue would store at its first take (its
 // options, or the defaults). It only reads: it never stores them. It fails
 // with ErrMismatch when the stored settings differ from the options the
 // Queue was given, ErrKindMismatch when the path holds another recipe's
-// nodes. It blocks for a request or two (once per Queue, after the
-// settings were stored).
+// nodes. It blocks for a request or two (none once the Queue has read
+// every setting stored).
 func (q *Queue) Settings(ctx context.Context) (Settings, error) {
 	if err := q.usable("settings"); err != nil {
 		return Settings{}, err
 	}
-	cfg, err := q.settings(ctx, false)
+	cfg, err := q.settings(ctx, useRead)
 	if err != nil {
-		return Settings{}, fmt.Errorf("queue: settings %q: %w", q.path, recipe.CtxErr(ctx, err))
+		return Settings{}, fmt.Errorf("queue: settings %q: %w", store.ShortPath(q.path), recipe.CtxErr(ctx, err))
 	}
 	return cfg.public(), nil
 }

@@ -17,7 +17,7 @@ import (
 // it returns nil, nil when there is none.
 func (q *Queue) take(ctx context.Context, wait bool) (*Item, error) {
 	for attempt := 0; ; {
-		cfg, err := q.settings(ctx, true)
+		cfg, err := q.settings(ctx, useTake)
 		var v view
 		var it *Item
 		if err == nil {
@@ -329,11 +329,11 @@ func (q *Queue) deadLetter(ctx context.Context, cfg config, e names.Entry, data 
 	if dlq.bad != nil {
 		return fmt.Errorf("dead-letter queue: %w", dlq.bad)
 	}
-	if _, err := dlq.settings(ctx, false); err != nil {
-		return fmt.Errorf("dead-letter queue %q: %w", dlq.path, err)
+	if _, err := dlq.settings(ctx, useRead); err != nil {
+		return fmt.Errorf("dead-letter queue %q: %w", store.ShortPath(dlq.path), err)
 	}
 	if err := dlq.create(ctx, dlq.items, names.ItemName(e.Prio, e.ID), data, e.ID); err != nil {
-		return fmt.Errorf("dead-letter queue %q: %w", dlq.path, err)
+		return fmt.Errorf("dead-letter queue %q: %w", store.ShortPath(dlq.path), err)
 	}
 	if cfg.delivery == AtMostOnce {
 		return nil // the item is no longer here
@@ -396,7 +396,7 @@ func (q *Queue) putBack(ctx context.Context, it *Item, count int) error {
 
 // peek reads the item at the head of the queue.
 func (q *Queue) peek(ctx context.Context) (*Item, error) {
-	cfg, err := q.settings(ctx, false)
+	cfg, err := q.settings(ctx, useRead)
 	if err != nil {
 		return nil, err
 	}

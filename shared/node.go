@@ -71,14 +71,14 @@ func (n *node) usable(op string) error {
 		return fmt.Errorf("shared: %s: %w: not made by its constructor", op, store.ErrInvalidArgument)
 	}
 	if n.err != nil {
-		return fmt.Errorf("shared: %s %s %q: %w", n.kind, op, n.path, n.err)
+		return fmt.Errorf("shared: %s %s %q: %w", n.kind, op, store.ShortPath(n.path), n.err)
 	}
 	return nil
 }
 
 // errf wraps err for op on n.
 func (n *node) errf(op string, err error) error {
-	return fmt.Errorf("shared: %s %s %q: %w", n.kind, op, n.path, err)
+	return fmt.Errorf("shared: %s %s %q: %w", n.kind, op, store.ShortPath(n.path), err)
 }
 
 // read returns the node now, or ok false when there is none. A lost
@@ -105,10 +105,10 @@ func (n *node) check(ctx context.Context, nd store.Node) error {
 		return nil
 	}
 	if f, ok := contender(store.Base(n.path)); ok {
-		return fmt.Errorf("%w: %q is a %v's contender", ErrKindMismatch, n.path, f)
+		return fmt.Errorf("%w: %q is a %v's contender", ErrKindMismatch, store.ShortPath(n.path), f)
 	}
 	if bytes.HasPrefix(nd.Data, []byte(names.ConfigMagic)) {
-		return fmt.Errorf("%w: %q holds a queue's settings", ErrKindMismatch, n.path)
+		return fmt.Errorf("%w: %q holds a queue's settings", ErrKindMismatch, store.ShortPath(n.path))
 	}
 	kids, err := recipe.Retry(ctx, n.st, func() ([]store.Child, error) { return n.st.Children(ctx, n.path) })
 	if err != nil && !errors.Is(err, store.ErrNoNode) {
@@ -116,7 +116,7 @@ func (n *node) check(ctx context.Context, nd store.Node) error {
 	}
 	for _, k := range kids {
 		if f := names.FamilyOf(k.Name); f != names.NoFamily {
-			return fmt.Errorf("%w: %q holds %q (a %v)", ErrKindMismatch, n.path, k.Name, f)
+			return fmt.Errorf("%w: %q holds %q (a %v)", ErrKindMismatch, store.ShortPath(n.path), k.Name, f)
 		}
 	}
 	n.checked.Store(true)

@@ -41,17 +41,17 @@ func Write(ctx context.Context, st store.Store, h Holder, ops []store.Op, opts .
 	o := newOptions(opts)
 	switch {
 	case st == nil:
-		return nil, fmt.Errorf("shared: write %q: %w: nil store", path, store.ErrInvalidArgument)
+		return nil, fmt.Errorf("shared: write %q: %w: nil store", store.ShortPath(path), store.ErrInvalidArgument)
 	case o.nilOpt:
-		return nil, fmt.Errorf("shared: write %q: %w: nil option", path, store.ErrInvalidArgument)
+		return nil, fmt.Errorf("shared: write %q: %w: nil option", store.ShortPath(path), store.ErrInvalidArgument)
 	}
 	g, err := guardOf(h)
 	if err != nil {
-		return nil, fmt.Errorf("shared: write %q: %w", path, err)
+		return nil, fmt.Errorf("shared: write %q: %w", store.ShortPath(path), err)
 	}
 	guards := []store.Guard{g}
 	if err := store.ValidateWrite(guards, ops); err != nil {
-		return nil, fmt.Errorf("shared: write %q: %w", path, err)
+		return nil, fmt.Errorf("shared: write %q: %w", store.ShortPath(path), err)
 	}
 	rec := telemetry.New(o.tel, telemetry.KindGuarded, path, ErrLost)
 	nodes, err := store.Write(ctx, st, guards, ops)
@@ -61,11 +61,11 @@ func Write(ctx context.Context, st store.Store, h Holder, ops []store.Op, opts .
 		return nodes, nil
 	case errors.Is(err, store.ErrGuardFailed):
 		rec.Wrote(ctx, path, telemetry.LostHold, err)
-		return nil, fmt.Errorf("shared: write %q: %w: %w", path, ErrLost, err)
+		return nil, fmt.Errorf("shared: write %q: %w: %w", store.ShortPath(path), ErrLost, err)
 	case errors.Is(err, store.ErrBadVersion):
 		rec.Wrote(ctx, path, telemetry.Conflict, err)
 	default:
 		rec.Wrote(ctx, path, telemetry.WriteFailed, err)
 	}
-	return nil, fmt.Errorf("shared: write %q: %w", path, recipe.CtxErr(ctx, err))
+	return nil, fmt.Errorf("shared: write %q: %w", store.ShortPath(path), recipe.CtxErr(ctx, err))
 }

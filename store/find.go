@@ -56,13 +56,13 @@ type Wrapper interface {
 // reads would. A nil st fails with ErrInvalidArgument.
 func ImplicitDirs(ctx context.Context, st Store, path string) ([]string, error) {
 	if st == nil {
-		return nil, fmt.Errorf("store: implicit dirs %q: %w: nil store", path, ErrInvalidArgument)
+		return nil, fmt.Errorf("store: implicit dirs %q: %w: nil store", ShortPath(path), ErrInvalidArgument)
 	}
 	if l, ok := Find[ImplicitDirLister](st); ok {
 		return l.ImplicitDirs(ctx, path)
 	}
 	if err := context.Cause(st.Context()); err != nil {
-		return nil, fmt.Errorf("store: implicit dirs %q: %w", path, err)
+		return nil, fmt.Errorf("store: implicit dirs %q: %w", ShortPath(path), err)
 	}
 	return nil, nil
 }

@@ -4,7 +4,9 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // ValidatePath returns nil if p is a valid path and an error wrapping
@@ -56,7 +58,32 @@ func pathRune(r rune) bool {
 }
 
 func pathErr(p, why string) error {
-	return fmt.Errorf("%w %q: %s", ErrInvalidPath, p, why)
+	return fmt.Errorf("%w %q: %s", ErrInvalidPath, ShortPath(p), why)
+}
+
+// MaxErrorPath is the most bytes of a path that ShortPath keeps: the start
+// and the end of a longer one show where it was and what it named.
+const MaxErrorPath = 160
+
+// ShortPath returns p as an error message shows it: p itself when it has
+// at most MaxErrorPath bytes; else its start and its end, about
+// MaxErrorPath/2 bytes each, cut between characters, around a mark that says
+// how many bytes it has in all ("/jobs/…[4096 bytes]…/lock-0000000001").
+// A path may have MaxPathSize bytes, and an error that names it in every
+// layer (the recipe's, the store's) would repeat all of them: every error
+// of corral formats its paths through ShortPath, with %q.
+func ShortPath(p string) string {
+	if len(p) <= MaxErrorPath {
+		return p
+	}
+	head, tail := p[:MaxErrorPath/2], p[len(p)-MaxErrorPath/2:]
+	for len(head) > 0 && !utf8.RuneStart(p[len(head)]) {
+		head = head[:len(head)-1] // end before the character it would cut
+	}
+	for len(tail) > 0 && !utf8.RuneStart(tail[0]) {
+		tail = tail[1:] // start after the character it would cut
+	}
+	return head + "…[" + strconv.Itoa(len(p)) + " bytes]…" + tail
 }
 
 // ValidateCreate checks the arguments of a Create before any I/O: the path

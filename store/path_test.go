@@ -232,3 +232,28 @@ func FuzzPathSize(f *testing.F) {
 		}
 	})
 }
+
+// TestShortPath: a path an error shows is the path up to store.MaxErrorPath
+// bytes, else its start and end around its length, never a cut character.
+func TestShortPath(t *testing.T) {
+	long := "/" + strings.Repeat("a", store.MaxPathSize-1)
+	runes := "/" + strings.Repeat("é", (store.MaxPathSize-1)/2) // 2 bytes each
+	for _, tt := range []struct{ path, want string }{
+		{"", ""},
+		{"/", "/"},
+		{"/a/b", "/a/b"},
+		{long[:store.MaxErrorPath], long[:store.MaxErrorPath]},
+		{long, long[:store.MaxErrorPath/2] + "…[4096 bytes]…" + long[len(long)-store.MaxErrorPath/2:]},
+	} {
+		if got := store.ShortPath(tt.path); got != tt.want {
+			t.Errorf("store.ShortPath(%d bytes) = %q; want %q", len(tt.path), got, tt.want)
+		}
+	}
+	got := store.ShortPath(runes)
+	if !utf8.ValidString(got) || len(got) > store.MaxErrorPath+len("…[4095 bytes]…") || !strings.Contains(got, "…[4095 bytes]…") {
+		t.Errorf("store.ShortPath(%d bytes of 2-byte characters) = %q; want valid UTF-8 around the length", len(runes), got)
+	}
+	if err := store.ValidatePath(long[:store.MaxPathSize-1] + "\x00"); len(err.Error()) > 2*store.MaxErrorPath {
+		t.Errorf("store.ValidatePath(a 4 KB path) = an error of %d bytes; want the path shortened", len(err.Error()))
+	}
+}

@@ -32,7 +32,7 @@ type NodeWatcher interface {
 // this module is a NodeWatcher.
 func WatchNode(ctx context.Context, st Store, path string) (Stat, <-chan Event, error) {
 	if st == nil {
-		return Stat{}, nil, fmt.Errorf("store: watch %q: %w: nil store", path, ErrInvalidArgument)
+		return Stat{}, nil, fmt.Errorf("store: watch %q: %w: nil store", ShortPath(path), ErrInvalidArgument)
 	}
 	if nw, ok := Find[NodeWatcher](st); ok {
 		return nw.NodeW(ctx, path)
@@ -42,7 +42,7 @@ func WatchNode(ctx context.Context, st Store, path string) (Stat, <-chan Event, 
 	if err != nil || !exists {
 		stop()
 		if err == nil {
-			err = fmt.Errorf("store: watch %q: %w", path, ErrNoNode)
+			err = fmt.Errorf("store: watch %q: %w", ShortPath(path), ErrNoNode)
 		}
 		return Stat{}, nil, err
 	}

@@ -104,13 +104,13 @@ func (e *WriteError) Unwrap() error { return e.Err }
 
 // GuardRefused returns the *WriteError of guards[i], which refused.
 func GuardRefused(guards []Guard, i int) *WriteError {
-	return &WriteError{Guard: i, Op: -1, Err: fmt.Errorf("%w: %q with Seq %d", ErrGuardFailed, guards[i].Path, guards[i].Seq)}
+	return &WriteError{Guard: i, Op: -1, Err: fmt.Errorf("%w: %q with Seq %d", ErrGuardFailed, ShortPath(guards[i].Path), guards[i].Seq)}
 }
 
 // OpRefused returns the *WriteError of ops[i], which refused with the
 // sentinel err.
 func OpRefused(ops []Op, i int, err error) *WriteError {
-	return &WriteError{Guard: -1, Op: i, Err: fmt.Errorf("%v %q: %w", ops[i].Type, ops[i].Path, err)}
+	return &WriteError{Guard: -1, Op: i, Err: fmt.Errorf("%v %q: %w", ops[i].Type, ShortPath(ops[i].Path), err)}
 }
 
 // The limits of one guarded write: they keep it within the smallest
@@ -161,7 +161,7 @@ func ValidateWrite(guards []Guard, ops []Op) error {
 	for i, a := range ops {
 		for j, b := range ops[:i] {
 			if related(a.Path, b.Path) {
-				return fmt.Errorf("%w: ops %d and %d touch %q and %q: a guarded write's ops touch distinct nodes, none below another", ErrInvalidArgument, j, i, b.Path, a.Path)
+				return fmt.Errorf("%w: ops %d and %d touch %q and %q: a guarded write's ops touch distinct nodes, none below another", ErrInvalidArgument, j, i, ShortPath(b.Path), ShortPath(a.Path))
 			}
 		}
 	}
@@ -201,11 +201,11 @@ func validateOp(op Op) error {
 		}
 	default:
 		if op.Data != nil {
-			return fmt.Errorf("%w: %v %q with data", ErrInvalidArgument, op.Type, op.Path)
+			return fmt.Errorf("%w: %v %q with data", ErrInvalidArgument, op.Type, ShortPath(op.Path))
 		}
 	}
 	if op.Version < AnyVersion || op.Type == OpCreate && op.Version != 0 {
-		return fmt.Errorf("%w: %v %q with version %d", ErrInvalidArgument, op.Type, op.Path, op.Version)
+		return fmt.Errorf("%w: %v %q with version %d", ErrInvalidArgument, op.Type, ShortPath(op.Path), op.Version)
 	}
 	return nil
 }

@@ -40,12 +40,12 @@ func (b *Barrier) usable(op string) error {
 	case b == nil || b.st == nil:
 		err = fmt.Errorf("%w: barrier not made by NewBarrier with a store", store.ErrInvalidArgument)
 	case b.path == "/":
-		err = fmt.Errorf("%w %q: the root cannot be a barrier", store.ErrInvalidPath, b.path)
+		err = fmt.Errorf("%w %q: the root cannot be a barrier", store.ErrInvalidPath, store.ShortPath(b.path))
 	default:
 		err = store.ValidatePath(b.path)
 	}
 	if err != nil {
-		return fmt.Errorf("sync: %s barrier %q: %w", op, b.Path(), err)
+		return fmt.Errorf("sync: %s barrier %q: %w", op, store.ShortPath(b.Path()), err)
 	}
 	return nil
 }
@@ -72,7 +72,7 @@ func (b *Barrier) Set(ctx context.Context) error {
 	case err == nil, errors.Is(err, store.ErrNodeExists):
 		return nil
 	}
-	return fmt.Errorf("sync: set barrier %q: %w", b.path, recipe.CtxErr(ctx, err))
+	return fmt.Errorf("sync: set barrier %q: %w", store.ShortPath(b.path), recipe.CtxErr(ctx, err))
 }
 
 // Remove lowers the barrier by deleting its node, which releases every
@@ -88,7 +88,7 @@ func (b *Barrier) Remove(ctx context.Context) error {
 	case err == nil, errors.Is(err, store.ErrNoNode):
 		return nil
 	}
-	return fmt.Errorf("sync: remove barrier %q: %w", b.path, recipe.CtxErr(ctx, err))
+	return fmt.Errorf("sync: remove barrier %q: %w", store.ShortPath(b.path), recipe.CtxErr(ctx, err))
 }
 
 // Wait blocks until the barrier is not set, and returns nil at once if it is
@@ -109,7 +109,7 @@ func (b *Barrier) Wait(ctx context.Context) error {
 	if err == nil {
 		return nil
 	}
-	return fmt.Errorf("sync: wait on barrier %q: %w", b.path, recipe.CtxErr(ctx, err))
+	return fmt.Errorf("sync: wait on barrier %q: %w", store.ShortPath(b.path), recipe.CtxErr(ctx, err))
 }
 
 // barrierAwait waits for the one event of a watch, for ctx and for the end of

@@ -145,7 +145,7 @@ func (b *DoubleBarrier) usable(op string) error {
 		err = recipe.ValidateDir(b.path)
 	}
 	if err != nil {
-		return fmt.Errorf("sync: %s double barrier %q: %w", op, b.Path(), err)
+		return fmt.Errorf("sync: %s double barrier %q: %w", op, store.ShortPath(b.Path()), err)
 	}
 	return nil
 }
@@ -176,14 +176,14 @@ func (b *DoubleBarrier) Enter(ctx context.Context) error {
 		return err
 	}
 	if b.n < 1 {
-		return fmt.Errorf("%w: double barrier %q of %d", ErrInvalidLimit, b.path, b.n)
+		return fmt.Errorf("%w: double barrier %q of %d", ErrInvalidLimit, store.ShortPath(b.path), b.n)
 	}
 	if err := b.lock(ctx); err != nil {
 		return err
 	}
 	defer b.unlock()
 	if b.entered {
-		return fmt.Errorf("sync: enter double barrier %q: %w", b.path, ErrEntered)
+		return fmt.Errorf("sync: enter double barrier %q: %w", store.ShortPath(b.path), ErrEntered)
 	}
 	a := b.rec.Begin(ctx)
 	err := b.enter(ctx, a)
@@ -233,7 +233,7 @@ func (b *DoubleBarrier) Leave(ctx context.Context) error {
 	}
 	defer b.unlock()
 	if !b.entered {
-		return fmt.Errorf("sync: leave double barrier %q: %w", b.path, ErrNotEntered)
+		return fmt.Errorf("sync: leave double barrier %q: %w", store.ShortPath(b.path), ErrNotEntered)
 	}
 	b.entered = false
 	held := b.held
@@ -373,7 +373,7 @@ func (b *DoubleBarrier) enterStep(ctx context.Context, me dbNode) (dbRound, bool
 			return prev, true, nil
 		}
 		if me.seq < prev.lo {
-			return dbRound{}, false, fmt.Errorf("sync: member %q skipped by round %d..%d", me.path, prev.lo, prev.hi)
+			return dbRound{}, false, fmt.Errorf("sync: member %q skipped by round %d..%d", store.ShortPath(me.path), prev.lo, prev.hi)
 		}
 	}
 	kids, err := b.st.Children(ctx, b.path)
@@ -464,7 +464,7 @@ func (b *DoubleBarrier) getRound(ctx context.Context) (dbRound, error) {
 	}
 	var r dbRound
 	if _, err := fmt.Sscanf(string(node.Data), "%d %d", &r.lo, &r.hi); err != nil {
-		return dbRound{}, fmt.Errorf("sync: %q holds %q, not a round: %w", node.Path, node.Data, err)
+		return dbRound{}, fmt.Errorf("sync: %q holds %q, not a round: %w", store.ShortPath(node.Path), node.Data, err)
 	}
 	r.version = node.Version
 	return r, nil
@@ -520,7 +520,7 @@ func (b *DoubleBarrier) lostErr() error {
 }
 
 func (b *DoubleBarrier) fail(ctx context.Context, op string, err error) error {
-	return fmt.Errorf("sync: %s double barrier %q: %w", op, b.path, recipe.CtxErr(ctx, err))
+	return fmt.Errorf("sync: %s double barrier %q: %w", op, store.ShortPath(b.path), recipe.CtxErr(ctx, err))
 }
 
 // lock takes the participant's turn. A free turn is taken even when ctx

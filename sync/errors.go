@@ -7,6 +7,7 @@ import (
 
 	"github.com/corral-go/corral/internal/holderr"
 	"github.com/corral-go/corral/internal/recipe"
+	"github.com/corral-go/corral/store"
 )
 
 // Errors of every hold of this package: a Mutex's, an RWMutex's, a
@@ -75,5 +76,5 @@ func acquireErr(ctx context.Context, op, path string, err error) error {
 }
 
 func opErr(op, path string, err error) error {
-	return fmt.Errorf("sync: %s %q: %w", op, path, err)
+	return fmt.Errorf("sync: %s %q: %w", op, store.ShortPath(path), err)
 }

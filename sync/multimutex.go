@@ -116,7 +116,7 @@ func checkMembers(ps []string) error {
 		}
 		// Sorted, a path's descendants come right after it.
 		if i+1 < len(ps) && strings.HasPrefix(ps[i+1], p+"/") {
-			return fmt.Errorf("%w: %q is inside %q", store.ErrInvalidArgument, ps[i+1], p)
+			return fmt.Errorf("%w: %q is inside %q", store.ErrInvalidArgument, store.ShortPath(ps[i+1]), store.ShortPath(p))
 		}
 	}
 	return nil
@@ -209,7 +209,7 @@ func (m *MultiMutex) take(ctx context.Context, wait bool) ([]*recipe.Hold, error
 		}
 		h, err := acquire(ctx, m.st, sp)
 		if err != nil {
-			err = fmt.Errorf("member %q: %w", sp.Dir, err)
+			err = fmt.Errorf("member %q: %w", store.ShortPath(sp.Dir), err)
 		}
 		if err != nil || h == nil {
 			return nil, errors.Join(err, giveBack(ctx, holds))
@@ -337,7 +337,11 @@ func (m *MultiMutex) opErr(op string, err error) error {
 	if m == nil {
 		return fmt.Errorf("sync: %s: %w", op, err)
 	}
-	return fmt.Errorf("sync: %s %q: %w", op, m.paths, err)
+	short := make([]string, len(m.paths))
+	for i, p := range m.paths {
+		short[i] = store.ShortPath(p)
+	}
+	return fmt.Errorf("sync: %s %q: %w", op, short, err)
 }
 
 // multiHold is a granted MultiMutex: one recipe.Hold per member, and the

@@ -294,7 +294,7 @@ func readHeader(ctx context.Context, st store.Store, path string) (header, int64
 	}
 	var h header
 	if err := json.Unmarshal(n.Data, &h); err != nil || h.ID == "" {
-		return header{}, 0, fmt.Errorf("%w: %q holds no transaction", ErrNoTransaction, path)
+		return header{}, 0, fmt.Errorf("%w: %q holds no transaction", ErrNoTransaction, store.ShortPath(path))
 	}
 	return h, n.Version, nil
 }
@@ -314,7 +314,7 @@ func decide(ctx context.Context, st store.Store, path string, d header) (header,
 	// Decided already (or ours, applied before a lost reply): read it.
 	h, _, err := readHeader(ctx, st, path)
 	if err == nil && !h.decided() {
-		err = fmt.Errorf("%w: %q changed but is not decided", ErrNoTransaction, path)
+		err = fmt.Errorf("%w: %q changed but is not decided", ErrNoTransaction, store.ShortPath(path))
 	}
 	return h, err
 }
@@ -507,5 +507,5 @@ func opErr(ctx context.Context, op, path string, err error) error {
 	if err == nil {
 		return nil
 	}
-	return fmt.Errorf("twophase: %s %q: %w", op, path, recipe.CtxErr(ctx, err))
+	return fmt.Errorf("twophase: %s %q: %w", op, store.ShortPath(path), recipe.CtxErr(ctx, err))
 }

@@ -207,18 +207,18 @@ func settle[T any](s *Store, v T, err error) (T, error) {
 // fail wraps err, from a call on path, onto the store's sentinels.
 func (s *Store) fail(op, path string, err error) error {
 	if end := s.endErr(); end != nil {
-		return fmt.Errorf("zkstore: %s %s: %w", op, path, end)
+		return fmt.Errorf("zkstore: %s %s: %w", op, store.ShortPath(path), end)
 	}
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) ||
 		errors.Is(err, store.ErrInvalidPath) || errors.Is(err, store.ErrDisconnected) ||
 		errors.Is(err, store.ErrClosed) || errors.Is(err, store.ErrSessionExpired) ||
 		errors.Is(err, store.ErrAuth) || errors.Is(err, store.ErrPermission) {
-		return fmt.Errorf("zkstore: %s %s: %w", op, path, err)
+		return fmt.Errorf("zkstore: %s %s: %w", op, store.ShortPath(path), err)
 	}
 	if sentinel := sentinelOf(err); sentinel != nil {
-		return fmt.Errorf("zkstore: %s %s: %w (%w)", op, path, sentinel, err)
+		return fmt.Errorf("zkstore: %s %s: %w (%w)", op, store.ShortPath(path), sentinel, err)
 	}
-	return fmt.Errorf("zkstore: %s %s: %w", op, path, err)
+	return fmt.Errorf("zkstore: %s %s: %w", op, store.ShortPath(path), err)
 }
 
 func sentinelOf(err error) error {

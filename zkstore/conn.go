@@ -1,11 +1,13 @@
 package zkstore
 
 import (
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"net"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -263,8 +265,8 @@ func (l *link) fill(p []byte) (int, error) {
 			// Why the server would not talk: a refused client
 			// certificate arrives here under TLS 1.3.
 			hint := ""
-			if l.s.tls == nil && errors.Is(err, io.EOF) {
-				hint = " (the server hung up: is it a TLS port?)"
+			if l.s.tls == nil && errors.Is(err, io.EOF) && l.s.id.Load() == 0 {
+				hint = l.s.hungUp(l.RemoteAddr().String(), l.handshakeBy)
 			}
 			l.s.noteConnErr(fmt.Errorf("zkstore: session handshake with %s: %w%s", l.RemoteAddr(), err, hint))
 		}
@@ -344,4 +346,48 @@ func (l *link) Close() error {
 	l.failDirect()
 	l.closeRecursive()
 	return l.Conn.Close()
+}
+
+// probeTimeout bounds hungUp's question to a server.
+const probeTimeout = time.Second
+
+// hungUp says why the server at addr hung up on a session handshake over a
+// plain connection, before the session was established, for the error of
+// Open. It asks the server with the four-letter command srvr, which every
+// ZooKeeper server answers whatever its 4lw.commands.whitelist: one that
+// has lost its quorum (or not formed one yet) is "not currently serving
+// requests" and closes every session handshake; a read-only one
+// (readonlymode.enabled) refuses read-write sessions. A port that answers
+// neither the handshake nor srvr is, most likely, a TLS port. The question
+// is done by the time by at the latest, and within probeTimeout.
+func (s *Store) hungUp(addr string, by time.Time) string {
+	ctx, cancel := context.WithDeadline(s.ctx, minTime(by, time.Now().Add(probeTimeout)))
+	defer cancel()
+	var d net.Dialer
+	c, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return " (the server hung up, and then refused a connection)"
+	}
+	defer c.Close()
+	if dl, ok := ctx.Deadline(); ok {
+		_ = c.SetDeadline(dl)
+	}
+	var answer []byte
+	if _, err := c.Write([]byte("srvr")); err == nil {
+		// The end of the question: a TLS server, which waits for a whole
+		// record header (5 bytes), hangs up at once.
+		if tc, ok := c.(*net.TCPConn); ok {
+			_ = tc.CloseWrite()
+		}
+		answer, _ = io.ReadAll(io.LimitReader(c, 4<<10))
+	}
+	switch a := string(answer); {
+	case strings.Contains(a, "not currently serving requests"):
+		return " (the server is not serving requests: it has no quorum, or is still starting; try another server of the ensemble)"
+	case strings.Contains(a, "Mode: read-only"):
+		return " (the server is read-only: it has lost its quorum, and refuses the read-write session zkstore asks for)"
+	case len(a) > 0:
+		return " (the server hung up on the session handshake although it serves: see its log)"
+	}
+	return " (the server hung up, and does not answer ZooKeeper's srvr either: is it a TLS port?)"
 }

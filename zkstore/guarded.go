@@ -27,7 +27,7 @@ func (s *Store) CreateIf(ctx context.Context, path string, data []byte, mode sto
 		return store.Node{}, err
 	}
 	if mode&store.Sequential != 0 {
-		return store.Node{}, fmt.Errorf("zkstore: create %s: %w: a guarded create cannot be sequential", path, store.ErrInvalidArgument)
+		return store.Node{}, fmt.Errorf("zkstore: create %s: %w: a guarded create cannot be sequential", store.ShortPath(path), store.ErrInvalidArgument)
 	}
 	if err := store.ValidatePath(guard); err != nil {
 		return store.Node{}, err
@@ -46,7 +46,7 @@ func (s *Store) CreateIf(ctx context.Context, path string, data []byte, mode sto
 			s.undoCreate(path, mode, created, err)
 		})
 	if errors.Is(err, errGuard) {
-		return store.Node{}, fmt.Errorf("zkstore: create %s: guard %s: %w", path, guard, store.ErrNoNode)
+		return store.Node{}, fmt.Errorf("zkstore: create %s: guard %s: %w", store.ShortPath(path), store.ShortPath(guard), store.ErrNoNode)
 	}
 	if err != nil {
 		return store.Node{}, s.fail("create", path, err)

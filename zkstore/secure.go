@@ -343,9 +343,9 @@ func (s *Store) makeChroot(left *caller) error {
 		})
 		switch {
 		case errors.Is(err, zk.ErrNoAuth):
-			return fmt.Errorf("%w: cannot create the chroot %s: %s may not be created (%w)", store.ErrPermission, root, p, err)
+			return fmt.Errorf("%w: cannot create the chroot %s: %s may not be created (%w)", store.ErrPermission, store.ShortPath(root), store.ShortPath(p), err)
 		case err != nil && !errors.Is(err, zk.ErrNodeExists):
-			return fmt.Errorf("create the chroot %s: %s: %w", root, p, err)
+			return fmt.Errorf("create the chroot %s: %s: %w", store.ShortPath(root), store.ShortPath(p), err)
 		}
 	}
 	return nil

@@ -315,7 +315,7 @@ func (s *Store) deliver(path string, ev zk.Event, subs []*waiter) {
 			// The session ended, or the event came after its
 			// deadline: the session is over, whatever the server
 			// last said.
-			w.send(store.Event{Path: path, Err: fmt.Errorf("zkstore: watch %s: %w", path, err)})
+			w.send(store.Event{Path: path, Err: fmt.Errorf("zkstore: watch %s: %w", store.ShortPath(path), err)})
 			continue
 		}
 		w.send(s.event(path, ev))

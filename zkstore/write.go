@@ -73,9 +73,9 @@ func (s *Store) writeErr(guards []store.Guard, ops []store.Op, res []zk.MultiRes
 		case r.Error == nil:
 			continue
 		case i < len(guards) && (errors.Is(cause, store.ErrNoNode) || errors.Is(cause, store.ErrBadVersion)):
-			return fmt.Errorf("zkstore: write %s: %w", path, store.GuardRefused(guards, i))
+			return fmt.Errorf("zkstore: write %s: %w", store.ShortPath(path), store.GuardRefused(guards, i))
 		case i >= len(guards) && refusal(cause):
-			return fmt.Errorf("zkstore: write %s: %w (%w)", path, store.OpRefused(ops, i-len(guards), cause), r.Error)
+			return fmt.Errorf("zkstore: write %s: %w (%w)", store.ShortPath(path), store.OpRefused(ops, i-len(guards), cause), r.Error)
 		}
 		break
 	}

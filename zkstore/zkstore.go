@@ -616,13 +616,13 @@ func (s *Store) Set(ctx context.Context, path string, data []byte, version int64
 	}
 	if path == "/" {
 		// As on every store: ZooKeeper's root node is not a corral node.
-		return store.Node{}, fmt.Errorf("zkstore: set %s: %w: the root holds no data", path, store.ErrInvalidPath)
+		return store.Node{}, fmt.Errorf("zkstore: set %s: %w: the root holds no data", store.ShortPath(path), store.ErrInvalidPath)
 	}
 	if err := store.ValidateData(data); err != nil {
 		return store.Node{}, err
 	}
 	if version < store.AnyVersion {
-		return store.Node{}, fmt.Errorf("zkstore: set %s: %w: version %d", path, store.ErrInvalidArgument, version)
+		return store.Node{}, fmt.Errorf("zkstore: set %s: %w: version %d", store.ShortPath(path), store.ErrInvalidArgument, version)
 	}
 	data = slices.Clone(data)
 	st, err := call(s, ctx, func(*caller) (*zk.Stat, error) {

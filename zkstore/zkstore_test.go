@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"regexp"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -286,6 +287,37 @@ func TestEnsembleLeaderKill(t *testing.T) {
 	if newLeader, err := e.Leader(); err != nil || newLeader == leader {
 		t.Errorf("Leader() after the kill = %d, %v; want another member", newLeader, err)
 	}
+}
+
+// TestOpenNoQuorum: Open on the member left of an ensemble that lost its
+// quorum fails saying so, where it used to ask whether the port was a TLS
+// port (the server hangs up on a session handshake either way).
+func TestOpenNoQuorum(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts three servers")
+	}
+	e := zkserver.EnsembleForTest(t, 3, zkserver.Config{TickTime: 200 * time.Millisecond})
+	for _, m := range e.Members[1:] {
+		if err := m.Kill(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	left := e.Members[0]
+	waitUntil(t, "the member left without a quorum stopped serving", func() bool {
+		_, err := left.Mode()
+		return err != nil
+	})
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
+	defer cancel()
+	st, err := zkstore.Open(ctx, []string{left.Addr()})
+	if err == nil {
+		st.Close()
+		t.Fatal("Open on a server without quorum succeeded")
+	}
+	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "no quorum") || strings.Contains(err.Error(), "TLS") {
+		t.Fatalf("Open = %v; want DeadlineExceeded, saying the server has no quorum, not asking about TLS", err)
+	}
+	t.Logf("Open: %v", err)
 }
 
 // TestWatchAcrossDisconnect changes watched nodes while the watcher is

@@ -50,6 +50,7 @@ func runBarrier(ctx context.Context, e *env, args []string) error {
 	if err := checkPath(pos[0]); err != nil {
 		return err
 	}
+	sf.readOnly = verb == "wait"
 	st, err := sf.open(ctx)
 	if err != nil {
 		return err

@@ -381,6 +381,19 @@ func TestUsage(t *testing.T) {
 		{[]string{"barrier", "wait"}, exitUsage, "PATH"},
 		{[]string{"queue", "pop", "/q"}, exitUsage, "unknown queue action"},
 		{[]string{"lock", "--help"}, exitOK, "Usage: corral lock"},
+		// Every path error exits 2, the library's refusals too.
+		{[]string{"shards", "--store", "mem://", "/"}, exitUsage, "root"},
+		{[]string{"group", "--store", "mem://", "/"}, exitUsage, "root"},
+		{[]string{"group", "--store", "mem://", "x"}, exitUsage, "invalid path"},
+		{[]string{"locks", "--store", "127.0.0.1:2181", "/x"}, exitUsage, "no scheme: want zk://HOST:PORT, etcd://HOST:PORT or mem://"},
+		{[]string{"group", "join", "--store", "mem://", "/", "v", "--", "true"}, exitRunFailed, "root"},
+		{[]string{"group", "join", "--store", "mem://", "/g", "--", "true"}, exitRunFailed, "PATH VALUE"},
+		{[]string{"group", "join", "--store", "mem://", "/g", "v", "--", "sh", "-c", "exit 7"}, 7, ""},
+		{[]string{"group", "join", "--store", "mem://", "/g", "v", "--", "/nonexistent/corral-test-cmd"}, exitNotFound, "command"},
+		{[]string{"shards", "run", "--store", "mem://", "/p", "0", "a", "--", "true"}, exitRunFailed, "want a number of shards"},
+		{[]string{"shards", "run", "--store", "mem://", "/p", "2", "a"}, exitRunFailed, "no command"},
+		{[]string{"shards", "run", "--store", "mem://", "/p", "1", "a", "--", "sh", "-c", "exit 9"}, 9, "exited with status 9"},
+		{[]string{"shards", "run", "--store", "mem://", "/p", "1", "a", "--", "corral-no-such-command"}, exitNotFound, "not found"},
 	}
 	for _, tt := range tests {
 		ctx, cancel := context.WithTimeout(t.Context(), wait)

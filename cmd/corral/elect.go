@@ -71,6 +71,7 @@ func runLeader(ctx context.Context, e *env, args []string) error {
 	if err := checkPath(pos[0]); err != nil {
 		return err
 	}
+	sf.readOnly = true
 	st, err := sf.open(ctx)
 	if err != nil {
 		return err

@@ -113,4 +113,20 @@ func TestNoIdentity(t *testing.T) {
 			t.Logf("exit %d, stderr: %s", code, stderr)
 		})
 	}
+	// Commands that create no node have nothing open to everyone: no
+	// warning. --require-identity still refuses the session.
+	for _, cmd := range [][]string{
+		{"locks", "/identity"}, {"ls", "/"}, {"leader", "/identity/l"}, {"group", "/identity/g"},
+		{"shards", "/identity/p"}, {"queue", "len", "/identity/q"}, {"queue", "peek", "/identity/q"},
+		{"barrier", "wait", "/identity/b"},
+	} {
+		args := append(append([]string{cmd[0], "--connect-timeout", "20s"}, plain...), cmd[1:]...)
+		code, _, stderr := runSplit(t, nil, args...)
+		if code != exitOK && !(cmd[1] == "peek" && code == exitTimeout) || stderr != "" {
+			t.Errorf("corral %q: exit %d, stderr %q; want success and nothing on stderr", args, code, stderr)
+		}
+		if code, _, stderr := runSplit(t, nil, required(args)...); code != exitDenied || !strings.Contains(stderr, "holds no identity") {
+			t.Errorf("corral %q --require-identity: exit %d, stderr %q; want %d, holds no identity", args, code, stderr, exitDenied)
+		}
+	}
 }

@@ -40,13 +40,10 @@ the ages tick every second from the last read.
 
 With --json the output is one JSON document per snapshot, one per line with
 --watch: {"path","time","recipes":[...]}, a recipe being {"path","kind","limit",
-"holders":[...],"waiters":[...],"queue","time"} and a contender {"name","seq" (the
-TOKEN column),"mode","session","identity","data" or "data_base64","since" (the
-attempt's start),"granted" (when --watch saw the grant)}.
-The table and the JSON show the same recipes and values: session ids (etcd lease
-ids) are the table's hexadecimal strings, never numbers (they do not fit a
-float64); data is text when it is UTF-8, else base64 under "data_base64", as
-"corral queue --format json" prints items.`
+"holders":[...],"waiters":[...],"queue","time"} and its holders and waiters
+nodes as every --json shows them (see "corral help"): session ids (etcd lease
+ids) as the table's hexadecimal strings, never numbers (they do not fit a
+float64); data as text when it is UTF-8, else base64 under "data_base64".`
 
 func runLocks(ctx context.Context, e *env, args []string) error {
 	fs, sf := newFlagSet(e, "locks", "[flags] [PATH]", locksHelp)
@@ -67,6 +64,7 @@ func runLocks(ctx context.Context, e *env, args []string) error {
 	if err := checkPath(root); err != nil {
 		return err
 	}
+	sf.readOnly = true
 	st, err := sf.open(ctx)
 	if err != nil {
 		return err

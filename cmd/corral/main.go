@@ -7,6 +7,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -20,6 +21,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/corral-go/corral/internal/recipe"
 	"github.com/corral-go/corral/store"
 )
 
@@ -55,7 +57,9 @@ Usage:
   corral queue ACTION [flags] PATH          put, take, consume, peek or len
   corral locks [flags] [PATH]               who holds and who waits, at or below PATH
   corral group [--watch] PATH               the members of a group, in the order they joined
-  corral shards [--shards K] PATH           owner, token and age of every shard of a partition
+  corral group join PATH VALUE -- CMD       run CMD while a member of the group at PATH
+  corral shards [--watch] PATH              owner, token and age of every shard of a partition
+  corral shards run PATH K ID -- CMD        work the shards granted to member ID with CMD
   corral value get|set|watch PATH           a shared value: read, set (--version N: if unchanged), follow
   corral counter add|get PATH [DELTA]       a shared counter: add to it, read it
   corral ls [flags] PATH                    list what is stored under PATH
@@ -82,11 +86,29 @@ Credentials and TLS (flags of every command that talks to a store):
                         --cert the server authenticated), exit 6, instead of warning on standard
                         error that the nodes it creates are open to everyone ($CORRAL_REQUIRE_IDENTITY)
 
-Exit codes of lock, elect and barrier enter, which run CMD (as timeout(1)):
+JSON (--json of locks, group and shards; queue's --format json): one document
+per line, every one {"path","time",...} with the command's own list:
+"recipes" (locks), "members" (group), "shards" with "shard_count" and
+"members" (shards). Every node in them is one object with the same fields:
+  name          the node's name
+  seq           its Seq: the fencing token of a holder or member
+  mode          exclusive, read, write, lease, candidate, member or joined
+  session       the owner session (an etcd lease id) in hexadecimal, as text
+  identity      corral's identity record: {"host","pid","start","label"}
+  data          the node's data (a member's value) as text when it is UTF-8;
+  data_base64   otherwise, instead of data, its bytes in standard base64
+  since         when its attempt began, where known (RFC 3339)
+  granted       when it was granted, where known (RFC 3339)
+A field with nothing to say is left out. queue items are {"id","priority",
+"deliveries","data" or "data_base64"}.
+
+Exit codes of lock, elect, barrier enter, group join and shards run, which run
+CMD (as timeout(1)):
   CMD's own exit status, passed through (128+N when a signal N ended CMD)
   124  --timeout passed before the lock, leadership or barrier came
-  125  corral failed: bad command line, store unreachable or refusing, the lock
-       or leadership lost while CMD ran (CMD was stopped), the release refused
+  125  corral failed: bad command line, store unreachable or refusing, the lock,
+       leadership or membership lost while CMD ran (CMD was stopped), the
+       release refused
   126  CMD cannot be run
   127  CMD was not found (looked up before the lock is taken)
 
@@ -255,7 +277,9 @@ func (e *exitError) Error() string { return fmt.Sprintf("exit %d: %v", e.code, e
 // exitCode maps an error to the documented exit codes.
 func exitCode(ctx context.Context, err error) int {
 	switch {
-	case errors.Is(err, errUsage):
+	case errors.Is(err, errUsage), errors.Is(err, store.ErrInvalidPath):
+		// A path the library refuses (the root, for a recipe that
+		// needs a directory of its own) is a bad command line too.
 		return exitUsage
 	case ctx.Err() != nil:
 		return signalCode(ctx)
@@ -279,6 +303,10 @@ type storeFlags struct {
 	connect time.Duration
 	secure  secureFlags
 	e       *env
+	// readOnly: the command creates no node, so a ZooKeeper session's
+	// lack of identity (its nodes open to everyone) is not worth a
+	// warning. --require-identity still refuses such a session.
+	readOnly bool
 }
 
 func newFlagSet(e *env, name, args, help string) (*flag.FlagSet, *storeFlags) {
@@ -332,7 +360,11 @@ func (sf *storeFlags) open(ctx context.Context) (store.Store, error) {
 	}
 	cctx, cancel := context.WithTimeout(ctx, sf.connect)
 	defer cancel()
-	st, err := su.open(cctx, creds, sf.e.stderr)
+	warn := sf.e.stderr
+	if sf.readOnly {
+		warn = io.Discard
+	}
+	st, err := su.open(cctx, creds, warn)
 	switch {
 	case err == nil:
 		return st, nil
@@ -382,6 +414,26 @@ func checkPath(p string) error {
 		return fmt.Errorf("%w: %v", errUsage, err)
 	}
 	return nil
+}
+
+// checkDir is checkPath for the path of a recipe, which must be a directory
+// of its own: not the root, with room for the names below it.
+func checkDir(p string) error {
+	if err := recipe.ValidateDir(p); err != nil {
+		return fmt.Errorf("%w: %v", errUsage, err)
+	}
+	return nil
+}
+
+// writeJSON writes v as one JSON document on a line: what every --json
+// prints (see "JSON" in corral help).
+func writeJSON(w io.Writer, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(w, "%s\n", b)
+	return err
 }
 
 func wantArgs(pos []string, n int, what string) error {

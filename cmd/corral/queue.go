@@ -79,6 +79,7 @@ func runQueue(ctx context.Context, e *env, args []string) error {
 			return err
 		}
 	}
+	sf.readOnly = verb == "peek" || verb == "len"
 	st, err := sf.open(ctx)
 	if err != nil {
 		return err

@@ -23,6 +23,12 @@ var errLost = errors.New("lost")
 func supervise(hold context.Context, argv []string, grace time.Duration) (int, error) {
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	return superviseCmd(hold, cmd, grace)
+}
+
+// superviseCmd is supervise of cmd, made but not started.
+func superviseCmd(hold context.Context, cmd *exec.Cmd, grace time.Duration) (int, error) {
+	argv := cmd.Args
 	// Its own process group, so that a signal for the command reaches the
 	// processes it starts too, and a Ctrl-C reaches only corral, which then
 	// stops the command and cleans up in order.

@@ -42,9 +42,14 @@ func parseStoreURL(raw string) (storeURL, error) {
 	if raw == "" {
 		return storeURL{}, fmt.Errorf("%w: no store: give --store or set CORRAL_STORE (zk://host:port or etcd://host:port)", errUsage)
 	}
+	if !strings.Contains(raw, "://") {
+		// "127.0.0.1:2181" parses as the scheme "127.0.0.1", or not at
+		// all: say what a store URL is instead.
+		return storeURL{}, fmt.Errorf("%w: store URL %q has no scheme: want zk://HOST:PORT, etcd://HOST:PORT or mem:// (zk://%s, say)", errUsage, raw, raw)
+	}
 	u, err := url.Parse(raw)
 	if err != nil {
-		return storeURL{}, fmt.Errorf("%w: store URL %q: %v", errUsage, raw, err)
+		return storeURL{}, fmt.Errorf("%w: store URL %q: %v (want zk://HOST:PORT, etcd://HOST:PORT or mem://)", errUsage, raw, err)
 	}
 	su := storeURL{scheme: u.Scheme}
 	if u.User != nil {

@@ -25,6 +25,9 @@ func TestParseStoreURL(t *testing.T) {
 		{raw: "zk://h:1?sesion=1s", err: "unknown option"},
 		{raw: "mem:///x", err: "no path"},
 		{raw: "mem://u@", err: "no user"},
+		{raw: "127.0.0.1:2181", err: "no scheme: want zk://HOST:PORT, etcd://HOST:PORT or mem:// (zk://127.0.0.1:2181, say)"},
+		{raw: "localhost:2379", err: "no scheme"},
+		{raw: "http://h:1", err: "scheme must be zk://, etcd:// or mem://"},
 	}
 	for _, tt := range tests {
 		got, err := parseStoreURL(tt.raw)

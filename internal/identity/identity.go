@@ -11,8 +11,13 @@
 //
 // host is the host name (os.Hostname), pid the process ID, start the time
 // the hold attempt began, in UTC with millisecond precision, and label the
-// caller's label, left out when empty. Readers ignore fields they do not
-// know, so fields can be added later.
+// caller's label, left out when empty. A holder that records its grant (a
+// partition's shard owner, whose label is its member id) adds granted, the
+// time of the grant, in the same form, once it is granted:
+//
+//	{"host":"web-1","pid":4242,"start":"2026-08-03T10:15:30.123Z","granted":"2026-08-03T10:15:36.456Z","label":"worker-1"}
+//
+// Readers ignore fields they do not know, so fields can be added later.
 //
 // It ships: sync writes the record and inspect reads it.
 package identity
@@ -31,7 +36,10 @@ type Record struct {
 	Host  string
 	PID   int
 	Start time.Time
-	Label string
+	// Granted is when the holder recorded its grant, the zero Time when
+	// it did not (a waiter, or a holder that records none).
+	Granted time.Time
+	Label   string
 }
 
 // startLayout is RFC 3339 with milliseconds; times are written in UTC.
@@ -81,12 +89,27 @@ func (e *Encoder) Encode(start time.Time) []byte {
 	return append(b, e.suffix...)
 }
 
+// EncodeGranted returns the record of an attempt that started at start
+// and was granted at granted.
+func (e *Encoder) EncodeGranted(start, granted time.Time) []byte {
+	b := make([]byte, 0, len(e.prefix)+2*len(startLayout)+len(grantedField)+len(e.suffix))
+	b = append(b, e.prefix...)
+	b = start.UTC().AppendFormat(b, startLayout)
+	b = append(b, grantedField...)
+	b = granted.UTC().AppendFormat(b, startLayout)
+	return append(b, e.suffix...)
+}
+
+// grantedField sits between the start and the grant's time.
+const grantedField = `","granted":"`
+
 // wire is the JSON form of a record; pointers tell a missing field.
 type wire struct {
-	Host  *string `json:"host"`
-	PID   *int    `json:"pid"`
-	Start *string `json:"start"`
-	Label string  `json:"label"`
+	Host    *string `json:"host"`
+	PID     *int    `json:"pid"`
+	Start   *string `json:"start"`
+	Granted string  `json:"granted"`
+	Label   string  `json:"label"`
 }
 
 // Parse decodes data as an identity record. It reports false for anything
@@ -106,5 +129,11 @@ func Parse(data []byte) (Record, bool) {
 	if err != nil || *w.PID <= 0 {
 		return Record{}, false
 	}
-	return Record{Host: *w.Host, PID: *w.PID, Start: start, Label: w.Label}, true
+	r := Record{Host: *w.Host, PID: *w.PID, Start: start, Label: w.Label}
+	if w.Granted != "" {
+		if r.Granted, err = time.Parse(time.RFC3339Nano, w.Granted); err != nil {
+			return Record{}, false
+		}
+	}
+	return r, true
 }

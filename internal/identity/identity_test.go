@@ -27,6 +27,28 @@ func TestRoundTrip(t *testing.T) {
 	}
 }
 
+// TestGranted: a holder's record of its grant carries the grant's time,
+// and a record without one parses with none.
+func TestGranted(t *testing.T) {
+	start := time.Date(2026, 8, 3, 10, 15, 30, 0, time.UTC)
+	granted := start.Add(6 * time.Second)
+	data := NewEncoder("worker-1").EncodeGranted(start, granted)
+	if want := `,"start":"2026-08-03T10:15:30.000Z","granted":"2026-08-03T10:15:36.000Z","label":"worker-1"}`; !strings.HasSuffix(string(data), want) {
+		t.Errorf("EncodeGranted = %s; want it to end with %s", data, want)
+	}
+	r, ok := Parse(data)
+	if !ok || !r.Start.Equal(start) || !r.Granted.Equal(granted) || r.Label != "worker-1" {
+		t.Errorf("Parse(%s) = %+v, %v; want start %v, granted %v, label worker-1", data, r, ok, start, granted)
+	}
+	if r, ok := Parse(NewEncoder("").Encode(start)); !ok || !r.Granted.IsZero() {
+		t.Errorf("Parse(a record with no grant) = %+v, %v; want a zero Granted", r, ok)
+	}
+	bad := []byte(`{"host":"h","pid":1,"start":"2026-08-03T10:15:30.000Z","granted":"soon"}`)
+	if r, ok := Parse(bad); ok {
+		t.Errorf("Parse(%s) = %+v; want no record", bad, r)
+	}
+}
+
 func TestFormat(t *testing.T) {
 	start := time.Date(2026, 8, 3, 10, 15, 30, 0, time.UTC)
 	got := string(NewEncoder("").Encode(start))

@@ -53,6 +53,14 @@ const (
 	Member = "member-"
 	// Group marks a group's members.
 	Group = "group-"
+	// KazooParty marks the members of kazoo's Party, which lists only the
+	// children whose name holds it.
+	KazooParty = "__party__"
+	// GroupMember is the name prefix of a group member's node: the Group
+	// marker behind KazooParty, so that kazoo's Party lists corral's
+	// members too. A name of an earlier layout ("group-" alone) is a
+	// member all the same.
+	GroupMember = KazooParty + Group
 	// Partition marks a partition's members, which record its number of
 	// shards after it (see WithSetting).
 	Partition = "partition-"
@@ -202,6 +210,8 @@ var marks = [...]Mark{
 	{PartitionShards, PartitionDirs, true},
 	{Latch, Latches, false},
 	{Lease, Leases, false},
+	{GroupMember, Groups, false},
+	{KazooParty, Groups, false},
 	{Group, Groups, false},
 	{Partition, Partitions, false},
 	{Member, Members, false},

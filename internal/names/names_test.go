@@ -28,6 +28,8 @@ func TestWire(t *testing.T) {
 		{names.Lease, "lease-"},
 		{names.Member, "member-"},
 		{names.Group, "group-"},
+		{names.KazooParty, "__party__"},
+		{names.GroupMember, "__party__group-"},
 		{names.Ready, "ready"},
 		{names.Items, "items"},
 		{names.Claims, "claims"},

@@ -184,7 +184,7 @@ func Flush(ctx context.Context, st store.Store, dir string) error {
 	for _, p := range cl.nodes(dir) {
 		_, err := Retry(ctx, st, func() (struct{}, error) { return struct{}{}, deleteOnce(ctx, st, p) })
 		if err != nil {
-			return fmt.Errorf("remove abandoned node %q: %w", p.path, err)
+			return fmt.Errorf("remove abandoned node %q: %w", store.ShortPath(p.path), err)
 		}
 		cl.finish(p, nil)
 	}
@@ -270,7 +270,7 @@ func deleteNode(ctx context.Context, st store.Store, id nodeID) error {
 			return err
 		}
 		if n.Owner != id.owner {
-			return fmt.Errorf("%q belongs to %#x, not %#x: %w", id.path, n.Owner, id.owner, store.ErrNoNode)
+			return fmt.Errorf("%q belongs to %#x, not %#x: %w", store.ShortPath(id.path), n.Owner, id.owner, store.ErrNoNode)
 		}
 	}
 	return st.Delete(ctx, id.path)
@@ -331,9 +331,9 @@ func remove(ctx context.Context, st store.Store, rec *telemetry.Recorder, id nod
 	case errors.Is(err, store.ErrDisconnected), grace != nil && grace.Err() != nil:
 		rec.CleanupHandedOver(rctx, path, err)
 		handOver(st, id, rec)
-		return gone, fmt.Errorf("remove %q: %w (%w: %w)", path, ErrRemovalPending, store.ErrDisconnected, err)
+		return gone, fmt.Errorf("remove %q: %w (%w: %w)", store.ShortPath(path), ErrRemovalPending, store.ErrDisconnected, err)
 	}
-	return gone, fmt.Errorf("remove %q: %w", path, err)
+	return gone, fmt.Errorf("remove %q: %w", store.ShortPath(path), err)
 }
 
 // GraceContext returns a context that is not cancelled with ctx but ends

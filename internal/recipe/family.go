@@ -61,7 +61,7 @@ func (s *Setting) Agree(dir string, cs []Contender, own int) error {
 // dir records s with another value.
 func (s *Setting) Check(dir, name string) error {
 	if v, ok := names.SettingOf(name, s.Marker, s.Key); ok && v != s.Value {
-		return fmt.Errorf("%w: %s %d here, %d in %q", ErrMismatch, s.Name, s.Value, v, store.Join(dir, name))
+		return fmt.Errorf("%w: %s %d here, %d in %q", ErrMismatch, s.Name, s.Value, v, store.ShortPath(store.Join(dir, name)))
 	}
 	return nil
 }
@@ -86,7 +86,7 @@ func checkFamily(dir, name string, f, want names.Family) error {
 	case f == want, f == names.NoFamily:
 	case f == names.Foreign && (want == names.Locks || want == names.Latches || want == names.Groups):
 	default:
-		return fmt.Errorf("%w: %q holds %q (a %v), not a %v", ErrKindMismatch, dir, name, f, want)
+		return fmt.Errorf("%w: %q holds %q (a %v), not a %v", ErrKindMismatch, store.ShortPath(dir), store.ShortPath(name), f, want)
 	}
 	return nil
 }

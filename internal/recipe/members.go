@@ -26,16 +26,25 @@ type Member struct {
 // (ephemeral) that the directory holds, of the family its members have or
 // none (another client's members, as Curator's GroupMember writes them); a
 // persistent node there is no member but a directory below it. It reads a
-// member's value once, when it first lists it, and remembers only the nodes
-// of its last listing. A Members is the state of one follower: it is not
-// safe for concurrent use.
+// member's value when it first lists it and, once FollowValues was called,
+// again after each change of it; it remembers only the nodes of its last
+// listing. A Members is the state of one follower: it is not safe for
+// concurrent use.
 type Members struct {
 	st     store.Store
 	dir    string
 	family names.Family
-	also   names.Family      // read too, in a directory that holds them
-	known  map[string]Member // by path: the members of the last read
-	dirs   map[string]int64  // by path: the Seq of the directories of the last read
+	also   names.Family     // read too, in a directory that holds them
+	known  map[string]known // by path: the members of the last read
+	dirs   map[string]int64 // by path: the Seq of the directories of the last read
+	values context.Context  // FollowValues' ctx; nil: values are read once
+}
+
+// known is a member of the last read, with the watch of its node when
+// values are followed (nil otherwise).
+type known struct {
+	Member
+	changed <-chan store.Event
 }
 
 // NewMembers returns the reader of the members of family f in dir, or of
@@ -58,13 +67,33 @@ func (m *Members) want(kids []store.Child) names.Family {
 	return m.family
 }
 
+// FollowValues makes m watch each member's node for as long as ctx lives
+// (the follower's life, not one read's), so that a change of a member's
+// value fires the watches ReadAll returns, as a member that joins or goes
+// does. A member's watch is set when it is first listed, and again only
+// after it fired: the watches stay one per member, and each fires at the
+// latest when its member goes.
+func (m *Members) FollowValues(ctx context.Context) { m.values = ctx }
+
 // Read returns the members now, in the order they joined (by Seq), with a
 // watch set on ctx that fires when they may have changed. A directory that
 // does not exist has none, and the watch fires when it is made. A member
 // that went between the listing and the read of its value is left out: the
 // watch fires for it. A node of another recipe fails the read with
-// ErrKindMismatch.
+// ErrKindMismatch. The watch does not fire for a change of a member's
+// value: ReadAll's do, once FollowValues was called.
 func (m *Members) Read(ctx context.Context) ([]Member, <-chan store.Event, error) {
+	ms, stale, err := m.ReadAll(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	return ms, stale[0], nil
+}
+
+// ReadAll is Read with every watch that fires when the members may have
+// changed: the directory's first, then, once FollowValues was called, one
+// per member whose value may change.
+func (m *Members) ReadAll(ctx context.Context) ([]Member, []<-chan store.Event, error) {
 	kids, ch, err := WatchChildren(ctx, m.st, m.dir)
 	if err == nil {
 		err = CheckFamily(m.dir, kids, m.want(kids))
@@ -72,35 +101,93 @@ func (m *Members) Read(ctx context.Context) ([]Member, <-chan store.Event, error
 	if err != nil {
 		return nil, nil, err
 	}
+	stale := []<-chan store.Event{ch}
 	ms := make([]Member, 0, len(kids))
-	known := make(map[string]Member, len(kids))
+	now := make(map[string]known, len(kids))
 	dirs := make(map[string]int64)
 	for _, k := range kids {
 		p := store.Join(m.dir, k.Name)
-		if mb, ok := m.known[p]; ok && mb.Seq == k.Seq {
-			ms = append(ms, mb)
-			known[p] = mb
+		if mb, ok := m.known[p]; ok && mb.Seq == k.Seq && !fired(mb.changed) {
+			ms = append(ms, mb.Member)
+			now[p] = mb
+			if mb.changed != nil {
+				stale = append(stale, mb.changed)
+			}
 			continue
 		}
 		if seq, ok := m.dirs[p]; ok && seq == k.Seq {
 			dirs[p] = seq
 			continue
 		}
-		n, err := m.st.Get(ctx, p)
-		if errors.Is(err, store.ErrNoNode) || err == nil && n.Seq != k.Seq {
+		mb, dir, err := m.read(ctx, p, k.Seq)
+		switch {
+		case err != nil:
+			return nil, nil, err
+		case dir:
+			dirs[p] = k.Seq
 			continue
+		case mb.Path == "":
+			continue // gone: the directory's watch fires for it
+		}
+		ms = append(ms, mb.Member)
+		now[p] = mb
+		if mb.changed != nil {
+			stale = append(stale, mb.changed)
+		}
+	}
+	m.known, m.dirs = now, dirs // only the nodes listed now: nothing grows
+	return ms, stale, nil
+}
+
+// read reads the node at p, listed with Seq seq: a member (with the watch
+// of its value, when values are followed), a directory (dir), or gone (the
+// zero known).
+func (m *Members) read(ctx context.Context, p string, seq int64) (mb known, dir bool, err error) {
+	n, err := m.st.Get(ctx, p)
+	if errors.Is(err, store.ErrNoNode) || err == nil && n.Seq != seq {
+		return known{}, false, nil
+	}
+	if err != nil {
+		return known{}, false, err
+	}
+	if n.Owner == 0 {
+		return known{}, true, nil
+	}
+	if m.values != nil {
+		// The watch is set after the read that told a member from a
+		// directory: a change between the two shows as a newer version,
+		// and the value is read again.
+		stat, ch, err := store.WatchNode(m.values, m.st, p)
+		if errors.Is(err, store.ErrNoNode) || err == nil && stat.Seq != seq {
+			return known{}, false, nil
 		}
 		if err != nil {
-			return nil, nil, err
+			return known{}, false, err
 		}
-		if n.Owner == 0 {
-			dirs[p] = n.Seq
-			continue
+		if stat.Version != n.Version {
+			if n, err = m.st.Get(ctx, p); errors.Is(err, store.ErrNoNode) || err == nil && n.Seq != seq {
+				return known{}, false, nil
+			}
+			if err != nil {
+				return known{}, false, err
+			}
 		}
-		mb := Member{Path: p, Value: n.Data, Token: n.Fence(), Seq: n.Seq}
-		ms = append(ms, mb)
-		known[p] = mb
+		mb.changed = ch
 	}
-	m.known, m.dirs = known, dirs // only the nodes listed now: nothing grows
-	return ms, ch, nil
+	mb.Member = Member{Path: p, Value: n.Data, Token: n.Fence(), Seq: n.Seq}
+	return mb, false, nil
+}
+
+// fired reports whether the watch ch has fired (or can no longer fire):
+// a nil ch never does.
+func fired(ch <-chan store.Event) bool {
+	if ch == nil {
+		return false
+	}
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
 }

@@ -459,7 +459,7 @@ func ValidateDir(dir string) error {
 		return err
 	}
 	if dir == "/" {
-		return fmt.Errorf("%w %q: a recipe cannot use the root", store.ErrInvalidPath, dir)
+		return fmt.Errorf("%w %q: a recipe cannot use the root", store.ErrInvalidPath, store.ShortPath(dir))
 	}
 	if max := store.MaxPathSize - NameRoom; len(dir) > max {
 		return fmt.Errorf("%w: %d bytes, at most %d for a recipe's path (%.40q...)", store.ErrInvalidPath, len(dir), max, dir)

@@ -176,7 +176,7 @@ func Confirm(ctx context.Context, st store.Store, n store.Node) error {
 	checked := true // the view that granted n showed it
 	for attempt := 0; ; attempt++ {
 		if st.Context().Err() != nil {
-			return fmt.Errorf("contender %q: %w", n.Path, context.Cause(st.Context()))
+			return fmt.Errorf("contender %q: %w", store.ShortPath(n.Path), context.Cause(st.Context()))
 		}
 		if !disconnected(st) {
 			if checked {
@@ -208,7 +208,7 @@ func owned(ctx context.Context, st store.Store, n store.Node) error {
 		return err
 	case got.Seq != n.Seq || got.Owner != st.SessionID():
 		return fmt.Errorf("contender %q: the node there belongs to session %#x, not %#x: %w (%w)",
-			n.Path, got.Owner, st.SessionID(), holderr.ErrNodeDeleted, store.ErrNoNode)
+			store.ShortPath(n.Path), got.Owner, st.SessionID(), holderr.ErrNodeDeleted, store.ErrNoNode)
 	}
 	return nil
 }
@@ -229,9 +229,9 @@ func disconnected(st store.Store) bool {
 func OwnGone(st store.Store, path string) error {
 	SyncSession(st)
 	if cause := context.Cause(st.Context()); cause != nil {
-		return fmt.Errorf("contender %q: %w", path, cause)
+		return fmt.Errorf("contender %q: %w", store.ShortPath(path), cause)
 	}
-	return fmt.Errorf("contender %q: %w (%w)", path, holderr.ErrNodeDeleted, store.ErrNoNode)
+	return fmt.Errorf("contender %q: %w (%w)", store.ShortPath(path), holderr.ErrNodeDeleted, store.ErrNoNode)
 }
 
 // SyncSession waits until st has finished reporting a session end it is in

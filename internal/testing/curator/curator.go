@@ -1,8 +1,10 @@
-// Package curator runs Apache Curator's DistributedQueue (the real one, Java)
-// beside corral's queue, for the queue's benchmarks: it compiles a small
-// program of this package's own (CuratorQueue.java) against Debian's Curator
-// jars into a temporary directory, starts it in a JVM of its own connected
-// to a ZooKeeper server, and drives it one command at a time.
+// Package curator runs Apache Curator's recipes (the real ones, Java) beside
+// corral's: its DistributedQueue for the queue's benchmarks ([Queue]), and
+// its GroupMember for the group's interoperability test ([Group]). It
+// compiles a small program of this package's own (CuratorQueue.java,
+// CuratorGroup.java) against Debian's Curator jars into a temporary
+// directory, starts it in a JVM of its own connected to a ZooKeeper
+// server, and drives it one command at a time.
 //
 // It needs java and javac (a JDK, such as Debian's default-jdk-headless) and
 // the package libcurator-recipes-java, which brings Curator's framework and
@@ -32,7 +34,10 @@ import (
 )
 
 //go:embed CuratorQueue.java
-var source []byte
+var queueSource []byte
+
+//go:embed CuratorGroup.java
+var groupSource []byte
 
 // Jars are the class path the program is compiled and run with: Curator's
 // recipes (whose manifest brings Curator's framework and client, ZooKeeper's
@@ -59,9 +64,13 @@ func Available() error {
 	return nil
 }
 
-// Queue is the program, running: a Curator client with its own session. Its
-// methods must not be called concurrently (one command at a time).
-type Queue struct {
+// Queue is the DistributedQueue program, running: a Curator client with
+// its own session. Its methods must not be called concurrently (one
+// command at a time).
+type Queue struct{ *proc }
+
+// proc is one of the programs, running.
+type proc struct {
 	cmd    *exec.Cmd
 	in     io.WriteCloser
 	lines  chan string // the program's answers; closed when it exits
@@ -94,15 +103,26 @@ func (t *tail) String() string {
 	return string(t.buf)
 }
 
-// Start compiles the program into dir (a temporary directory of the
+// Start compiles the queue program into dir (a temporary directory of the
 // caller's, such as testing.TB.TempDir) and starts it, connected to the
 // ZooKeeper server at addr ("host:port"). It returns once the client has
 // its session. Close stops it; the JVM also dies with this process.
 func Start(ctx context.Context, dir, addr string) (*Queue, error) {
+	p, err := start(ctx, dir, addr, "CuratorQueue", queueSource)
+	if err != nil {
+		return nil, err
+	}
+	return &Queue{p}, nil
+}
+
+// start compiles the program class, whose source is source, into dir and
+// starts it, connected to addr; it returns once the client has its
+// session.
+func start(ctx context.Context, dir, addr, class string, source []byte) (*proc, error) {
 	if err := Available(); err != nil {
 		return nil, err
 	}
-	src := filepath.Join(dir, "CuratorQueue.java")
+	src := filepath.Join(dir, class+".java")
 	if err := os.WriteFile(src, source, 0o644); err != nil {
 		return nil, err
 	}
@@ -110,7 +130,7 @@ func Start(ctx context.Context, dir, addr string) (*Queue, error) {
 	if out, err := exec.CommandContext(ctx, "javac", "-nowarn", "-cp", cp, "-d", dir, src).CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("curator: javac: %w\n%s", err, out)
 	}
-	cmd := exec.Command("java", "-Xmx512m", "-cp", dir+":"+cp, "CuratorQueue", addr)
+	cmd := exec.Command("java", "-Xmx512m", "-cp", dir+":"+cp, class, addr)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	stderr := &tail{}
 	cmd.Stderr = stderr
@@ -125,10 +145,11 @@ func Start(ctx context.Context, dir, addr string) (*Queue, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("curator: start java: %w", err)
 	}
-	q := &Queue{cmd: cmd, in: in, lines: make(chan string, 1), stderr: stderr}
+	q := &proc{cmd: cmd, in: in, lines: make(chan string, 1), stderr: stderr}
 	go func() {
 		defer close(q.lines)
 		sc := bufio.NewScanner(out)
+		sc.Buffer(make([]byte, 64<<10), 4<<20)
 		for sc.Scan() {
 			q.lines <- sc.Text()
 		}
@@ -141,7 +162,7 @@ func Start(ctx context.Context, dir, addr string) (*Queue, error) {
 }
 
 // Pid returns the JVM's process id, to read its CPU time.
-func (q *Queue) Pid() int { return q.cmd.Process.Pid }
+func (q *proc) Pid() int { return q.cmd.Process.Pid }
 
 // Put puts items into the queue at path from producers threads, with
 // Curator's DistributedQueue.put, in the background (Curator's default) or,
@@ -173,14 +194,23 @@ func (q *Queue) Drain(ctx context.Context, path string, items int) (time.Duratio
 	return time.Duration(f[1]), nil
 }
 
-// do sends a command and returns the n numbers of its answer.
-func (q *Queue) do(ctx context.Context, command string, n int) ([]int64, error) {
+// send sends a command and returns what follows the "ok" of its answer.
+func (q *proc) send(ctx context.Context, command string) (string, error) {
 	if _, err := io.WriteString(q.in, command+"\n"); err != nil {
-		return nil, fmt.Errorf("curator: %s: %w", command, err)
+		return "", fmt.Errorf("curator: %s: %w", command, err)
 	}
 	line, err := q.answer(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("curator: %s: %w", command, err)
+		return line, fmt.Errorf("curator: %s: %w", command, err)
+	}
+	return line, nil
+}
+
+// do sends a command and returns the n numbers of its answer.
+func (q *proc) do(ctx context.Context, command string, n int) ([]int64, error) {
+	line, err := q.send(ctx, command)
+	if err != nil {
+		return nil, err
 	}
 	f := strings.Fields(line)
 	if len(f) != n {
@@ -198,8 +228,9 @@ func (q *Queue) do(ctx context.Context, command string, n int) ([]int64, error) 
 // errExited: the program ended before it answered.
 var errExited = errors.New("curator: the program exited")
 
-// answer waits for the next answer and returns what follows its "ok".
-func (q *Queue) answer(ctx context.Context) (string, error) {
+// answer waits for the next answer and returns what follows its "ok" or,
+// with an error, its "err".
+func (q *proc) answer(ctx context.Context) (string, error) {
 	select {
 	case line, ok := <-q.lines:
 		if !ok {
@@ -207,7 +238,7 @@ func (q *Queue) answer(ctx context.Context) (string, error) {
 		}
 		rest, found := strings.CutPrefix(line, "ok ")
 		if !found {
-			return "", fmt.Errorf("curator: %s", line)
+			return strings.TrimPrefix(line, "err "), fmt.Errorf("curator: %s", line)
 		}
 		return rest, nil
 	case <-ctx.Done():
@@ -216,12 +247,12 @@ func (q *Queue) answer(ctx context.Context) (string, error) {
 }
 
 // Close stops the program and waits for it. It is idempotent.
-func (q *Queue) Close() error {
+func (q *proc) Close() error {
 	q.closeOnce.Do(func() { q.closeErr = q.close() })
 	return q.closeErr
 }
 
-func (q *Queue) close() error {
+func (q *proc) close() error {
 	q.in.Close() // the program closes its client at the end of its input
 	done := make(chan struct{})
 	go func() {
