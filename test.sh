@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The project's test command (README.md, "Testing"): vet, lint, and every
+# The project's test command (CONTRIBUTING.md, "Tests"): vet, lint, and every
 # test under the race detector, on memstore, a real ZooKeeper and a real etcd.
 set -euo pipefail
 cd "$(dirname "$0")"

@@ -19,8 +19,8 @@ import (
 // TestLeadershipEndsBeforeNextLeader: a leader whose connection freezes for
 // longer than its session timeout stops leading (Done is closed) before a
 // candidate in another session is told it leads, under both disconnect
-// policies, every time (10 runs a case, in parallel). ZooKeeper under
-// KeepOnDisconnect used to leave two leaders for up to 1.3 s, 10 runs in 10.
+// policies, every time (10 runs a case, in parallel), on ZooKeeper under
+// KeepOnDisconnect too.
 func TestLeadershipEndsBeforeNextLeader(t *testing.T) {
 	const session = 2 * time.Second
 	for _, name := range []string{"zk", "etcd"} {

@@ -21,9 +21,9 @@ import (
 // the same session and so under the same key name. corral's sessions read
 // every reply a few milliseconds late, so the candidate a corral candidate
 // lists in front of it has often resigned and lined up again behind it by the
-// time it watches. Waiting for that name instead of that node closed a cycle
-// (3 runs of 3 hung, after 3 to 127 terms); every candidate must finish its
-// rounds with never two leaders at once.
+// time it watches. Waiting for that name instead of that node closes a cycle
+// (the test then hangs within a few hundred terms); every candidate must
+// finish its rounds with never two leaders at once.
 func TestNameReuseEtcd(t *testing.T) {
 	if !backends.Selected("etcd") {
 		t.Skip("etcd not in CORRAL_STORES")

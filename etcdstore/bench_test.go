@@ -356,9 +356,9 @@ func BenchmarkExistsWatch(b *testing.B) {
 // read-rev waits as concurrency.Mutex's waitDelete does, with a raw watch
 // from the revision of its read: a start revision not above the store's
 // current one puts the watch in etcd's unsynced watcher group, caught up
-// every 100 ms (see DESIGN.md, "Measured facts"). A watch from the read's
-// revision + 1 is synced only while nothing was written since the read,
-// which on a busy lock is rarely so.
+// every 100 ms (see docs/architecture.md, "Rules learned from faults"). A
+// watch from the read's revision + 1 is synced only while nothing was
+// written since the read, which on a busy lock is rarely so.
 func BenchmarkHandoff(b *testing.B) {
 	b.Run("etcdstore", func(b *testing.B) {
 		benchHandoff(b, func(s *etcdstore.Store, _ *clientv3.Client, p string) <-chan error {

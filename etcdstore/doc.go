@@ -184,7 +184,7 @@
 // clientv3.Config's TLS (the CA in RootCAs, a client certificate in
 // Certificates, for a cluster run with --client-cert-auth) and Username and
 // Password (for a cluster with authentication enabled). See the package
-// example and README.md, "Secure connections".
+// example and docs/security.md.
 //
 // Open makes one read in the Store's root before it grants its lease, so
 // that what would fail every call fails Open instead, with a sentinel:

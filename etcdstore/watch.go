@@ -26,7 +26,7 @@ import (
 // common case. A watch opened at the current revision joins etcd's synced
 // watcher group and is notified as soon as a change commits, where a watch
 // from "read revision + 1" usually lands in the unsynced group, caught up
-// only every 100 ms (see DESIGN.md, "Measured facts").
+// only every 100 ms (see docs/architecture.md, "Rules learned from faults").
 //
 // Watches carry require-leader, so a watch served by a member that lost its
 // leader is cancelled by the server instead of hanging; the event then

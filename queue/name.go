@@ -18,7 +18,7 @@ import (
 // order, the key of a new item then lies beside the last one, whose path
 // through the index the server has just walked: with a random id each put
 // walked to a random place, in memory the server had not touched lately.
-// Measured on the 2-core machine (BenchmarkPut on etcd, 60,000 puts, two
+// Measured on 2 cores (BenchmarkPut on etcd, 60,000 puts, two
 // runs of each, CPU profile): the server's index lookups per put
 // (treeIndex.Revisions) took 2.5–2.8 µs instead of 5.7–10 µs. The ids of
 // two processes collide only where their ranges meet: with a random start

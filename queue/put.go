@@ -17,7 +17,7 @@ import (
 // flight wait for one to return and then go together, in one request
 // (store.BatchCreator: a ZooKeeper multi, an etcd transaction), all or
 // none, each returning once the request that holds its item is
-// acknowledged. One producer pays one request per item, as before; many
+// acknowledged. One producer pays one request per item; many
 // producers on one session pay a request per group, and the store's
 // per-request cost (its log write, its commit) once per group. Order is
 // kept: a Put that returned was acknowledged before any later Put was
@@ -25,22 +25,22 @@ import (
 
 // defaultPutsInFlight is the cap where WithPutsInFlight is not given.
 // Measured with 8 producers on one session (BenchmarkPutPeers, which runs
-// other caps beside it with CORRAL_PUT_INFLIGHT): on a 2-core machine whose
-// server shares the cores, 1 and 2 did best (etcd: 1.01× and 0.96× the
+// other caps beside it with CORRAL_PUT_INFLIGHT): on 2 cores that the
+// server shares with the clients, 1 and 2 did best (etcd: 1.01× and 0.96× the
 // peer, 4 in flight 0.74×, 8 0.62×: more requests with fewer items each,
-// on a server with no room for them); on a 16-core machine whose server
-// has cores of its own, 8 did (ZooKeeper 1.57×, etcd 0.91×, against 0.80×
-// and 0.54× with 2). Beside Curator's own DistributedQueue on the 2-core
-// machine (BenchmarkCurator), ZooKeeper's answer was the same: 1 and 2
+// on a server with no room for them); on 16 cores, with 4 of them the
+// server's own, 8 did (ZooKeeper 1.57×, etcd 0.91×, against 0.80×
+// and 0.54× with 2). Beside Curator's own DistributedQueue on 2 cores
+// (BenchmarkCurator), ZooKeeper's answer was the same: 1 and 2
 // level (1.09–1.34× and 0.99–1.08× its background puts), 3 to 8 below
 // (0.69–0.87×), the server's CPU per item growing as requests carry fewer
-// items. The default is the small machine's answer, which
-// costs the large one throughput but never loads a busy server with more
-// requests.
+// items. The default is the answer for a server with no cores to spare,
+// which costs one with room some throughput (WithPutsInFlight is its knob)
+// but never loads a busy server with more requests.
 //
 // A cap that follows the server's round trips (as TCP Vegas does: more in
 // flight while they stay as short as a lone request's, fewer once they
-// grow) was tried and does not work here: on the 2-core machine an etcd
+// grow) does not work here: on 2 cores an etcd
 // request's round trip did not grow with more of them in flight (the
 // server gathers them into its own raft batches), while each costs the
 // shared cores CPU; a busy server's signal is its CPU, which the client

@@ -120,8 +120,8 @@
 // returns before its item is stored, with a Pending to wait on (as
 // Curator's DistributedQueue puts in the background and flushPuts waits),
 // so that one goroutine fills requests of up to store.MaxBatchNodes items
-// as they go; what it gives up against Put is in its doc. The README gives
-// figures beside Curator's DistributedQueue and etcd's own queue puts.
+// as they go; what it gives up against Put is in its doc. docs/performance.md
+// gives figures beside Curator's DistributedQueue and etcd's own queue puts.
 //
 // # Cost of a take
 //
@@ -285,8 +285,8 @@ func WithDeadLetter(path string, maxDeliveries int) Option {
 // flight at once; the Puts that come while that many are wait and go
 // together in the next request (see Cost of a put in the package doc). The
 // default, 2, suits a server with no cores to spare; on one with room, as
-// many as the producers that share the Queue can do better (see the
-// README's figures). n must be at least 1: otherwise every call of the
+// many as the producers that share the Queue can do better (see
+// docs/performance.md). n must be at least 1: otherwise every call of the
 // Queue fails with store.ErrInvalidArgument. It is the Queue's own, not
 // stored with the queue.
 func WithPutsInFlight(n int) Option {

@@ -80,13 +80,14 @@
 // exceeds every earlier one at the same path. A Barrier's node stays while
 // the barrier is set; Remove takes it and the directories above it.
 //
-// A Semaphore, StripedMutex or DoubleBarrier stores its limit in its node,
-// which stays, as a queue's settings do, until someone deletes it; its
-// lease, stripe and member nodes, and the directories below it, go when
-// released. A DoubleBarrier also keeps its "ready" node, the record of its
-// last round, in it. A Semaphore or DoubleBarrier that finds another kind
-// of recipe's nodes there (a lock's directory) refuses with
-// ErrKindMismatch and stores nothing.
+// A Semaphore, StripedMutex or DoubleBarrier records its limit in the
+// names of its lease, stripe and member nodes ("lease-n3-…"), so the limit
+// lives as long as they do, and its directories go with the last of them,
+// as a lock's do. A DoubleBarrier's "ready" node, the record of its round,
+// goes with the last member to leave (a round whose last members crashed
+// keeps it until the next round replaces it). A Semaphore or DoubleBarrier
+// that finds another kind of recipe's nodes there (a lock's directory)
+// refuses with ErrKindMismatch and stores nothing.
 //
 // # Outages
 //

@@ -28,8 +28,7 @@ const expirySession = 2 * time.Second
 // its session timeout. The server expires the session and grants the lock,
 // or the semaphore's lease, to a waiter in another session; the frozen
 // holder's context must be cancelled before that, under both disconnect
-// policies, every time. (ZooKeeper under KeepOnDisconnect used to keep it
-// live for up to 1.3 s after the next grant, in 10 runs out of 10.)
+// policies, every time, on ZooKeeper under KeepOnDisconnect too.
 func TestHoldEndsBeforeNextGrant(t *testing.T) {
 	for _, name := range []string{"zk", "etcd"} {
 		t.Run(name, func(t *testing.T) {

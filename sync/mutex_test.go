@@ -535,8 +535,8 @@ func copyOf[T any](v *T) *T {
 }
 
 // TestMutexCopied: a Mutex copied after NewMutex shares the original's
-// state; using the copy is an error (it used to make the original's Unlock
-// wait for ever), and the original still works.
+// state; using the copy is an error (else the original's Unlock could wait
+// for ever), and the original still works.
 func TestMutexCopied(t *testing.T) {
 	ctx := testCtx(t)
 	mem := memstore.New()

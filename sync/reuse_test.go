@@ -55,9 +55,8 @@ func (o *occupancy) leave(shared bool) {
 // predecessor a corral waiter picked has often been released and made again
 // under the same name, behind the waiter, by the time it watches. A waiter
 // that waits for the name rather than the node deadlocks with it (the first
-// scenario hung within its first few rounds every time before corral waited
-// for identities); here every corral contender must finish its rounds, and no
-// two holders may overlap.
+// scenario then hangs within its first few rounds); here every corral
+// contender must finish its rounds, and no two holders may overlap.
 func TestLockNameReuseEtcd(t *testing.T) {
 	if !backends.Selected("etcd") {
 		t.Skip("etcd not in CORRAL_STORES")

@@ -25,7 +25,7 @@ import (
 // pipeline, and a name locked and unlocked over and over would pay two
 // more per cycle (its directory's delete and create), which halves the
 // cycles a second of an uncontended lock (measured: 1,250 against 600 on
-// the 2-core machine). So a Store notes each directory it emptied and
+// 2 cores). So a Store notes each directory it emptied and
 // removes it once [WithReclaimDelay] has passed without this Store
 // creating in it again (internal/reclaim): a name in use keeps its directory
 // and pays nothing; one no longer used pays one delete, off its caller's

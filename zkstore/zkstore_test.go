@@ -175,9 +175,9 @@ func TestCancelledCreateLeavesNothing(t *testing.T) {
 //
 // The Store ends a session the server has acknowledged nothing of for the
 // negotiated timeout (less its guard), so the restart must fit in that
-// window. On an idle machine it takes under a second; CI once saw more than
-// the 20 s this test used to ask for, with every other package's servers
-// and race-built tests on two cores. The test asks for the most the server
+// window. On an idle machine it takes under a second, and more than 20 s on
+// two cores busy with every other package's servers and race-built tests,
+// as in CI. The test asks for the most the server
 // grants (60 s) and starts the window at a read just before the stop, so a
 // slow machine meets the premise, and a failure says which it was: a
 // session ended inside the window, or a restart longer than it.
@@ -290,8 +290,8 @@ func TestEnsembleLeaderKill(t *testing.T) {
 }
 
 // TestOpenNoQuorum: Open on the member left of an ensemble that lost its
-// quorum fails saying so, where it used to ask whether the port was a TLS
-// port (the server hangs up on a session handshake either way).
+// quorum fails saying so, rather than asking whether the port is a TLS port
+// (the server hangs up on a session handshake either way).
 func TestOpenNoQuorum(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts three servers")

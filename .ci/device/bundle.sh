@@ -1,19 +1,19 @@
 #!/usr/bin/env bash
-# Builds the bundle that runs the peer benchmarks on the lent many-core
+# Builds the bundle that runs the peer benchmarks on a many-core benchmark
 # machine (no Go, no Java, no network there): static test binaries of sync
 # and queue, a jlinked JRE, ZooKeeper's jars (every jar of its Class-Path:
 # the Class-Path names /usr/share/java, absent there), and a static
 # extractor, since that machine may have no zstd. Output: .bundle/ at the
-# repository root (ignored by git; pass it to the device run as carry),
+# repository root (ignored by git; copy it to the benchmark machine),
 # about 35 MiB.
 #
 #	.ci/device/bundle.sh [extra.test=./pkg@rev ...]
 #
-# Then, on the device, from the repository root:
+# Then, on the benchmark machine, from the repository root:
 #
 #	OUT=$OUT bash .bundle/run.sh            # STEPS, LIMIT: see run.sh
 #
-# The device returns at most 8 files from $OUT: run.sh writes one .txt per
+# Keep the results to a few files in $OUT: run.sh writes one .txt per
 # step; put traces and profiles in one tar.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -39,7 +39,7 @@ if [ -n "${SERVER_CPUS:-}" ]; then exec taskset -c "$SERVER_CPUS" "$here/jre/bin
 exec "$here/jre/bin/java" "$@"
 EOS
 chmod +x "$b/bin/java"
-cp "$(command -v taskset)" "$b/tools/" # used only where the device lacks one
+cp "$(command -v taskset)" "$b/tools/" # used only where the machine lacks one
 cp "$(dirname "$0")/pin.sh" "$b/pin.sh"
 
 # The benchmarks.

@@ -1,5 +1,5 @@
 #!/bin/bash
-# The peer benchmarks on the lent 16-core machine (see bundle.sh): servers
+# The peer benchmarks on a 16-core benchmark machine (see bundle.sh): servers
 # (ZooKeeper's JVM, the etcd server process) on cores SERVER_CPUS (0-3), the
 # benchmark's clients on CLIENT_CPUS (4-15). Run from the repository root
 # with the bundle carried:
@@ -7,7 +7,7 @@
 #	OUT=$OUT STEPS="zk etcd queue" LIMIT=300 bash .bundle/run.sh
 #
 # Each step writes $OUT/<step>.txt; profiles and traces go into one
-# $OUT/prof.tar (the device returns at most 8 files). No step starts after
+# $OUT/prof.tar, to keep the results to a few files. No step starts after
 # LIMIT seconds. ALT names another test binary of the bundle for the
 # steps zkalt and etcdalt.
 set -u
