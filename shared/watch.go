@@ -3,7 +3,6 @@ package shared
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/corral-go/corral/internal/recipe"
@@ -11,8 +10,10 @@ import (
 	"github.com/corral-go/corral/store"
 )
 
-// ErrWatcherClosed is the error of a Watcher after its Close.
-var ErrWatcherClosed = errors.New("shared: watcher closed")
+// ErrWatcherClosed is the error of a Watcher after its Close. It is the
+// one value every Close in corral stops its loop with (group's
+// ErrWatcherClosed, cache's ErrClosed, ...), whose text is "corral: closed".
+var ErrWatcherClosed = runner.ErrClosed
 
 // Watch reports the value as it changes, on the Watcher's Snapshots
 // channel: first the value now (NoVersion when it was never set), then

@@ -4,12 +4,14 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/corral-go/corral/cache"
 	"github.com/corral-go/corral/election"
 	"github.com/corral-go/corral/group"
 	"github.com/corral-go/corral/inspect"
 	"github.com/corral-go/corral/internal/holderr"
 	"github.com/corral-go/corral/partition"
 	"github.com/corral-go/corral/queue"
+	"github.com/corral-go/corral/shared"
 	"github.com/corral-go/corral/store"
 	"github.com/corral-go/corral/sync"
 	"go.uber.org/goleak"
@@ -58,6 +60,10 @@ func TestAliases(t *testing.T) {
 		{"election.ErrObserverClosed", election.ErrObserverClosed, group.ErrWatcherClosed},
 		{"inspect.ErrWatcherClosed", inspect.ErrWatcherClosed, group.ErrWatcherClosed},
 		{"queue.ErrConsumerClosed", queue.ErrConsumerClosed, group.ErrWatcherClosed},
+		{"cache.ErrClosed", cache.ErrClosed, group.ErrWatcherClosed},
+		{"shared.ErrWatcherClosed", shared.ErrWatcherClosed, group.ErrWatcherClosed},
+		{"shared.ErrLost", shared.ErrLost, sync.ErrLockLost},
+		{"shared.ErrKindMismatch", shared.ErrKindMismatch, sync.ErrKindMismatch},
 		{"partition.ErrKindMismatch", partition.ErrKindMismatch, sync.ErrKindMismatch},
 		{"group.ErrKindMismatch", group.ErrKindMismatch, sync.ErrKindMismatch},
 		{"election.ErrKindMismatch", election.ErrKindMismatch, sync.ErrKindMismatch},
