@@ -12,16 +12,12 @@
 // cause, the moment leadership is lost (the session ended, the node was
 // deleted, the connection was lost under the [DisconnectPolicy]) or resigned.
 // [Election.Candidate] is the long-running form for services: it campaigns
-// again after every lost term and hands each term out on a channel, so
-//
-//	for term := range cand.Terms() {
-//		select {
-//		case <-term.Done():
-//		}
-//	}
-//
-// is the whole leadership loop. [Election.Observe] reports the current leader
-// and every change of leader, including "no leader", to any session.
+// again after every lost term and hands each term out on a channel, so a
+// range over Terms that works on each term until its Done channel closes is
+// the whole leadership loop (see the Election.Candidate example, and the
+// Leadership example for writes fenced by the term). [Election.Observe]
+// reports the current leader and every change of leader, including "no
+// leader", to any session.
 //
 // Before reporting leadership, a candidate that had to wait lists the
 // candidates again and checks that its own node is still among them while its

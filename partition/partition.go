@@ -6,10 +6,13 @@
 // [Join] makes the caller a member with an id; [Member.Run] works its
 // shards: it calls a function once for every shard the member is granted,
 // in a goroutine of its own, as errgroup and sarama's consumer-group
-// handler do, and releases the shard when the function returns:
+// handler do, and releases the shard when the function returns (from the
+// Member.Run example):
 //
 //	m, err := partition.Join(ctx, st, "/jobs/tenants", 16, "worker-1")
-//	if err != nil { ... }
+//	if err != nil {
+//		log.Fatal(err)
+//	}
 //	err = m.Run(ctx, func(ctx context.Context, s *partition.Shard) error {
 //		return work(ctx, s.ID(), s.Token()) // until ctx ends
 //	})

@@ -126,9 +126,10 @@
 //
 //	{"host":"web-1","pid":4242,"start":"2026-08-03T10:15:30.123Z","label":"deploy"}
 //
-// Any client of the store can read it; the inspect package and "corral
-// locks" show it with the holders and waiters in order. [WithData] replaces
-// it with the caller's own data (Curator stores the host address there).
+// Any client of the store can read it (the WithLabel example reads one);
+// the inspect package and "corral locks" show it with the holders and
+// waiters in order. [WithData] replaces it with the caller's own data
+// (Curator stores the host address there).
 //
 // # Metrics and logs
 //

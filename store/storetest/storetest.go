@@ -4,7 +4,8 @@
 //
 //	func TestConformance(t *testing.T) { storetest.Run(t, backend) }
 //
-// Each behaviour is a subtest working in a fresh namespace, so the suite can
+// where backend is the adapter's [Backend] (the package example writes one,
+// and compiles this call). Each behaviour is a subtest working in a fresh namespace, so the suite can
 // share one server with other tests.
 package storetest
 
