@@ -18,7 +18,10 @@ func Example_quickStart() {
 	defer a.Close()
 	defer b.Close()
 	_ = sync.NewMutex(a, "/locks/report").Lock(ctx)
-	go sync.NewMutex(b, "/locks/report").Lock(ctx)
+	bctx, stop := context.WithCancel(ctx)
+	waited := make(chan error, 1)
+	go func() { waited <- sync.NewMutex(b, "/locks/report").Lock(bctx) }()
+	defer func() { stop(); <-waited }()
 	w := inspect.Watch(ctx, a, "/locks/report")
 	defer w.Close()
 	for rs := range w.Reports() { // until b waits
