@@ -9,6 +9,7 @@ import (
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/corral-go/corral/internal/backlog"
 	"github.com/corral-go/corral/store"
 )
 
@@ -57,7 +58,7 @@ func (s *Store) FollowChildren(ctx context.Context, p string) (store.ChildrenFol
 	}
 	_, kids := children(p, resp.Kvs)
 	f := &follow{s: s, path: p, w: w, listed: resp.Header.Revision, rev: resp.Header.Revision,
-		ready: make(chan struct{}), moved: make(chan struct{}), stopped: make(chan struct{}), ended: make(chan struct{})}
+		moved: make(chan struct{}), stopped: make(chan struct{}), ended: make(chan struct{})}
 	if !s.goWatch(f.serve) {
 		w.cancel()
 		return nil, nil, fmt.Errorf("etcdstore: follow %q: %w", store.ShortPath(p), s.sessionErr())
@@ -76,10 +77,7 @@ type follow struct {
 	stop    gosync.Once
 
 	mu      gosync.Mutex
-	pending []store.ChildChange
-	ready   chan struct{} // closed when pending grows or the follow ends
-	closed  bool          // ready is closed
-	err     error         // why the follow ended
+	changes backlog.Backlog[store.ChildChange]
 	rev     int64         // every change up to rev has been delivered
 	moved   chan struct{} // closed, and replaced, when rev grows or the follow ends
 }
@@ -145,8 +143,7 @@ func (f *follow) deliver(wr clientv3.WatchResponse) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if len(cs) > 0 {
-		f.pending = append(f.pending, cs...)
-		f.signal()
+		f.changes.Add(cs...)
 	}
 	if wr.Header.Revision > f.rev {
 		f.rev = wr.Header.Revision
@@ -155,19 +152,10 @@ func (f *follow) deliver(wr clientv3.WatchResponse) {
 	}
 }
 
-func (f *follow) signal() {
-	if !f.closed {
-		close(f.ready)
-		f.closed = true
-	}
-}
-
 func (f *follow) end(err error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.err == nil {
-		f.err = err
-		f.signal()
+	if f.changes.End(err) {
 		close(f.moved)
 		f.moved = make(chan struct{})
 	}
@@ -176,21 +164,7 @@ func (f *follow) end(err error) {
 func (f *follow) Changes() ([]store.ChildChange, <-chan struct{}, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if len(f.pending) > 0 {
-		cs := f.pending
-		f.pending = nil
-		if f.err == nil {
-			f.ready, f.closed = make(chan struct{}), false
-		}
-		return cs, f.ready, nil
-	}
-	if f.err != nil {
-		return nil, f.ready, f.err
-	}
-	if f.closed {
-		f.ready, f.closed = make(chan struct{}), false
-	}
-	return nil, f.ready, nil
+	return f.changes.Take()
 }
 
 // state returns the revision delivered up to, the channel that tells it
@@ -198,7 +172,7 @@ func (f *follow) Changes() ([]store.ChildChange, <-chan struct{}, error) {
 func (f *follow) state() (int64, <-chan struct{}, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.rev, f.moved, f.err
+	return f.rev, f.moved, f.changes.Err()
 }
 
 // Sync waits until the follow has delivered every change up to the

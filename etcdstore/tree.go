@@ -13,6 +13,7 @@ import (
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/corral-go/corral/internal/backlog"
 	"github.com/corral-go/corral/store"
 )
 
@@ -53,7 +54,7 @@ func (s *Store) FollowTree(ctx context.Context, p string, depth, limit int) (sto
 		return nil, nil, fmt.Errorf("etcdstore: follow %q: %w", p, err)
 	}
 	f := &tree{s: s, path: p, depth: depth, end: p + "0",
-		ready: make(chan struct{}), moved: make(chan struct{}), ended: make(chan struct{})}
+		moved: make(chan struct{}), ended: make(chan struct{})}
 	if p == "/" {
 		f.end = "0" // every key that starts with '/'
 	}
@@ -144,10 +145,7 @@ type tree struct {
 	ended  chan struct{} // closed when serve has returned
 
 	mu      gosync.Mutex
-	pending []store.TreeChange
-	ready   chan struct{} // closed when pending grows or the follow ends
-	closed  bool          // ready is closed
-	err     error         // why the follow ended
+	changes backlog.Backlog[store.TreeChange]
 	rev     int64         // every change up to rev has been delivered
 	moved   chan struct{} // closed, and replaced, when rev grows or the follow ends
 }
@@ -247,11 +245,10 @@ func (f *tree) deliver(wr clientv3.WatchResponse) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if len(cs) > 0 {
-		if len(f.pending)+len(cs) > store.MaxTreeBacklog {
+		if f.changes.Len()+len(cs) > store.MaxTreeBacklog {
 			return fmt.Errorf("etcdstore: follow %q: %w: more than %d changes not taken", f.path, store.ErrDisconnected, store.MaxTreeBacklog)
 		}
-		f.pending = append(f.pending, cs...)
-		f.signal()
+		f.changes.Add(cs...)
 	}
 	if wr.Header.Revision > f.rev {
 		f.rev = wr.Header.Revision
@@ -261,20 +258,11 @@ func (f *tree) deliver(wr clientv3.WatchResponse) error {
 	return nil
 }
 
-func (f *tree) signal() {
-	if !f.closed {
-		close(f.ready)
-		f.closed = true
-	}
-}
-
 // finish ends the follow with err, unless it has ended.
 func (f *tree) finish(err error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.err == nil {
-		f.err = err
-		f.signal()
+	if f.changes.End(err) {
 		close(f.moved)
 		f.moved = make(chan struct{})
 	}
@@ -283,21 +271,7 @@ func (f *tree) finish(err error) {
 func (f *tree) Changes() ([]store.TreeChange, <-chan struct{}, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if len(f.pending) > 0 {
-		cs := f.pending
-		f.pending = nil
-		if f.err == nil {
-			f.ready, f.closed = make(chan struct{}), false
-		}
-		return cs, f.ready, nil
-	}
-	if f.err != nil {
-		return nil, f.ready, f.err
-	}
-	if f.closed {
-		f.ready, f.closed = make(chan struct{}), false
-	}
-	return nil, f.ready, nil
+	return f.changes.Take()
 }
 
 // state returns the revision delivered up to, the channel that tells it
@@ -305,7 +279,7 @@ func (f *tree) Changes() ([]store.TreeChange, <-chan struct{}, error) {
 func (f *tree) state() (int64, <-chan struct{}, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.rev, f.moved, f.err
+	return f.rev, f.moved, f.changes.Err()
 }
 
 // Sync waits until the follow has delivered every change up to the

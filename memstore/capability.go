@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/corral-go/corral/internal/backlog"
 	"github.com/corral-go/corral/store"
 )
 
@@ -66,7 +67,7 @@ func (st *Store) FollowChildren(ctx context.Context, p string) (store.ChildrenFo
 	if n := st.srv.lookup(p); n != nil {
 		kids = children(n)
 	}
-	f := &follow{srv: st.srv, owner: st, path: p, ready: make(chan struct{})}
+	f := &follow{srv: st.srv, owner: st, path: p}
 	if st.srv.follows[p] == nil {
 		st.srv.follows[p] = map[*follow]struct{}{}
 	}
@@ -80,36 +81,25 @@ type follow struct {
 	srv     *Server
 	owner   *Store
 	path    string
-	pending []store.ChildChange
-	ready   chan struct{} // closed when pending grows or the follow ends
-	closed  bool          // ready is closed
-	err     error         // why the follow ended, once it has
+	changes backlog.Backlog[store.ChildChange]
 }
 
 // tell records a change of the children of p for every follow of p.
 func (s *Server) tell(p string, c store.ChildChange) {
 	for f := range s.follows[p] {
-		f.pending = append(f.pending, c)
-		if !f.owner.frozen {
-			f.signal() // else on Thaw
+		if f.owner.frozen {
+			f.changes.Hold(c) // told on Thaw
+		} else {
+			f.changes.Add(c)
 		}
-	}
-}
-
-func (f *follow) signal() {
-	if !f.closed {
-		close(f.ready)
-		f.closed = true
 	}
 }
 
 // endFollow ends f with err, unless it has ended.
 func (s *Server) endFollow(f *follow, err error) {
-	if f.err != nil {
+	if !f.changes.End(err) {
 		return
 	}
-	f.err = err
-	f.signal()
 	delete(s.follows[f.path], f)
 	if len(s.follows[f.path]) == 0 {
 		delete(s.follows, f.path)
@@ -120,21 +110,7 @@ func (s *Server) endFollow(f *follow, err error) {
 func (f *follow) Changes() ([]store.ChildChange, <-chan struct{}, error) {
 	f.srv.mu.Lock()
 	defer f.srv.mu.Unlock()
-	if len(f.pending) > 0 {
-		cs := f.pending
-		f.pending = nil
-		if f.err == nil {
-			f.ready, f.closed = make(chan struct{}), false
-		}
-		return cs, f.ready, nil
-	}
-	if f.err != nil {
-		return nil, f.ready, f.err
-	}
-	if f.closed {
-		f.ready, f.closed = make(chan struct{}), false
-	}
-	return nil, f.ready, nil
+	return f.changes.Take()
 }
 
 func (f *follow) Sync(ctx context.Context) error {
@@ -143,7 +119,7 @@ func (f *follow) Sync(ctx context.Context) error {
 	}
 	f.srv.mu.Lock()
 	defer f.srv.mu.Unlock()
-	return f.err
+	return f.changes.Err()
 }
 
 func (f *follow) Stop() {

@@ -223,13 +223,13 @@ func (s *Server) thaw(st *Store) {
 		close(h.w.ch)
 	}
 	for f := range st.follows {
-		if len(f.pending) > 0 {
-			f.signal()
+		if f.changes.Len() > 0 {
+			f.changes.Wake()
 		}
 	}
 	for f := range st.trees {
-		if len(f.pending) > 0 {
-			f.signal()
+		if f.changes.Len() > 0 {
+			f.changes.Wake()
 		}
 	}
 	if st.expiredAtServer {

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/corral-go/corral/internal/backlog"
 	"github.com/corral-go/corral/store"
 )
 
@@ -33,7 +34,7 @@ func (st *Store) FollowTree(ctx context.Context, p string, depth, limit int) (st
 		}
 	}
 	slices.SortFunc(nodes, func(a, b store.Node) int { return strings.Compare(a.Path, b.Path) })
-	f := &tree{srv: st.srv, owner: st, path: p, depth: depth, ready: make(chan struct{})}
+	f := &tree{srv: st.srv, owner: st, path: p, depth: depth}
 	if st.srv.trees == nil {
 		st.srv.trees = map[string]map[*tree]struct{}{}
 	}
@@ -73,10 +74,7 @@ type tree struct {
 	owner   *Store
 	path    string
 	depth   int
-	pending []store.TreeChange
-	ready   chan struct{} // closed when pending grows or the follow ends
-	closed  bool          // ready is closed
-	err     error         // why the follow ended, once it has
+	changes backlog.Backlog[store.TreeChange]
 }
 
 // tellTrees records a change of the node at p (n nil: deleted) for every
@@ -103,30 +101,22 @@ func (s *Server) tellTrees(p string, t store.EventType, n *node) {
 }
 
 func (f *tree) add(c store.TreeChange) {
-	if len(f.pending) >= store.MaxTreeBacklog {
+	if f.changes.Len() >= store.MaxTreeBacklog {
 		f.srv.endTree(f, fmt.Errorf("memstore: follow %q: %w: more than %d changes not taken", f.path, store.ErrDisconnected, store.MaxTreeBacklog))
 		return
 	}
-	f.pending = append(f.pending, c)
-	if !f.owner.frozen {
-		f.signal() // else on Thaw
-	}
-}
-
-func (f *tree) signal() {
-	if !f.closed {
-		close(f.ready)
-		f.closed = true
+	if f.owner.frozen {
+		f.changes.Hold(c) // told on Thaw
+	} else {
+		f.changes.Add(c)
 	}
 }
 
 // endTree ends f with err, unless it has ended.
 func (s *Server) endTree(f *tree, err error) {
-	if f.err != nil {
+	if !f.changes.End(err) {
 		return
 	}
-	f.err = err
-	f.signal()
 	delete(s.trees[f.path], f)
 	if len(s.trees[f.path]) == 0 {
 		delete(s.trees, f.path)
@@ -144,21 +134,7 @@ func (s *Server) endTrees(st *Store, err func(p string) error) {
 func (f *tree) Changes() ([]store.TreeChange, <-chan struct{}, error) {
 	f.srv.mu.Lock()
 	defer f.srv.mu.Unlock()
-	if len(f.pending) > 0 {
-		cs := f.pending
-		f.pending = nil
-		if f.err == nil {
-			f.ready, f.closed = make(chan struct{}), false
-		}
-		return cs, f.ready, nil
-	}
-	if f.err != nil {
-		return nil, f.ready, f.err
-	}
-	if f.closed {
-		f.ready, f.closed = make(chan struct{}), false
-	}
-	return nil, f.ready, nil
+	return f.changes.Take()
 }
 
 func (f *tree) Sync(ctx context.Context) error {
@@ -167,7 +143,7 @@ func (f *tree) Sync(ctx context.Context) error {
 	}
 	f.srv.mu.Lock()
 	defer f.srv.mu.Unlock()
-	return f.err
+	return f.changes.Err()
 }
 
 func (f *tree) Stop() {

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"sync"
+
+	"github.com/corral-go/corral/internal/backlog"
 )
 
 // The portable TreeFollow of FollowTree: one-shot watches on every node of
@@ -40,10 +42,7 @@ type watchedTree struct {
 	listing  bool // the first read: no changes are delivered
 
 	mu      sync.Mutex
-	pending []TreeChange
-	ready   chan struct{} // closed when pending grows or the follow ends
-	closed  bool          // ready is closed
-	err     error         // why the follow ended, once it has
+	changes backlog.Backlog[TreeChange]
 }
 
 // watchSet says which watches are set on a path and have not fired.
@@ -71,7 +70,6 @@ func watchTree(ctx context.Context, st Store, root string, depth, limit int) (Tr
 		st: st, root: root, depth: depth, limit: limit, life: life, cancel: cancel,
 		fired: make(chan firedWatch), syncs: make(chan chan error),
 		nodes: map[string]*Node{}, watching: map[string]watchSet{}, listing: true,
-		ready: make(chan struct{}),
 	}
 	// The first read is bounded by ctx; the watches it sets live on.
 	detach := context.AfterFunc(ctx, func() { cancel(context.Cause(ctx)) })
@@ -280,28 +278,17 @@ func (w *watchedTree) deliver(c TreeChange) error {
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if len(w.pending) >= MaxTreeBacklog {
+	if w.changes.Len() >= MaxTreeBacklog {
 		return fmt.Errorf("%w: more than %d changes not taken", ErrDisconnected, MaxTreeBacklog)
 	}
-	w.pending = append(w.pending, c)
-	w.signal()
+	w.changes.Add(c)
 	return nil
-}
-
-func (w *watchedTree) signal() {
-	if !w.closed {
-		close(w.ready)
-		w.closed = true
-	}
 }
 
 // end ends the follow with err, unless it has ended, and its watches.
 func (w *watchedTree) end(err error) {
 	w.mu.Lock()
-	if w.err == nil {
-		w.err = fmt.Errorf("store: follow %q: %w", w.root, err)
-		w.signal()
-	}
+	w.changes.End(fmt.Errorf("store: follow %q: %w", w.root, err))
 	w.mu.Unlock()
 	w.cancel(err)
 }
@@ -309,28 +296,14 @@ func (w *watchedTree) end(err error) {
 func (w *watchedTree) Changes() ([]TreeChange, <-chan struct{}, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if len(w.pending) > 0 {
-		cs := w.pending
-		w.pending = nil
-		if w.err == nil {
-			w.ready, w.closed = make(chan struct{}), false
-		}
-		return cs, w.ready, nil
-	}
-	if w.err != nil {
-		return nil, w.ready, w.err
-	}
-	if w.closed {
-		w.ready, w.closed = make(chan struct{}), false
-	}
-	return nil, w.ready, nil
+	return w.changes.Take()
 }
 
 // ended returns why the follow ended, or nil.
 func (w *watchedTree) ended() error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return w.err
+	return w.changes.Err()
 }
 
 // Sync reads the whole subtree again, on the loop, and delivers what

@@ -12,6 +12,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/corral-go/corral/internal/backlog"
 	"github.com/corral-go/corral/store"
 )
 
@@ -69,7 +70,7 @@ func (s *Store) FollowTree(ctx context.Context, p string, depth, limit int) (sto
 	}
 	f := &tree{s: s, l: l, path: p, abs: s.conn.abs(p), depth: depth, limit: limit,
 		nodes: map[string]store.Node{}, listing: true,
-		ready: make(chan struct{}), wake: make(chan struct{}, 1), quit: make(chan struct{}),
+		wake: make(chan struct{}, 1), quit: make(chan struct{}),
 		listed: make(chan struct{}), exited: make(chan struct{})}
 	added := &entry{kind: entryAdded}
 	f.queue = append(f.queue, added)
@@ -116,14 +117,11 @@ type tree struct {
 	listing bool              // the first read is under way
 	left    int               // reads of the first read not answered yet
 	nodes   map[string]store.Node
-	first   []store.Node  // the first read, until FollowTree takes it
-	listed  chan struct{} // closed when the first read is over
-	pending []store.TreeChange
-	ready   chan struct{} // closed when pending grows or the follow ends
-	closed  bool          // ready is closed
-	err     error         // why the follow ended
-	quit    chan struct{} // closed when the follow ends
-	wake    chan struct{} // tells run that toSend grew
+	first   []store.Node                      // the first read, until FollowTree takes it
+	listed  chan struct{}                     // closed when the first read is over
+	changes backlog.Backlog[store.TreeChange] // Err: why the follow ended
+	quit    chan struct{}                     // closed when the follow ends
+	wake    chan struct{}                     // tells run that toSend grew
 }
 
 // The kinds of entries of a follow's queue.
@@ -157,7 +155,7 @@ func (f *tree) direct(e *entry) *direct {
 // whose read is queued and not sent yet is that read: it will see what
 // the new one would. f.mu is held.
 func (f *tree) push(e *entry) {
-	if f.err != nil {
+	if f.changes.Err() != nil {
 		return
 	}
 	if e.kind == entryRead {
@@ -176,7 +174,7 @@ func (f *tree) push(e *entry) {
 		}
 		f.unsent[e.path] = e
 	}
-	if len(f.queue)+len(f.pending) >= store.MaxTreeBacklog {
+	if len(f.queue)+f.changes.Len() >= store.MaxTreeBacklog {
 		f.endLocked(fmt.Errorf("zkstore: follow %q: %w: more than %d changes not taken", f.path, store.ErrDisconnected, store.MaxTreeBacklog))
 		return
 	}
@@ -253,7 +251,7 @@ func (f *tree) answered(e *entry, body []byte, err error) {
 // advance hands out the answered entries at the queue's head. f.mu is
 // held.
 func (f *tree) advance() {
-	for len(f.queue) > 0 && f.queue[0].done && f.err == nil {
+	for len(f.queue) > 0 && f.queue[0].done && f.changes.Err() == nil {
 		e := f.queue[0]
 		f.queue[0] = nil
 		f.queue = f.queue[1:]
@@ -269,7 +267,7 @@ func (f *tree) advance() {
 		if e.first {
 			f.left--
 		}
-		if f.listing && f.left == 0 && f.err == nil {
+		if f.listing && f.left == 0 && f.changes.Err() == nil {
 			f.listing = false
 			f.first = make([]store.Node, 0, len(f.nodes))
 			for _, n := range f.nodes {
@@ -302,8 +300,7 @@ func (f *tree) apply(e *entry) {
 				c.Type = store.EventCreated
 			}
 		}
-		f.pending = append(f.pending, c)
-		f.signal()
+		f.changes.Add(c)
 	}
 }
 
@@ -417,20 +414,11 @@ func (f *tree) lost() {
 	f.endLocked(err)
 }
 
-func (f *tree) signal() {
-	if !f.closed {
-		close(f.ready)
-		f.closed = true
-	}
-}
-
 // endLocked ends the follow with err, unless it has ended. f.mu is held.
 func (f *tree) endLocked(err error) {
-	if f.err != nil {
+	if !f.changes.End(err) {
 		return
 	}
-	f.err = err
-	f.signal()
 	close(f.quit)
 	f.queue, f.toSend, f.nodes = nil, nil, nil
 }
@@ -439,27 +427,13 @@ func (f *tree) endLocked(err error) {
 func (f *tree) ended() error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.err
+	return f.changes.Err()
 }
 
 func (f *tree) Changes() ([]store.TreeChange, <-chan struct{}, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if len(f.pending) > 0 {
-		cs := f.pending
-		f.pending = nil
-		if f.err == nil {
-			f.ready, f.closed = make(chan struct{}), false
-		}
-		return cs, f.ready, nil
-	}
-	if f.err != nil {
-		return nil, f.ready, f.err
-	}
-	if f.closed {
-		f.ready, f.closed = make(chan struct{}), false
-	}
-	return nil, f.ready, nil
+	return f.changes.Take()
 }
 
 // Sync sends a sync on the follow's link and waits until the follow has
