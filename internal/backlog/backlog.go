@@ -43,8 +43,9 @@ func (b *Backlog[T]) Wake() {
 // Len returns the number of changes not taken.
 func (b *Backlog[T]) Len() int { return len(b.pending) }
 
-// End ends the follow with err and wakes the reader, unless the follow has
-// ended; it reports whether this call ended it. The reader takes the
+// End ends the follow with err, which must not be nil, and wakes the
+// reader, unless the follow has ended; it reports whether this call ended
+// it. The reader takes the
 // changes recorded before, then gets err.
 func (b *Backlog[T]) End(err error) bool {
 	if b.err != nil {
