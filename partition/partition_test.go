@@ -299,11 +299,23 @@ func TestRunError(t *testing.T) {
 		m := join(t, sts[0], path, 3, "a")
 		errBroken := errors.New("broken")
 		causes := make(chan error, 3)
+		started := make(chan struct{}, 3)
 		ran := backends.Async(func() error {
 			return m.Run(context.Background(), func(ctx context.Context, s *partition.Shard) error {
 				if s.ID() == 1 {
+					// Fail once the other two work: a shard not
+					// granted yet when the member stops is never
+					// run, so it would have no cause to report.
+					for range 2 {
+						select {
+						case <-started:
+						case <-ctx.Done():
+							return ctx.Err()
+						}
+					}
 					return errBroken
 				}
+				started <- struct{}{}
 				<-ctx.Done()
 				causes <- context.Cause(ctx)
 				return ctx.Err()
