@@ -553,8 +553,8 @@ func (r *run) twophase() {
 		}
 		err = c.Wait(ctx)
 		// The participants forget once the coordinator has seen the
-		// outcome: a Wait that reads a slot forgotten meanwhile fails
-		// (see the report of issue 33).
+		// outcome: a Wait that reads a transaction forgotten meanwhile
+		// fails with twophase.ErrNoTransaction.
 		forget := []func(context.Context) error{c.Forget}
 		for range 2 {
 			v := <-voted
