@@ -17,20 +17,17 @@
 package curator
 
 import (
-	"bufio"
 	"context"
 	_ "embed"
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	gosync "sync"
-	"syscall"
 	"time"
+
+	"github.com/corral-go/corral/internal/testing/lineproc"
 )
 
 //go:embed CuratorQueue.java
@@ -67,41 +64,7 @@ func Available() error {
 // Queue is the DistributedQueue program, running: a Curator client with
 // its own session. Its methods must not be called concurrently (one
 // command at a time).
-type Queue struct{ *proc }
-
-// proc is one of the programs, running.
-type proc struct {
-	cmd    *exec.Cmd
-	in     io.WriteCloser
-	lines  chan string // the program's answers; closed when it exits
-	stderr *tail
-
-	closeOnce gosync.Once
-	closeErr  error
-}
-
-// tail keeps what the program wrote to its standard error, for the error
-// that reports its exit.
-type tail struct {
-	mu  gosync.Mutex
-	buf []byte
-}
-
-func (t *tail) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.buf = append(t.buf, p...)
-	if n := len(t.buf); n > 16<<10 {
-		t.buf = t.buf[n-16<<10:]
-	}
-	return len(p), nil
-}
-
-func (t *tail) String() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return string(t.buf)
-}
+type Queue struct{ *lineproc.Proc }
 
 // Start compiles the queue program into dir (a temporary directory of the
 // caller's, such as testing.TB.TempDir) and starts it, connected to the
@@ -118,7 +81,7 @@ func Start(ctx context.Context, dir, addr string) (*Queue, error) {
 // start compiles the program class, whose source is source, into dir and
 // starts it, connected to addr; it returns once the client has its
 // session.
-func start(ctx context.Context, dir, addr, class string, source []byte) (*proc, error) {
+func start(ctx context.Context, dir, addr, class string, source []byte) (*lineproc.Proc, error) {
 	if err := Available(); err != nil {
 		return nil, err
 	}
@@ -130,39 +93,8 @@ func start(ctx context.Context, dir, addr, class string, source []byte) (*proc, 
 	if out, err := exec.CommandContext(ctx, "javac", "-nowarn", "-cp", cp, "-d", dir, src).CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("curator: javac: %w\n%s", err, out)
 	}
-	cmd := exec.Command("java", "-Xmx512m", "-cp", dir+":"+cp, class, addr)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	stderr := &tail{}
-	cmd.Stderr = stderr
-	in, err := cmd.StdinPipe()
-	if err != nil {
-		return nil, err
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("curator: start java: %w", err)
-	}
-	q := &proc{cmd: cmd, in: in, lines: make(chan string, 1), stderr: stderr}
-	go func() {
-		defer close(q.lines)
-		sc := bufio.NewScanner(out)
-		sc.Buffer(make([]byte, 64<<10), 4<<20)
-		for sc.Scan() {
-			q.lines <- sc.Text()
-		}
-	}()
-	if _, err := q.answer(ctx); err != nil {
-		q.Close()
-		return nil, err
-	}
-	return q, nil
+	return lineproc.Start(ctx, "curator", exec.Command("java", "-Xmx512m", "-cp", dir+":"+cp, class, addr))
 }
-
-// Pid returns the JVM's process id, to read its CPU time.
-func (q *proc) Pid() int { return q.cmd.Process.Pid }
 
 // Put puts items into the queue at path from producers threads, with
 // Curator's DistributedQueue.put, in the background (Curator's default) or,
@@ -175,7 +107,7 @@ func (q *Queue) Put(ctx context.Context, path string, producers, items int, fore
 	if foreground {
 		mode = "fg"
 	}
-	f, err := q.do(ctx, fmt.Sprintf("put %s %d %d %s", path, producers, items, mode), 4)
+	f, err := do(ctx, q.Proc, fmt.Sprintf("put %s %d %d %s", path, producers, items, mode), 4)
 	if err != nil {
 		return 0, 0, 0, err
 	}
@@ -187,28 +119,16 @@ func (q *Queue) Put(ctx context.Context, path string, producers, items int, fore
 // once it consumed items, with the time from its start (its first listing
 // included) to the last item.
 func (q *Queue) Drain(ctx context.Context, path string, items int) (time.Duration, error) {
-	f, err := q.do(ctx, fmt.Sprintf("drain %s %d", path, items), 2)
+	f, err := do(ctx, q.Proc, fmt.Sprintf("drain %s %d", path, items), 2)
 	if err != nil {
 		return 0, err
 	}
 	return time.Duration(f[1]), nil
 }
 
-// send sends a command and returns what follows the "ok" of its answer.
-func (q *proc) send(ctx context.Context, command string) (string, error) {
-	if _, err := io.WriteString(q.in, command+"\n"); err != nil {
-		return "", fmt.Errorf("curator: %s: %w", command, err)
-	}
-	line, err := q.answer(ctx)
-	if err != nil {
-		return line, fmt.Errorf("curator: %s: %w", command, err)
-	}
-	return line, nil
-}
-
 // do sends a command and returns the n numbers of its answer.
-func (q *proc) do(ctx context.Context, command string, n int) ([]int64, error) {
-	line, err := q.send(ctx, command)
+func do(ctx context.Context, p *lineproc.Proc, command string, n int) ([]int64, error) {
+	line, err := p.Send(ctx, command)
 	if err != nil {
 		return nil, err
 	}
@@ -223,48 +143,4 @@ func (q *proc) do(ctx context.Context, command string, n int) ([]int64, error) {
 		}
 	}
 	return out, nil
-}
-
-// errExited: the program ended before it answered.
-var errExited = errors.New("curator: the program exited")
-
-// answer waits for the next answer and returns what follows its "ok" or,
-// with an error, its "err".
-func (q *proc) answer(ctx context.Context) (string, error) {
-	select {
-	case line, ok := <-q.lines:
-		if !ok {
-			return "", fmt.Errorf("%w: %s", errExited, q.stderr)
-		}
-		rest, found := strings.CutPrefix(line, "ok ")
-		if !found {
-			return strings.TrimPrefix(line, "err "), fmt.Errorf("curator: %s", line)
-		}
-		return rest, nil
-	case <-ctx.Done():
-		return "", ctx.Err()
-	}
-}
-
-// Close stops the program and waits for it. It is idempotent.
-func (q *proc) Close() error {
-	q.closeOnce.Do(func() { q.closeErr = q.close() })
-	return q.closeErr
-}
-
-func (q *proc) close() error {
-	q.in.Close() // the program closes its client at the end of its input
-	done := make(chan struct{})
-	go func() {
-		for range q.lines {
-		}
-		close(done)
-	}()
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		q.cmd.Process.Kill()
-		<-done
-	}
-	return q.cmd.Wait()
 }

@@ -7,12 +7,14 @@ import (
 	"maps"
 	"slices"
 	"strings"
+
+	"github.com/corral-go/corral/internal/testing/lineproc"
 )
 
 // Group is the GroupMember program, running: a Curator client with its own
 // session, holding any number of GroupMembers by id. Its methods must not
 // be called concurrently (one command at a time).
-type Group struct{ *proc }
+type Group struct{ *lineproc.Proc }
 
 // StartGroup compiles the GroupMember program into dir (a temporary
 // directory of the caller's) and starts it, connected to the ZooKeeper
@@ -30,19 +32,19 @@ func StartGroup(ctx context.Context, dir, addr string) (*Group, error) {
 // path. Curator makes its node in the background: Join returns before it
 // is there.
 func (g *Group) Join(ctx context.Context, path, id string, value []byte) error {
-	_, err := g.send(ctx, fmt.Sprintf("join %s %s %s", path, id, hexOf(value)))
+	_, err := g.Send(ctx, fmt.Sprintf("join %s %s %s", path, id, hexOf(value)))
 	return err
 }
 
 // SetValue changes member id's payload with setThisData.
 func (g *Group) SetValue(ctx context.Context, id string, value []byte) error {
-	_, err := g.send(ctx, fmt.Sprintf("set %s %s", id, hexOf(value)))
+	_, err := g.Send(ctx, fmt.Sprintf("set %s %s", id, hexOf(value)))
 	return err
 }
 
 // Leave closes member id, which removes its node.
 func (g *Group) Leave(ctx context.Context, id string) error {
-	_, err := g.send(ctx, "leave "+id)
+	_, err := g.Send(ctx, "leave "+id)
 	return err
 }
 
@@ -50,7 +52,7 @@ func (g *Group) Leave(ctx context.Context, id string) error {
 // getCurrentMembers() is want (member ids to payloads), and returns what it
 // is then: want, or, with an error, what it was when the wait ended.
 func (g *Group) AwaitMembers(ctx context.Context, id string, want map[string][]byte) (map[string][]byte, error) {
-	line, err := g.send(ctx, fmt.Sprintf("members %s %s", id, render(want)))
+	line, err := g.Send(ctx, fmt.Sprintf("members %s %s", id, render(want)))
 	got, perr := parseMembers(strings.TrimPrefix(line, "timeout: members "))
 	if err == nil {
 		err = perr

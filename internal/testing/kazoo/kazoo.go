@@ -10,20 +10,17 @@
 package kazoo
 
 import (
-	"bufio"
 	"context"
 	_ "embed"
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	gosync "sync"
-	"syscall"
-	"time"
+
+	"github.com/corral-go/corral/internal/testing/lineproc"
 )
 
 //go:embed party.py
@@ -57,21 +54,12 @@ func Available() error {
 // Client is the program, running: a kazoo client with its own session,
 // holding the parties it joined. Its methods must not be called
 // concurrently (one command at a time).
-type Client struct {
-	cmd    *exec.Cmd
-	in     io.WriteCloser
-	lines  chan string // the program's answers; closed when it exits
-	stderr *strings.Builder
-	mu     gosync.Mutex // guards stderr
-
-	closeOnce gosync.Once
-	closeErr  error
-}
+type Client struct{ *lineproc.Proc }
 
 // Start writes the program into dir (a temporary directory of the
 // caller's) and starts it, connected to the ZooKeeper server at addr
 // ("host:port"). It returns once the client has its session. Close stops
-// it; the program also dies with this process.
+// it, and its members leave; the program also dies with this process.
 func Start(ctx context.Context, dir, addr string) (*Client, error) {
 	py, err := python()
 	if err != nil {
@@ -81,61 +69,29 @@ func Start(ctx context.Context, dir, addr string) (*Client, error) {
 	if err := os.WriteFile(src, source, 0o644); err != nil {
 		return nil, err
 	}
-	c := &Client{lines: make(chan string, 1), stderr: &strings.Builder{}}
-	c.cmd = exec.Command(py, src, addr)
-	c.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	c.cmd.Stderr = writerFunc(func(p []byte) (int, error) {
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		if c.stderr.Len() < 16<<10 {
-			c.stderr.Write(p)
-		}
-		return len(p), nil
-	})
-	if c.in, err = c.cmd.StdinPipe(); err != nil {
-		return nil, err
-	}
-	out, err := c.cmd.StdoutPipe()
+	p, err := lineproc.Start(ctx, "kazoo", exec.Command(py, src, addr))
 	if err != nil {
 		return nil, err
 	}
-	if err := c.cmd.Start(); err != nil {
-		return nil, fmt.Errorf("kazoo: start %s: %w", py, err)
-	}
-	go func() {
-		defer close(c.lines)
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			c.lines <- sc.Text()
-		}
-	}()
-	if _, err := c.answer(ctx); err != nil {
-		c.Close()
-		return nil, err
-	}
-	return c, nil
+	return &Client{p}, nil
 }
-
-type writerFunc func([]byte) (int, error)
-
-func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
 
 // Join joins a Party at path with the identifier ident (its node's data).
 func (c *Client) Join(ctx context.Context, path, ident string) error {
-	_, err := c.send(ctx, fmt.Sprintf("join %s %s", path, hexOf(ident)))
+	_, err := c.Send(ctx, fmt.Sprintf("join %s %s", path, hexOf(ident)))
 	return err
 }
 
 // JoinShallow joins a ShallowParty at path with the identifier ident (in
 // its node's name, and its data).
 func (c *Client) JoinShallow(ctx context.Context, path, ident string) error {
-	_, err := c.send(ctx, fmt.Sprintf("shallow-join %s %s", path, hexOf(ident)))
+	_, err := c.Send(ctx, fmt.Sprintf("shallow-join %s %s", path, hexOf(ident)))
 	return err
 }
 
 // Leave makes the member that joined path with ident leave.
 func (c *Client) Leave(ctx context.Context, path, ident string) error {
-	_, err := c.send(ctx, fmt.Sprintf("leave %s %s", path, hexOf(ident)))
+	_, err := c.Send(ctx, fmt.Sprintf("leave %s %s", path, hexOf(ident)))
 	return err
 }
 
@@ -151,7 +107,7 @@ func (c *Client) Shallow(ctx context.Context, path string) ([]string, error) {
 }
 
 func (c *Client) list(ctx context.Context, command string) ([]string, error) {
-	line, err := c.send(ctx, command)
+	line, err := c.Send(ctx, command)
 	if err != nil || line == "-" {
 		return nil, err
 	}
@@ -171,57 +127,4 @@ func hexOf(s string) string {
 		return "-"
 	}
 	return hex.EncodeToString([]byte(s))
-}
-
-// send sends a command and returns what follows the "ok" of its answer.
-func (c *Client) send(ctx context.Context, command string) (string, error) {
-	if _, err := io.WriteString(c.in, command+"\n"); err != nil {
-		return "", fmt.Errorf("kazoo: %s: %w", command, err)
-	}
-	line, err := c.answer(ctx)
-	if err != nil {
-		return "", fmt.Errorf("kazoo: %s: %w", command, err)
-	}
-	return line, nil
-}
-
-// answer waits for the next answer and returns what follows its "ok".
-func (c *Client) answer(ctx context.Context) (string, error) {
-	select {
-	case line, ok := <-c.lines:
-		if !ok {
-			c.mu.Lock()
-			defer c.mu.Unlock()
-			return "", fmt.Errorf("kazoo: the program exited: %s", c.stderr)
-		}
-		rest, found := strings.CutPrefix(line, "ok ")
-		if !found {
-			return "", fmt.Errorf("kazoo: %s", line)
-		}
-		return rest, nil
-	case <-ctx.Done():
-		return "", ctx.Err()
-	}
-}
-
-// Close stops the program, whose members leave, and waits for it. It is
-// idempotent.
-func (c *Client) Close() error {
-	c.closeOnce.Do(func() {
-		c.in.Close() // the program leaves and closes its client at the end of its input
-		done := make(chan struct{})
-		go func() {
-			for range c.lines {
-			}
-			close(done)
-		}()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			c.cmd.Process.Kill()
-			<-done
-		}
-		c.closeErr = c.cmd.Wait()
-	})
-	return c.closeErr
 }
