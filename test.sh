@@ -5,6 +5,13 @@ set -euo pipefail
 cd "$(dirname "$0")"
 # go.mod and go.sum say exactly what the code imports.
 go mod tidy -diff
+# Every Go file is gofmt's (a README snippet quotes examples as gofmt writes them).
+unformatted=$(gofmt -l .)
+if [ -n "$unformatted" ]; then
+	echo "test.sh: gofmt would change these files:" >&2
+	echo "$unformatted" >&2
+	exit 1
+fi
 go vet ./...
 staticcheck ./...
 # The library builds where int is 32 bits (its tests need not).

@@ -25,9 +25,9 @@ func Example_metrics() {
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader)) // or otel.SetMeterProvider(mp) for every primitive
 	m := sync.NewMutex(st, "/locks/tenant/"+id,
 		sync.WithMeterProvider(mp),
-		sync.WithLabel("billing"),                                             // in the identity record
+		sync.WithLabel("billing"), // in the identity record
 		sync.WithPathLabel(func(string) string { return "/locks/tenant/*" }), // bound the cardinality
-		sync.WithLogger(slog.Default()))                                       // debug events; none by default
+		sync.WithLogger(slog.Default()))                                      // debug events; none by default
 
 	if err := m.Lock(ctx); err != nil {
 		log.Fatal(err)
