@@ -568,6 +568,7 @@ func (m *Member) log(ctx context.Context, msg string, attrs ...slog.Attr) {
 // number is being refused: it must disturb nobody.
 func followIDs(ctx context.Context, st store.Store, dir string, k int, out chan<- []string) error {
 	members := recipe.NewMembers(st, dir, names.Partitions, names.NoFamily)
+	members.SkipOthers()
 	return recipe.Follow(ctx, st, out, recipe.Follower[[]string]{
 		Read: func(ctx context.Context) ([]string, []<-chan store.Event, error) {
 			ms, ch, err := members.Read(ctx)

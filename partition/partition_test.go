@@ -494,6 +494,35 @@ func TestOtherRecipes(t *testing.T) {
 	})
 }
 
+// TestStrayNode: a node of another recipe in a partition's members'
+// directory (another client's lock, or a refused group.Join's member for
+// as long as it lives) is no member: it stops nobody, and the members go on
+// passing shards among themselves while it is there.
+func TestStrayNode(t *testing.T) {
+	backends.Run(t, func(t *testing.T, b storetest.Backend) {
+		sts := backends.Open(t, b, 2)
+		ctx, path := ctxFor(t), dir(t)
+		f, tick := newFence(), make(chan struct{}, 1)
+		wa := work(join(t, sts[0], path, 2, "a"), f, tick)
+		wb := work(join(t, sts[1], path, 2, "b"), f, tick)
+		waitBalanced(t, tick, []*worker{wa, wb}, 2)
+		if _, err := sts[0].Create(ctx, store.Join(partition.MembersDir(path), "lock-"), nil, store.EphemeralSequential); err != nil {
+			t.Fatal(err)
+		}
+		// b leaves: a must read the members, the stray node among them,
+		// to take b's shard.
+		if err := wb.m.Leave(ctx); err != nil {
+			t.Fatal(err)
+		}
+		recv(t, "b's Run", backends.Async(func() error { <-wb.done; return nil }))
+		waitBalanced(t, tick, []*worker{wa}, 2)
+		if err := wa.m.Err(); err != nil {
+			t.Errorf("a stopped: %v", err)
+		}
+		f.check(t)
+	})
+}
+
 // TestDuplicateID: a member that joins with the id of a member there is
 // refused with ErrDuplicateID, and disturbs nobody; once the other is gone
 // the id is welcome.

@@ -3,6 +3,7 @@ package recipe
 import (
 	"context"
 	"errors"
+	"slices"
 
 	"github.com/corral-go/corral/internal/names"
 	"github.com/corral-go/corral/store"
@@ -38,6 +39,7 @@ type Members struct {
 	known  map[string]known // by path: the members of the last read
 	dirs   map[string]int64 // by path: the Seq of the directories of the last read
 	values context.Context  // FollowValues' ctx; nil: values are read once
+	skip   bool             // leave out another recipe's nodes (SkipOthers)
 }
 
 // known is a member of the last read, with the watch of its node when
@@ -67,6 +69,13 @@ func (m *Members) want(kids []store.Child) names.Family {
 	return m.family
 }
 
+// SkipOthers makes m leave out a node of another recipe rather than fail
+// the read with ErrKindMismatch: for the members' own follower, whose
+// directory was checked when they joined, and which a stray node (a
+// refused join's, made and removed at once) must not stop. Such a node is
+// no member.
+func (m *Members) SkipOthers() { m.skip = true }
+
 // FollowValues makes m watch each member's node for as long as ctx lives
 // (the follower's life, not one read's), so that a change of a member's
 // value fires the watches ReadAll returns, as a member that joins or goes
@@ -80,7 +89,7 @@ func (m *Members) FollowValues(ctx context.Context) { m.values = ctx }
 // does not exist has none, and the watch fires when it is made. A member
 // that went between the listing and the read of its value is left out: the
 // watch fires for it. A node of another recipe fails the read with
-// ErrKindMismatch. The watch does not fire for a change of a member's
+// ErrKindMismatch, unless SkipOthers was called. The watch does not fire for a change of a member's
 // value: ReadAll's do, once FollowValues was called.
 func (m *Members) Read(ctx context.Context) ([]Member, <-chan store.Event, error) {
 	ms, stale, err := m.ReadAll(ctx)
@@ -95,10 +104,15 @@ func (m *Members) Read(ctx context.Context) ([]Member, <-chan store.Event, error
 // per member whose value may change.
 func (m *Members) ReadAll(ctx context.Context) ([]Member, []<-chan store.Event, error) {
 	kids, ch, err := WatchChildren(ctx, m.st, m.dir)
-	if err == nil {
-		err = CheckFamily(m.dir, kids, m.want(kids))
-	}
 	if err != nil {
+		return nil, nil, err
+	}
+	want := m.want(kids)
+	if m.skip {
+		kids = slices.DeleteFunc(kids, func(k store.Child) bool {
+			return checkFamily(m.dir, k.Name, names.FamilyOf(k.Name), want) != nil
+		})
+	} else if err := CheckFamily(m.dir, kids, want); err != nil {
 		return nil, nil, err
 	}
 	stale := []<-chan store.Event{ch}
