@@ -825,8 +825,17 @@ type childWorker struct {
 // write.
 func (w *childWorker) work(ctx context.Context, s *partition.Shard) error {
 	op := "begin"
-	for ctx.Err() == nil {
-		w.post(op, s, time.Now())
+	var live time.Time // when ctx was last found live
+	for {
+		// The time is read before the check, so that the check was
+		// made no earlier: a process stopped between the two would
+		// otherwise report the time it woke.
+		now := time.Now()
+		if ctx.Err() != nil {
+			break
+		}
+		live = now
+		w.post(op, s, live)
 		op = "write"
 		select {
 		case <-ctx.Done():
@@ -838,14 +847,14 @@ func (w *childWorker) work(ctx context.Context, s *partition.Shard) error {
 			// Told to hand the shard over: its work takes a while
 			// to stop, and nobody else may begin before it returns
 			// or the grace passes.
-			w.post("told", s, time.Now())
+			w.post("told", s, live)
 			told := time.Now()
 			for i := 0; i < drainWrites || time.Since(told) < w.cfg.Drain; i++ {
 				time.Sleep(writeEvery)
-				w.post("write", s, time.Now())
+				w.post("write", s, live)
 			}
 		}
-		w.post("end", s, time.Now())
+		w.post("end", s, live)
 	}
 	return nil
 }
