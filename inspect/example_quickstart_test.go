@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log"
+	"time"
 
 	"github.com/corral-go/corral/inspect"
 	"github.com/corral-go/corral/memstore"
@@ -22,7 +23,9 @@ func Example_quickStart() {
 	waited := make(chan error, 1)
 	go func() { waited <- sync.NewMutex(b, "/locks/report").Lock(bctx) }()
 	defer func() { stop(); <-waited }()
-	w := inspect.Watch(ctx, a, "/locks/report")
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Second) // the wait below is bounded
+	defer cancel()
+	w := inspect.Watch(wctx, a, "/locks/report")
 	defer w.Close()
 	for rs := range w.Reports() { // until b waits
 		if len(rs) == 1 && len(rs[0].Waiters) == 1 {
